@@ -1,0 +1,31 @@
+"""Everything torchax_vae changes in torchax and in its private copy of the diffusers model.
+
+One file per patch; each docstring says what upstream thing it replaces, why,
+and which test shows it is still needed. `apply` is the one place they are
+applied; importing this package changes nothing.
+
+- `torchax_torch213`: import torchax 0.0.13 under torch 2.13.
+- `group_norm`: nn.GroupNorm as one vectorized JAX reduction.
+- `safe_conv3d`: CogVideoXSafeConv3d without its cuDNN 2 GB chunking.
+- `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
+"""
+
+from torch import nn
+
+from . import group_norm, pointwise_conv_cache, safe_conv3d
+from .torchax_torch213 import import_torchax
+
+__all__ = ["apply", "import_torchax"]
+
+
+def apply(model: nn.Module) -> dict[str, int]:
+    """Patches `model` (a private copy: its classes change) and makes torchax importable.
+
+    Returns how many modules each patch replaced.
+    """
+    import_torchax()
+    return {
+        "group_norm": group_norm.patch(model),
+        "safe_conv3d": safe_conv3d.patch(model),
+        "pointwise_conv_cache": pointwise_conv_cache.patch(model),
+    }

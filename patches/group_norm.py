@@ -1,0 +1,87 @@
+"""GroupNorm as one vectorized JAX reduction, swapped into the model copy's nn.GroupNorm layers.
+
+Upstream: torch's `nn.GroupNorm` lowers through torchax's `native_group_norm`
+(`torchax/ops/jaten.py`), which reshapes to (1, N*G, -1) and runs the statistics
+inside `jax.lax.map`: a while loop that XLA cannot fuse with the SiLU and the
+convolution around it, and that flattens the width axis away so a width
+sharding cannot pass through. In bf16 it also takes the statistics in bf16.
+
+Here: `group_norm` reshapes NC... to (N, G, C/G, ...) and takes `jnp.mean` and
+`jnp.var` over (C/G, T, H, W) at once, in float32 whatever the input dtype (as
+PyTorch's CPU and CUDA kernels accumulate in float32), then applies the affine
+transform and casts back. `group_norm_reference` is the plain per-group loop it
+must equal.
+
+Still needed while torchax's lowering of nn.GroupNorm contains a while loop
+(tests/test_patches.py::test_stock_group_norm_still_loops).
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+from torch import nn
+
+from .torchax_torch213 import import_torchax
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
+    """GroupNorm of an (N, C, *spatial) array: statistics over (C/G, *spatial) per group."""
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    stats_dtype = jnp.promote_types(x.dtype, jnp.float32)
+    xg = x.astype(stats_dtype).reshape(n, num_groups, c // num_groups, *spatial)
+    axes = tuple(range(2, xg.ndim))
+    mean = jnp.mean(xg, axis=axes, keepdims=True)
+    var = jnp.var(xg, axis=axes, keepdims=True)
+    y = ((xg - mean) * jax.lax.rsqrt(var + eps)).reshape(x.shape)
+    affine_shape = (1, c) + (1,) * len(spatial)
+    if weight is not None:
+        y = y * weight.astype(stats_dtype).reshape(affine_shape)
+    if bias is not None:
+        y = y + bias.astype(stats_dtype).reshape(affine_shape)
+    return y.astype(x.dtype)
+
+
+def group_norm_reference(x, num_groups, weight=None, bias=None, eps=1e-5):
+    """The definition, one group at a time, in float64 NumPy."""
+    x = np.asarray(x, dtype=np.float64)
+    c = x.shape[1]
+    per_group = c // num_groups
+    y = np.empty_like(x)
+    for g in range(num_groups):
+        block = x[:, g * per_group : (g + 1) * per_group]
+        axes = tuple(range(1, block.ndim))
+        mean = block.mean(axis=axes, keepdims=True)
+        var = ((block - mean) ** 2).mean(axis=axes, keepdims=True)
+        y[:, g * per_group : (g + 1) * per_group] = (block - mean) / np.sqrt(var + eps)
+    affine_shape = (1, c) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        y = y * np.asarray(weight, dtype=np.float64).reshape(affine_shape)
+    if bias is not None:
+        y = y + np.asarray(bias, dtype=np.float64).reshape(affine_shape)
+    return y
+
+
+@functools.cache
+def _torch_group_norm():
+    return import_torchax().interop.torch_view(group_norm)
+
+
+class TorchaxGroupNorm(nn.GroupNorm):
+    """nn.GroupNorm whose forward runs `group_norm` on torchax tensors."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return _torch_group_norm()(input, self.num_groups, self.weight, self.bias, self.eps)
+
+
+def patch(model: nn.Module) -> int:
+    """Makes every plain nn.GroupNorm in `model` a TorchaxGroupNorm; returns how many."""
+    count = 0
+    for module in model.modules():
+        if type(module) is nn.GroupNorm:
+            module.__class__ = TorchaxGroupNorm
+            count += 1
+    return count

@@ -1,0 +1,84 @@
+"""Import torchax 0.0.13 under torch 2.13, which removed aten overloads torchax names.
+
+Upstream: torchax 0.0.13 lists named-dimension ("Dimname") overloads of aten ops
+as keys of its autocast policy table (`torchax/amp.py`: `aten.prod.dim_Dimname`,
+`aten.index_copy.dimname`) and in its decomposition list
+(`torchax/decompositions.py`: `aten.all.dimname`, `aten.std.names_dim`, ...).
+torch 2.13 removed those overloads, so the attribute lookup raises AttributeError
+and `import torchax` fails before anything runs.
+
+Fix: while torchax's modules are imported, looking up a missing overload on an
+aten op packet returns a `RemovedOverload` placeholder instead of raising. A
+placeholder is only ever a dict key or a list entry for an op torch can no longer
+dispatch, so nothing calls it (`torch._decomp.get_decompositions` skips entries
+that are not operators). The hook is removed as soon as the import finishes;
+site-packages is not touched. `REMOVED_OVERLOADS` records what was papered over.
+
+Still needed while `import torchax` fails in a fresh interpreter
+(tests/test_patches.py::test_torchax_still_fails_to_import_unpatched).
+"""
+
+import contextlib
+import importlib
+import sys
+import threading
+
+import torch
+from torch._ops import OpOverloadPacket
+
+# Modules that name aten overloads at import time; `torchax.default_env()` imports
+# the last four lazily, so they are imported here, under the hook, once.
+_TORCHAX_MODULES = (
+    "torchax",
+    "torchax.decompositions",
+    "torchax.ops.jaten",
+    "torchax.ops.jtorch",
+    "torchax.ops.jc10d",
+)
+
+REMOVED_OVERLOADS: set[str] = set()
+_lock = threading.Lock()
+
+
+class RemovedOverload:
+    """Stands in for an aten overload that this torch no longer has."""
+
+    def __init__(self, qualified_name: str):
+        self.qualified_name = qualified_name
+
+    def __repr__(self) -> str:
+        return f"RemovedOverload({self.qualified_name!r})"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"{self.qualified_name} was removed from torch {torch.__version__}")
+
+
+@contextlib.contextmanager
+def _tolerate_removed_overloads():
+    original = OpOverloadPacket.__getattr__
+
+    def getattr_or_placeholder(packet, key):
+        try:
+            return original(packet, key)
+        except AttributeError:
+            if key.startswith("__"):
+                raise
+            name = f"{packet._qualified_op_name}.{key}"
+            REMOVED_OVERLOADS.add(name)
+            return RemovedOverload(name)
+
+    OpOverloadPacket.__getattr__ = getattr_or_placeholder
+    try:
+        yield
+    finally:
+        OpOverloadPacket.__getattr__ = original
+
+
+def import_torchax():
+    """Returns the torchax module, imported so that it works under this torch."""
+    if all(name in sys.modules for name in _TORCHAX_MODULES):
+        return sys.modules["torchax"]
+    with _lock, _tolerate_removed_overloads():
+        for name in _TORCHAX_MODULES:
+            importlib.import_module(name)
+    return sys.modules["torchax"]

@@ -1,0 +1,40 @@
+import pytest
+import torch
+from helpers import OFFICIAL_CONFIG, TINY_CONFIG, make_vae
+
+from torchax_vae import TorchaxVAE
+
+
+@pytest.fixture(scope="session")
+def tiny_vae():
+    return make_vae(TINY_CONFIG)
+
+
+@pytest.fixture(scope="session")
+def _tiny_torchax_session(tiny_vae):
+    return TorchaxVAE(tiny_vae)
+
+
+@pytest.fixture
+def tiny_torchax(_tiny_torchax_session):
+    """One wrapper for the session (compiled programs are shared), reset to defaults for each test."""
+    vae = _tiny_torchax_session
+    yield vae
+    vae.disable_slicing()
+    vae.disable_tiling()
+
+
+@pytest.fixture(scope="session")
+def official_vae():
+    return make_vae(OFFICIAL_CONFIG)
+
+
+@pytest.fixture(scope="session")
+def official_torchax(official_vae):
+    return TorchaxVAE(official_vae)
+
+
+@pytest.fixture(autouse=True)
+def _no_grad():
+    with torch.no_grad():
+        yield

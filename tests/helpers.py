@@ -1,0 +1,44 @@
+"""Shared test fixtures' building blocks: model configs, seeded models, assert_close."""
+
+import torch
+from diffusers import AutoencoderKLCogVideoX
+
+# diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_kl_cogvideox.py).
+TINY_CONFIG = {
+    "in_channels": 3,
+    "out_channels": 3,
+    "down_block_types": ("CogVideoXDownBlock3D",) * 4,
+    "up_block_types": ("CogVideoXUpBlock3D",) * 4,
+    "block_out_channels": (8, 8, 8, 8),
+    "latent_channels": 4,
+    "layers_per_block": 1,
+    "norm_num_groups": 2,
+    "temporal_compression_ratio": 4,
+}
+# The released CogVideoX VAE's architecture (the class defaults): 215 M parameters.
+OFFICIAL_CONFIG: dict = {}
+
+# Max |Δ| allowed against the same model in plain PyTorch fp32.
+TOLERANCE = {torch.float32: 1e-4}
+# bf16: our error against the fp32 reference may be this many times PyTorch bf16's.
+BF16_ERROR_RATIO = 2.0
+
+
+def make_vae(config: dict, seed: int = 0) -> AutoencoderKLCogVideoX:
+    torch.manual_seed(seed)
+    return AutoencoderKLCogVideoX(**config).eval()
+
+
+def max_abs_diff(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    return (actual.detach().float().cpu() - expected.detach().float().cpu()).abs().max().item()
+
+
+def assert_close(actual: torch.Tensor, expected: torch.Tensor, atol: float, what: str = "") -> float:
+    """Asserts max |actual - expected| <= atol; the failure says how much and where. Returns max |Δ|."""
+    assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    diff = (actual.detach().float().cpu() - expected.detach().float().cpu()).abs()
+    worst = diff.max().item()
+    if not worst <= atol:  # also catches NaN
+        where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+        raise AssertionError(f"{what}: max |Δ| = {worst:.3g} > {atol:g} at index {where} (shape {tuple(diff.shape)})")
+    return worst

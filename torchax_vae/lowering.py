@@ -1,0 +1,68 @@
+"""The diffusers model as pure JAX functions of (weights, frames, conv_cache), through torchax.
+
+The user's module is never changed: a structural copy of it whose tensors live
+on torch's "meta" device (no memory) gets the patches, and its weights are
+JAX arrays passed in at call time through `torch.func.functional_call`. The
+diffusers forward code itself runs unmodified on torchax tensors.
+"""
+
+import copy
+import itertools
+
+import jax
+import torch
+from torch import nn
+
+from . import convert, patches
+
+
+def private_copy(model: nn.Module) -> nn.Module:
+    """A deep copy of `model` whose parameters and buffers are storage-less meta tensors."""
+    memo = {}
+    for t in itertools.chain(model.parameters(), model.buffers()):
+        meta = torch.empty_like(t, device="meta")
+        memo[id(t)] = nn.Parameter(meta, requires_grad=False) if isinstance(t, nn.Parameter) else meta
+    clone = copy.deepcopy(model, memo)
+    clone.eval()
+    return clone
+
+
+def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax.Array]]:
+    """Copies of the model's parameters and buffers as JAX arrays, grouped by top-level child."""
+    grouped: dict[str, dict[str, jax.Array]] = {}
+    for name, t in itertools.chain(model.named_parameters(), model.named_buffers()):
+        child, _, rest = name.partition(".")
+        cast = dtype if t.is_floating_point() else None
+        grouped.setdefault(child, {})[rest] = convert.to_jax(t, cast, device)
+    return grouped
+
+
+class LoweredVAE:
+    """Patched private copy of an AutoencoderKLCogVideoX and its JAX step functions."""
+
+    def __init__(self, vae: nn.Module):
+        self.model = private_copy(vae)
+        self.patch_counts = patches.apply(self.model)
+        self.env = patches.import_torchax().default_env()
+
+    def _call(self, child: str, weights, *args, **kwargs):
+        module = getattr(self.model, child)
+        return torch.func.functional_call(module, weights[child], args, kwargs)
+
+    def encode_step(self, weights, frames, conv_cache):
+        """One encoder call on a frame batch: (moments, conv_cache), as JAX arrays."""
+        weights, frames, conv_cache = self.env.j2t_iso((weights, frames, conv_cache))
+        with self.env, torch.no_grad():
+            h, conv_cache = self._call("encoder", weights, frames, conv_cache=conv_cache)
+            if self.model.quant_conv is not None:
+                h = self._call("quant_conv", weights, h)
+        return self.env.t2j_iso((h, conv_cache))
+
+    def decode_step(self, weights, latents, conv_cache):
+        """One decoder call on a latent frame batch: (frames, conv_cache), as JAX arrays."""
+        weights, latents, conv_cache = self.env.j2t_iso((weights, latents, conv_cache))
+        with self.env, torch.no_grad():
+            if self.model.post_quant_conv is not None:
+                latents = self._call("post_quant_conv", weights, latents)
+            frames, conv_cache = self._call("decoder", weights, latents, conv_cache=conv_cache)
+        return self.env.t2j_iso((frames, conv_cache))

@@ -1,0 +1,92 @@
+"""Compiled XLA programs keyed by input signature, with what XLA says about each.
+
+Each encoder/decoder frame-batch call is a pure JAX function of
+(weights, input, conv_cache). `Programs` lowers and compiles it once per
+signature (tree structure, shapes, dtypes, shardings of the arguments) and
+records the compile time, FLOPs and memory XLA reports, so a user can see why
+memory or compile time is what it is without running anything.
+"""
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramStats:
+    """What one compiled program costs, as XLA reports it."""
+
+    name: str
+    input_shapes: tuple  # per non-weight argument: its shape, None, or 'pytree of N arrays'
+    lower_seconds: float  # tracing the torch model through torchax to StableHLO
+    compile_seconds: float  # XLA compilation of that StableHLO
+    devices: tuple[str, ...]
+    flops: float
+    temp_bytes: int  # per device
+    argument_bytes: int
+    output_bytes: int
+
+
+def _leaf_signature(leaf) -> tuple:
+    sharding = getattr(leaf, "sharding", None)
+    return (tuple(leaf.shape), str(leaf.dtype), sharding)
+
+
+def _describe(arg):
+    if arg is None:
+        return None
+    if hasattr(arg, "shape"):
+        return tuple(arg.shape)
+    return f"pytree of {len(jax.tree.leaves(arg))} arrays"
+
+
+def _cost(compiled) -> dict:
+    cost = compiled.cost_analysis()
+    if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
+        cost = cost[0] if cost else {}
+    return cost or {}
+
+
+class Programs:
+    """A cache of compiled programs; call `run(name, fn, weights, *args)`."""
+
+    def __init__(self):
+        self._compiled: dict[tuple, tuple[Any, ProgramStats]] = {}
+
+    def run(self, name: str, fn: Callable, weights, *args):
+        key = (name, jax.tree.structure((weights, args)), tuple(map(_leaf_signature, jax.tree.leaves((weights, args)))))
+        entry = self._compiled.get(key)
+        if entry is None:
+            entry = self._compile(name, fn, weights, args)
+            self._compiled[key] = entry
+        return entry[0](weights, *args)
+
+    def _compile(self, name, fn, weights, args):
+        t0 = time.perf_counter()
+        lowered = jax.jit(fn).lower(weights, *args)
+        t1 = time.perf_counter()
+        compiled = lowered.compile()
+        t2 = time.perf_counter()
+        memory = compiled.memory_analysis()
+        devices = sorted({str(d) for leaf in jax.tree.leaves((weights, args)) for d in leaf.sharding.device_set})
+        stats = ProgramStats(
+            name=name,
+            input_shapes=tuple(map(_describe, args)),
+            lower_seconds=t1 - t0,
+            compile_seconds=t2 - t1,
+            devices=tuple(devices),
+            flops=float(_cost(compiled).get("flops", float("nan"))),
+            temp_bytes=int(getattr(memory, "temp_size_in_bytes", -1)),
+            argument_bytes=int(getattr(memory, "argument_size_in_bytes", -1)),
+            output_bytes=int(getattr(memory, "output_size_in_bytes", -1)),
+        )
+        return compiled, stats
+
+    def stats(self) -> list[dict]:
+        return [dataclasses.asdict(s) for _, s in self._compiled.values()]
+
+    def __len__(self) -> int:
+        return len(self._compiled)

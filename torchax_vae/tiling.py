@@ -1,0 +1,86 @@
+"""Spatial tiling as diffusers' AutoencoderKLCogVideoX.tiled_encode/tiled_decode do it.
+
+diffusers blends each tile with its upper and left neighbours by per-row Python
+loops of in-place writes (`blend_v`, `blend_h`). Because the writes are in place,
+the neighbour a tile is blended with has itself already been blended with its
+own neighbours; `assemble` keeps that order. Each seam here is one vectorized
+JAX expression on the device.
+"""
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class TileLayout:
+    """Where tiles start in the input, and how their outputs are blended and cropped."""
+
+    tile_height: int  # input tile size
+    tile_width: int
+    stride_height: int  # distance between tile starts in the input
+    stride_width: int
+    blend_height: int  # blend extent in the output
+    blend_width: int
+    keep_height: int  # rows/columns of each output tile that end up in the result
+    keep_width: int
+
+    def starts(self, height: int, width: int) -> list[list[tuple[int, int]]]:
+        return [[(i, j) for j in range(0, width, self.stride_width)] for i in range(0, height, self.stride_height)]
+
+
+def layout(in_tile_h, in_tile_w, out_tile_h, out_tile_w, overlap_h, overlap_w) -> TileLayout:
+    """diffusers' arithmetic: input tiles of in_tile_*, outputs of out_tile_*, overlap factors."""
+    blend_h = int(out_tile_h * overlap_h)
+    blend_w = int(out_tile_w * overlap_w)
+    return TileLayout(
+        tile_height=in_tile_h,
+        tile_width=in_tile_w,
+        stride_height=int(in_tile_h * (1 - overlap_h)),
+        stride_width=int(in_tile_w * (1 - overlap_w)),
+        blend_height=blend_h,
+        blend_width=blend_w,
+        keep_height=out_tile_h - blend_h,
+        keep_width=out_tile_w - blend_w,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("extent", "axis"))
+def _blend(a, b, *, extent: int, axis: int):
+    """b with its first `extent` entries along `axis` faded in from a's last `extent`."""
+    # Weights in float64, rounded once, as torch rounds `1 - y / extent` (a Python float).
+    ramp = np.arange(extent, dtype=np.float64) / extent
+    shape = [1] * b.ndim
+    shape[axis] = extent
+    w_b = jnp.asarray(ramp.reshape(shape), dtype=jnp.float32)
+    w_a = jnp.asarray((1 - ramp).reshape(shape), dtype=jnp.float32)
+    a_tail = jax.lax.slice_in_dim(a, a.shape[axis] - extent, a.shape[axis], axis=axis).astype(jnp.float32)
+    b_head = jax.lax.slice_in_dim(b, 0, extent, axis=axis).astype(jnp.float32)
+    head = (a_tail * w_a + b_head * w_b).astype(b.dtype)
+    return jax.lax.dynamic_update_slice_in_dim(b, head, 0, axis=axis)
+
+
+def blend(a, b, extent: int, axis: int):
+    extent = min(a.shape[axis], b.shape[axis], extent)
+    return b if extent <= 0 else _blend(a, b, extent=extent, axis=axis)
+
+
+def assemble(tiles: list[list[jax.Array]], lay: TileLayout) -> jax.Array:
+    """Blends a grid of NCTHW output tiles with their neighbours and stitches the result."""
+    blended: list[list[jax.Array]] = []
+    for i, row in enumerate(tiles):
+        out_row = []
+        for j, tile in enumerate(row):
+            if i > 0:
+                tile = blend(blended[i - 1][j], tile, lay.blend_height, axis=3)
+            if j > 0:
+                tile = blend(out_row[j - 1], tile, lay.blend_width, axis=4)
+            out_row.append(tile)
+        blended.append(out_row)
+    rows = [
+        jnp.concatenate([t[:, :, :, : lay.keep_height, : lay.keep_width] for t in row], axis=4) for row in blended
+    ]
+    return jnp.concatenate(rows, axis=3)
