@@ -1,9 +1,11 @@
 """TorchaxVAE: diffusers' AutoencoderKLCogVideoX, run on JAX through torchax, with its interface."""
 
+import functools
 import logging
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution
@@ -32,6 +34,11 @@ def _as_dtype(dtype) -> torch.dtype | None:
     if isinstance(dtype, str) and dtype.removeprefix("torch.") in _DTYPE_NAMES:
         return _DTYPE_NAMES[dtype.removeprefix("torch.")]
     raise TypeError(f"dtype must be a torch.dtype or one of {sorted(_DTYPE_NAMES)}, got {dtype!r}")
+
+
+@functools.partial(jax.jit, static_argnames="size")
+def _take_frames(data, start, *, size):
+    return jax.lax.dynamic_slice_in_dim(data, start, size, axis=2)
 
 
 def _is_torchax(x) -> bool:
@@ -183,8 +190,11 @@ class TorchaxVAE:
         conv_cache = None
         outputs = []
         for start, end in frame_batches(data.shape[2], batch_size):
-            chunk = data[:, :, start:end]
-            chunk = convert.to_jax(chunk, dtype) if isinstance(chunk, torch.Tensor) else chunk.astype(dtype)
+            if isinstance(data, torch.Tensor):  # on the host: copy just this batch in
+                chunk = convert.to_jax(data[:, :, start:end], dtype)
+            else:  # on the device: a traced start index keeps one slice program per batch size
+                start_index = jax.device_put(np.int32(start))
+                chunk = _take_frames(data, start_index, size=end - start).astype(dtype)
             program = name if conv_cache is None else f"{name}+conv_cache"
             out, conv_cache = self._programs.run(program, step, self._weights, chunk, conv_cache)
             outputs.append(out)

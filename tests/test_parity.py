@@ -1,0 +1,118 @@
+"""TorchaxVAE against the same diffusers model in plain PyTorch: encode, sample, decode, forward."""
+
+import copy
+
+import pytest
+import torch
+from helpers import BF16_ERROR_RATIO, TOLERANCE, assert_close, max_abs_diff
+
+FP32 = TOLERANCE[torch.float32]
+FRAMES = [1, 5, 9, 13, 17, 33]
+
+
+def video(batch, frames, size, seed=0):
+    return torch.randn(batch, 3, frames, size, size, generator=torch.Generator().manual_seed(seed))
+
+
+def check_encode_decode(vae, ours, x, what):
+    """Posterior mean, logvar, sample(generator), mode, and decode of the mean, all within fp32 tolerance."""
+    expected = vae.encode(x).latent_dist
+    actual = ours.encode(x).latent_dist
+    assert actual.mean.dtype == x.dtype and actual.mean.device == x.device
+    assert_close(actual.mean, expected.mean, FP32, f"{what} posterior mean")
+    assert_close(actual.logvar, expected.logvar, FP32, f"{what} posterior logvar")
+    assert_close(actual.mode(), expected.mode(), FP32, f"{what} posterior mode")
+    sample_expected = expected.sample(generator=torch.Generator().manual_seed(7))
+    sample_actual = actual.sample(generator=torch.Generator().manual_seed(7))
+    assert_close(sample_actual, sample_expected, FP32, f"{what} posterior sample(generator)")
+    decoded = ours.decode(expected.mean).sample
+    assert_close(decoded, vae.decode(expected.mean).sample, FP32, f"{what} decode")
+
+
+@pytest.mark.parametrize("slicing", [False, True], ids=["whole", "sliced"])
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("frames", FRAMES)
+def test_tiny_fp32(tiny_vae, tiny_torchax, frames, batch, slicing):
+    if slicing:
+        tiny_vae.enable_slicing()
+        tiny_torchax.enable_slicing()
+    try:
+        check_encode_decode(tiny_vae, tiny_torchax, video(batch, frames, 16), f"tiny {frames}f batch {batch}")
+    finally:
+        tiny_vae.disable_slicing()
+
+
+def test_tiny_forward_with_posterior_sample(tiny_vae, tiny_torchax):
+    x = video(1, 9, 16)
+    expected = tiny_vae(x, sample_posterior=True, generator=torch.Generator().manual_seed(3)).sample
+    actual = tiny_torchax(x, sample_posterior=True, generator=torch.Generator().manual_seed(3)).sample
+    assert_close(actual, expected, FP32, "forward(sample_posterior=True)")
+    assert_close(tiny_torchax.forward(x).sample, tiny_vae.forward(x).sample, FP32, "forward()")
+
+
+def test_tiny_return_dict_false(tiny_vae, tiny_torchax):
+    x = video(1, 5, 16)
+    (posterior,) = tiny_torchax.encode(x, return_dict=False)
+    (decoded,) = tiny_torchax.decode(posterior.mean, return_dict=False)
+    (expected,) = tiny_vae.decode(tiny_vae.encode(x).latent_dist.mean, return_dict=False)
+    assert_close(decoded, expected, FP32, "return_dict=False")
+
+
+def test_tiny_tiling_matches_diffusers_tiling(tiny_vae, tiny_torchax):
+    # 48x40 video with 32x24 tiles: interior, right, bottom and corner tiles of different sizes.
+    x = video(2, 9, 48, seed=4)[..., :40]
+    for m in (tiny_vae, tiny_torchax):
+        m.enable_tiling(tile_sample_min_height=32, tile_sample_min_width=24, tile_overlap_factor_height=1 / 4, tile_overlap_factor_width=1 / 3)
+    try:
+        expected = tiny_vae.encode(x).latent_dist.mean
+        assert_close(tiny_torchax.encode(x).latent_dist.mean, expected, FP32, "tiled encode")
+        assert_close(tiny_torchax.decode(expected).sample, tiny_vae.decode(expected).sample, FP32, "tiled decode")
+    finally:
+        tiny_vae.disable_tiling()
+
+
+def bf16_check(vae, ours_bf16, x, what):
+    """Our bf16 error against fp32 PyTorch is at most BF16_ERROR_RATIO x PyTorch bf16's own."""
+    torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
+    reference = vae.encode(x).latent_dist.mean
+    for stage, ref, theirs, ours in [
+        ("encode", reference, torch_bf16.encode(x.bfloat16()).latent_dist.mean, ours_bf16.encode(x).latent_dist.mean),
+        ("decode", vae.decode(reference).sample, torch_bf16.decode(reference.bfloat16()).sample, ours_bf16.decode(reference).sample),
+    ]:
+        their_err, our_err = max_abs_diff(theirs, ref), max_abs_diff(ours, ref)
+        assert our_err <= BF16_ERROR_RATIO * their_err, (
+            f"{what} bf16 {stage}: max |Δ| vs fp32 = {our_err:.3g}, PyTorch bf16's = {their_err:.3g}"
+        )
+
+
+@pytest.mark.parametrize("frames", [1, 9, 17])
+def test_tiny_bf16(tiny_vae, frames):
+    from torchax_vae import TorchaxVAE
+
+    bf16_check(tiny_vae, TorchaxVAE(tiny_vae, dtype=torch.bfloat16), video(1, frames, 16), f"tiny {frames}f")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("frames", FRAMES)
+def test_official_fp32(official_vae, official_torchax, frames):
+    check_encode_decode(official_vae, official_torchax, video(1, frames, 32), f"official {frames}f")
+
+
+@pytest.mark.slow
+def test_official_fp32_batch2_sliced(official_vae, official_torchax):
+    x = video(2, 9, 32, seed=1)
+    check_encode_decode(official_vae, official_torchax, x, "official batch 2")
+    official_vae.enable_slicing()
+    official_torchax.enable_slicing()
+    try:
+        check_encode_decode(official_vae, official_torchax, x, "official batch 2 sliced")
+    finally:
+        official_vae.disable_slicing()
+        official_torchax.disable_slicing()
+
+
+@pytest.mark.slow
+def test_official_bf16(official_vae):
+    from torchax_vae import TorchaxVAE
+
+    bf16_check(official_vae, TorchaxVAE(official_vae, dtype=torch.bfloat16), video(1, 9, 32), "official 9f")

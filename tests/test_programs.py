@@ -1,0 +1,88 @@
+"""Compiled programs: one per frame-batch shape, reused across lengths, described by compile_stats()."""
+
+import jax
+import pytest
+import torch
+from helpers import TINY_CONFIG, make_vae
+
+from torchax_vae import TorchaxVAE
+
+
+@pytest.fixture
+def fresh():
+    return TorchaxVAE(make_vae(TINY_CONFIG))
+
+
+def names(vae):
+    return sorted((s["name"], s["input_shapes"][0]) for s in vae.compile_stats())
+
+
+def test_decode_any_length_reuses_at_most_four_programs(fresh):
+    for latent_frames in range(1, 14):  # 1 .. 49 output frames
+        fresh.decode(torch.randn(1, 4, latent_frames, 2, 2))
+    assert names(fresh) == [
+        ("decoder", (1, 4, 1, 2, 2)),
+        ("decoder", (1, 4, 2, 2, 2)),
+        ("decoder", (1, 4, 3, 2, 2)),
+        ("decoder+conv_cache", (1, 4, 2, 2, 2)),
+    ]
+
+
+def test_encode_pipeline_lengths_reuse_three_programs(fresh):
+    for frames in (1, 9, 17, 33, 49):  # the 8k+1 lengths CogVideoX generates, and single images
+        fresh.encode(torch.randn(1, 3, frames, 16, 16))
+    assert names(fresh) == [
+        ("encoder", (1, 3, 1, 16, 16)),
+        ("encoder", (1, 3, 9, 16, 16)),
+        ("encoder+conv_cache", (1, 3, 8, 16, 16)),
+    ]
+
+
+def test_repeated_calls_compile_nothing_new(fresh):
+    z = torch.randn(1, 4, 5, 2, 2)
+    fresh.decode(z)
+    before = fresh.compile_stats()
+    fresh.decode(z)
+    fresh.decode(torch.randn(1, 4, 9, 2, 2))  # longer video, same batch shapes
+    assert fresh.compile_stats() == before
+
+
+def test_compile_stats_report_xla_analysis(fresh):
+    fresh.decode(torch.randn(1, 4, 3, 2, 2))
+    (stats,) = fresh.compile_stats()
+    assert stats["name"] == "decoder"
+    assert stats["input_shapes"] == ((1, 4, 3, 2, 2), None)
+    assert stats["compile_seconds"] > 0 and stats["lower_seconds"] > 0
+    assert stats["devices"] == (str(jax.devices()[0]),)
+    assert stats["flops"] > 1e6
+    assert stats["temp_bytes"] > 0
+
+
+def test_conv_cache_stays_on_device(fresh, monkeypatch):
+    """Each frame batch gets the very arrays the previous one returned, and nothing is copied in from the host.
+
+    (On CPU, JAX does not guard device-to-host reads, which are zero-copy there;
+    a host round trip of the cache would show up as a host-to-device copy.)
+    """
+    calls = []
+    run = fresh._programs.run
+
+    def spy(name, fn, weights, chunk, conv_cache):
+        out, new_cache = run(name, fn, weights, chunk, conv_cache)
+        calls.append((conv_cache, new_cache))
+        return out, new_cache
+
+    monkeypatch.setattr(fresh._programs, "run", spy)
+    z = torch.randn(1, 4, 7, 2, 2)
+    expected = fresh.decode(z).sample  # compiles (and copies z in) outside the guard
+    calls.clear()
+    env = fresh._lowered.env
+    z_device = env.j2t_iso(jax.device_put(z.numpy()))
+    with jax.transfer_guard("disallow"):
+        out = fresh.decode(z_device).sample
+    assert type(out) is type(z_device)
+    assert torch.equal(torch.from_numpy(jax.device_get(out._elem).copy()), expected)
+    assert len(calls) == 3 and calls[0][0] is None
+    for (_, returned), (passed, _) in zip(calls, calls[1:]):
+        assert all(a is b for a, b in zip(jax.tree.leaves(returned), jax.tree.leaves(passed), strict=True))
+        assert all(isinstance(a, jax.Array) for a in jax.tree.leaves(passed))
