@@ -3,20 +3,10 @@
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-# diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_kl_cogvideox.py).
-TINY_CONFIG = {
-    "in_channels": 3,
-    "out_channels": 3,
-    "down_block_types": ("CogVideoXDownBlock3D",) * 4,
-    "up_block_types": ("CogVideoXUpBlock3D",) * 4,
-    "block_out_channels": (8, 8, 8, 8),
-    "latent_channels": 4,
-    "layers_per_block": 1,
-    "norm_num_groups": 2,
-    "temporal_compression_ratio": 4,
-}
-# The released CogVideoX VAE's architecture (the class defaults): 215 M parameters.
-OFFICIAL_CONFIG: dict = {}
+from torchax_vae.parity import CONFIGS
+
+TINY_CONFIG = CONFIGS["tiny"]  # diffusers' own test config
+OFFICIAL_CONFIG = CONFIGS["official"]  # the released CogVideoX VAE (class defaults, 215 M parameters)
 
 # Max |Δ| allowed against the same model in plain PyTorch fp32.
 TOLERANCE = {torch.float32: 1e-4}

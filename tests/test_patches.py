@@ -51,14 +51,15 @@ def test_torchax_imports_with_patch_and_records_removed_overloads():
         torch.ops.aten.prod.dim_Dimname
 
 
-def test_importing_the_package_patches_nothing():
+def test_importing_the_package_patches_nothing(tmp_path):
     code = (
         "import sys, torch; from torch._ops import OpOverloadPacket as P; before = P.__getattr__; "
         "import torchax_vae, torchax_vae.patches; "
         "assert 'torchax' not in sys.modules, 'importing torchax_vae imported torchax'; "
         "assert P.__getattr__ is before"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    # cwd outside the checkout: the installed package is what gets imported.
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
 
 

@@ -1,0 +1,106 @@
+"""What a diffusers user touches besides the numbers: errors, dtype/device, loading, the wrapped module."""
+
+import numpy as np
+import pytest
+import torch
+from helpers import TINY_CONFIG, TOLERANCE, assert_close, make_vae
+
+from torchax_vae import TorchaxVAE
+
+FP32 = TOLERANCE[torch.float32]
+
+
+@pytest.fixture
+def fresh():
+    return TorchaxVAE(make_vae(TINY_CONFIG))
+
+
+@pytest.mark.parametrize(
+    "method,bad,error,message",
+    [
+        ("encode", np.zeros((1, 3, 1, 16, 16), np.float32), TypeError, "must be a torch.Tensor"),
+        ("encode", torch.zeros(3, 1, 16, 16), ValueError, "must be 5-D"),
+        ("encode", torch.zeros(1, 4, 1, 16, 16), ValueError, "has 4 channels .* encoder expects 3"),
+        ("decode", torch.zeros(1, 16, 1, 2, 2), ValueError, "has 16 channels .* decoder expects 4"),
+        ("decode", torch.zeros(1, 4, 1, 2, 2, dtype=torch.int32), TypeError, "floating-point"),
+        ("decode", torch.zeros(1, 4, 0, 2, 2), ValueError, "is empty"),
+        ("encode", torch.full((1, 3, 1, 16, 16), float("nan")), ValueError, "NaN or Inf"),
+        ("decode", torch.tensor([float("inf")]).expand(1, 4, 1, 2, 2), ValueError, "NaN or Inf"),
+    ],
+)
+def test_bad_input_raises_before_compiling(fresh, method, bad, error, message):
+    with pytest.raises(error, match=message):
+        getattr(fresh, method)(bad)
+    assert fresh.compile_stats() == []
+
+
+def test_wrapping_something_else_is_a_type_error():
+    with pytest.raises(TypeError, match="AutoencoderKLCogVideoX"):
+        TorchaxVAE(torch.nn.Conv3d(3, 3, 1))
+
+
+def test_users_module_is_untouched_and_weights_are_copies():
+    vae = make_vae(TINY_CONFIG)
+    state = {k: v.clone() for k, v in vae.state_dict().items()}
+    classes = [type(m) for m in vae.modules()]
+    ours = TorchaxVAE(vae)
+    z = torch.randn(1, 4, 3, 2, 2)
+    before = ours.decode(z).sample
+    assert [type(m) for m in vae.modules()] == classes
+    assert all(torch.equal(state[k], v) for k, v in vae.state_dict().items())
+    assert all(p.device.type == "cpu" for p in vae.parameters())
+    expected = vae.decode(z).sample  # the PyTorch module still works on its own
+    with torch.no_grad():
+        for p in vae.parameters():
+            p.mul_(0.5)  # an in-place edit of the user's weights must not reach ours
+    assert torch.equal(ours.decode(z).sample, before)
+    assert_close(before, expected, FP32, "decode")
+
+
+def test_dtype_device_and_to(fresh):
+    assert fresh.dtype == torch.float32 and fresh.device == torch.device("cpu")
+    assert fresh.config.latent_channels == 4 and fresh.config.scaling_factor == pytest.approx(1.15258426)
+    z = torch.randn(1, 4, 3, 2, 2)
+    fp32_out = fresh.decode(z).sample
+    assert fresh.to("cpu") is fresh
+    assert fresh.to(torch.bfloat16).dtype == torch.bfloat16
+    bf16_out = fresh.decode(z).sample
+    assert bf16_out.dtype == torch.float32  # the caller's dtype
+    assert 0 < (bf16_out - fp32_out).abs().max() < 0.1
+    assert fresh.decode(z.bfloat16()).sample.dtype == torch.bfloat16
+    fresh.to(dtype=torch.float32)
+    assert_close(fresh.decode(z).sample, fp32_out, 1e-2, "decode after bf16 -> fp32")
+
+
+def test_dtype_names_and_bad_dtype():
+    vae = make_vae(TINY_CONFIG)
+    assert TorchaxVAE(vae, dtype="bf16").dtype == torch.bfloat16
+    assert TorchaxVAE(vae.to(torch.bfloat16)).dtype == torch.bfloat16
+    with pytest.raises(TypeError, match="dtype must be"):
+        TorchaxVAE(vae, dtype="int8")
+
+
+def test_from_pretrained_local_directory(tmp_path, tiny_vae):
+    tiny_vae.save_pretrained(tmp_path / "vae")
+    ours = TorchaxVAE.from_pretrained(str(tmp_path), subfolder="vae", dtype=torch.float32)
+    x = torch.randn(1, 3, 9, 16, 16)
+    assert_close(ours.encode(x).latent_dist.mean, tiny_vae.encode(x).latent_dist.mean, FP32, "from_pretrained encode")
+
+
+def test_odd_spatial_sizes(tiny_vae, tiny_torchax):
+    x = torch.randn(1, 3, 9, 20, 28)
+    expected = tiny_vae.encode(x).latent_dist.mean
+    assert_close(tiny_torchax.encode(x).latent_dist.mean, expected, FP32, "encode 20x28")
+    assert_close(tiny_torchax.decode(expected).sample, tiny_vae.decode(expected).sample, FP32, "decode 3x4 latents")
+
+
+def test_slicing_and_tiling_switches(tiny_torchax):
+    tiny_torchax.enable_slicing()
+    assert tiny_torchax.use_slicing
+    tiny_torchax.disable_slicing()
+    assert not tiny_torchax.use_slicing
+    tiny_torchax.enable_tiling(tile_sample_min_height=64, tile_sample_min_width=96)
+    assert tiny_torchax.use_tiling
+    assert (tiny_torchax.tile_latent_min_height, tiny_torchax.tile_latent_min_width) == (8, 12)
+    tiny_torchax.disable_tiling()
+    assert not tiny_torchax.use_tiling

@@ -1,0 +1,33 @@
+"""Scripts run (so they cannot rot) and say what they measured."""
+
+import importlib.util
+import re
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_parity_script_prints_table(capsys):
+    assert load("parity").main(["--config", "tiny", "--frames", "9", "17", "--batch", "1", "2", "--size", "16"]) == 0
+    out = capsys.readouterr().out
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| tiny")]
+    # fp32: 9 and 17 frames at batch 1, and at batch 2 with slicing off and on; bf16: batch 1.
+    assert [(r[1], r[2], r[3], r[4]) for r in rows] == [
+        ("float32", "9", "1", "off"), ("float32", "9", "2", "off"), ("float32", "9", "2", "on"),
+        ("float32", "17", "1", "off"), ("float32", "17", "2", "off"), ("float32", "17", "2", "on"),
+        ("bfloat16", "9", "1", "off"), ("bfloat16", "17", "1", "off"),
+    ]
+    for r in rows:
+        errors = [float(v) for v in r[6:10]]
+        if r[1] == "float32":
+            assert max(errors) <= 1e-4, r
+        else:
+            assert float(r[10]) > 0 and errors[3] <= 2 * float(r[10]), r
+    assert re.search(r"fp32 worst max \|Δ\|: \d\.\d\de-\d\d", out)
