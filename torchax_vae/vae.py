@@ -201,38 +201,26 @@ class TorchaxVAE:
         return jnp.concatenate(outputs, axis=2) if len(outputs) > 1 else outputs[0]
 
     def _encode(self, x) -> jax.Array:
-        height, width = x.shape[3], x.shape[4]
-        if self.use_tiling and (width > self.tile_sample_min_width or height > self.tile_sample_min_height):
-            return self._tiled(
-                x,
-                lambda tile: self._frames("encoder", self._lowered.encode_step, tile, self.num_sample_frames_batch_size),
-                tiling.layout(
-                    self.tile_sample_min_height,
-                    self.tile_sample_min_width,
-                    self.tile_latent_min_height,
-                    self.tile_latent_min_width,
-                    self.tile_overlap_factor_height,
-                    self.tile_overlap_factor_width,
-                ),
-            )
-        return self._frames("encoder", self._lowered.encode_step, x, self.num_sample_frames_batch_size)
+        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
+        return self._run("encoder", self._lowered.encode_step, x, self.num_sample_frames_batch_size, sample_tile, latent_tile)
 
     def _decode(self, z) -> jax.Array:
-        height, width = z.shape[3], z.shape[4]
-        if self.use_tiling and (width > self.tile_latent_min_width or height > self.tile_latent_min_height):
-            return self._tiled(
-                z,
-                lambda tile: self._frames("decoder", self._lowered.decode_step, tile, self.num_latent_frames_batch_size),
-                tiling.layout(
-                    self.tile_latent_min_height,
-                    self.tile_latent_min_width,
-                    self.tile_sample_min_height,
-                    self.tile_sample_min_width,
-                    self.tile_overlap_factor_height,
-                    self.tile_overlap_factor_width,
-                ),
-            )
-        return self._frames("decoder", self._lowered.decode_step, z, self.num_latent_frames_batch_size)
+        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
+        return self._run("decoder", self._lowered.decode_step, z, self.num_latent_frames_batch_size, latent_tile, sample_tile)
+
+    def _run(self, name, step, data, batch_size, in_tile, out_tile) -> jax.Array:
+        """Frame-batched `step` over data, tiled as diffusers tiles when tiling is on and data exceeds in_tile."""
+
+        def run(part):
+            return self._frames(name, step, part, batch_size)
+
+        height, width = data.shape[3], data.shape[4]
+        if self.use_tiling and (width > in_tile[1] or height > in_tile[0]):
+            overlap = (self.tile_overlap_factor_height, self.tile_overlap_factor_width)
+            return self._tiled(data, run, tiling.layout(*in_tile, *out_tile, *overlap))
+        return run(data)
 
     def _tiled(self, data, run_tile, lay: tiling.TileLayout) -> jax.Array:
         grid = lay.starts(data.shape[3], data.shape[4])
