@@ -1,7 +1,6 @@
 """TorchaxVAE: diffusers' AutoencoderKLCogVideoX, run on JAX through torchax, with its interface."""
 
 import functools
-import logging
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +15,6 @@ from .frames import frame_batches
 from .lowering import LoweredVAE, jax_weights
 from .programs import Programs
 
-logger = logging.getLogger(__name__)
 
 _DTYPE_NAMES = {
     "fp32": torch.float32,
