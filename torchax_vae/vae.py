@@ -15,7 +15,6 @@ from .frames import frame_batches
 from .lowering import LoweredVAE, jax_weights
 from .programs import Programs
 
-
 _DTYPE_NAMES = {
     "fp32": torch.float32,
     "float32": torch.float32,
