@@ -3,14 +3,14 @@
 import jax
 import pytest
 import torch
-from helpers import TINY_CONFIG, make_vae
 
 from torchax_vae import TorchaxVAE
+from torchax_vae.parity import random_vae
 
 
 @pytest.fixture
 def fresh():
-    return TorchaxVAE(make_vae(TINY_CONFIG))
+    return TorchaxVAE(random_vae("tiny"))
 
 
 def names(vae):
@@ -86,3 +86,14 @@ def test_conv_cache_stays_on_device(fresh, monkeypatch):
     for (_, returned), (passed, _) in zip(calls, calls[1:]):
         assert all(a is b for a, b in zip(jax.tree.leaves(returned), jax.tree.leaves(passed), strict=True))
         assert all(isinstance(a, jax.Array) for a in jax.tree.leaves(passed))
+
+
+def test_sliced_device_input_is_split_on_the_device(fresh):
+    fresh.enable_slicing()
+    z = torch.randn(2, 4, 3, 2, 2)
+    expected = fresh.decode(z).sample
+    z_device = fresh._lowered.env.j2t_iso(jax.device_put(z.numpy()))
+    fresh.decode(z_device)  # compiles the split once, outside the guard
+    with jax.transfer_guard("disallow"):
+        out = fresh.decode(z_device).sample
+    assert torch.equal(torch.from_numpy(jax.device_get(out._elem).copy()), expected)

@@ -174,7 +174,11 @@ class TorchaxVAE:
         """Runs `fn` on the JAX copy of x (whole, or per batch element when slicing); result like x."""
         on_device = _is_torchax(x)
         data = x._elem if on_device else x
-        pieces = [data[i : i + 1] for i in range(x.shape[0])] if self.use_slicing and x.shape[0] > 1 else [data]
+        if self.use_slicing and x.shape[0] > 1:
+            # One split op on the device (indexing with Python ints would move each index there).
+            pieces = data.split(1) if isinstance(data, torch.Tensor) else jnp.split(data, x.shape[0])
+        else:
+            pieces = [data]
         outputs = [fn(piece) for piece in pieces]
         out = jnp.concatenate(outputs, axis=0) if len(outputs) > 1 else outputs[0]
         if on_device:
