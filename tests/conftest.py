@@ -1,13 +1,13 @@
 import pytest
 import torch
-from helpers import OFFICIAL_CONFIG, TINY_CONFIG, make_vae
 
 from torchax_vae import TorchaxVAE
+from torchax_vae.parity import random_vae
 
 
 @pytest.fixture(scope="session")
 def tiny_vae():
-    return make_vae(TINY_CONFIG)
+    return random_vae("tiny")
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +26,7 @@ def tiny_torchax(_tiny_torchax_session):
 
 @pytest.fixture(scope="session")
 def official_vae():
-    return make_vae(OFFICIAL_CONFIG)
+    return random_vae("official")
 
 
 @pytest.fixture(scope="session")

@@ -1,22 +1,11 @@
-"""Shared test fixtures' building blocks: model configs, seeded models, assert_close."""
+"""Shared test tolerances and assert_close. Seeded models: torchax_vae.parity.random_vae."""
 
 import torch
-from diffusers import AutoencoderKLCogVideoX
-
-from torchax_vae.parity import CONFIGS
-
-TINY_CONFIG = CONFIGS["tiny"]  # diffusers' own test config
-OFFICIAL_CONFIG = CONFIGS["official"]  # the released CogVideoX VAE (class defaults, 215 M parameters)
 
 # Max |Δ| allowed against the same model in plain PyTorch fp32.
 TOLERANCE = {torch.float32: 1e-4}
 # bf16: our error against the fp32 reference may be this many times PyTorch bf16's.
 BF16_ERROR_RATIO = 2.0
-
-
-def make_vae(config: dict, seed: int = 0) -> AutoencoderKLCogVideoX:
-    torch.manual_seed(seed)
-    return AutoencoderKLCogVideoX(**config).eval()
 
 
 def max_abs_diff(actual: torch.Tensor, expected: torch.Tensor) -> float:

@@ -3,16 +3,17 @@
 import numpy as np
 import pytest
 import torch
-from helpers import TINY_CONFIG, TOLERANCE, assert_close, make_vae
+from helpers import TOLERANCE, assert_close
 
 from torchax_vae import TorchaxVAE
+from torchax_vae.parity import random_vae
 
 FP32 = TOLERANCE[torch.float32]
 
 
 @pytest.fixture
 def fresh():
-    return TorchaxVAE(make_vae(TINY_CONFIG))
+    return TorchaxVAE(random_vae("tiny"))
 
 
 @pytest.mark.parametrize(
@@ -40,7 +41,7 @@ def test_wrapping_something_else_is_a_type_error():
 
 
 def test_users_module_is_untouched_and_weights_are_copies():
-    vae = make_vae(TINY_CONFIG)
+    vae = random_vae("tiny")
     state = {k: v.clone() for k, v in vae.state_dict().items()}
     classes = [type(m) for m in vae.modules()]
     ours = TorchaxVAE(vae)
@@ -73,7 +74,7 @@ def test_dtype_device_and_to(fresh):
 
 
 def test_dtype_names_and_bad_dtype():
-    vae = make_vae(TINY_CONFIG)
+    vae = random_vae("tiny")
     assert TorchaxVAE(vae, dtype="bf16").dtype == torch.bfloat16
     assert TorchaxVAE(vae.to(torch.bfloat16)).dtype == torch.bfloat16
     with pytest.raises(TypeError, match="dtype must be"):

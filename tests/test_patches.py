@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d, CogVideoXSafeConv3d
-from helpers import TINY_CONFIG, make_vae
 from torch import nn
 
 from torchax_vae import patches
 from torchax_vae.convert import to_jax
+from torchax_vae.parity import random_vae
 from torchax_vae.patches import group_norm, pointwise_conv_cache, safe_conv3d, torchax_torch213
 
 # |Δ| <= atol + rtol * |reference|; bf16: the output's own rounding (half an ulp, 2^-9 relative).
@@ -149,13 +149,13 @@ def test_pointwise_patch_leaves_temporal_convs_alone():
 
 
 def test_apply_counts_and_leaves_users_model_alone():
-    vae = make_vae(TINY_CONFIG)
+    vae = random_vae("tiny")
     classes_before = [type(m) for m in vae.modules()]
     counts = patches.apply(vae)
     assert counts["group_norm"] > 0 and counts["safe_conv3d"] > 0 and counts["pointwise_conv_cache"] > 0
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE
 
-    user_vae = make_vae(TINY_CONFIG)
+    user_vae = random_vae("tiny")
     TorchaxVAE(user_vae)
     assert [type(m) for m in user_vae.modules()] == classes_before

@@ -11,10 +11,11 @@ from diffusers import (
     CogVideoXTransformer3DModel,
     CogVideoXVideoToVideoPipeline,
 )
-from helpers import TINY_CONFIG, assert_close, make_vae
+from helpers import assert_close
 from PIL import Image
 
 from torchax_vae import TorchaxVAE
+from torchax_vae.parity import random_vae
 
 TEXT_DIM, TEXT_LEN = 32, 16
 
@@ -48,7 +49,7 @@ def transformer(image_to_video: bool) -> CogVideoXTransformer3DModel:
 
 def run_both(pipeline_class, image_to_video=False, **inputs):
     """Frames from the pipeline on diffusers' VAE, and on TorchaxVAE wrapping the same VAE."""
-    vae = make_vae(TINY_CONFIG)
+    vae = random_vae("tiny")
     pipe = pipeline_class(
         tokenizer=None, text_encoder=None, vae=vae, transformer=transformer(image_to_video), scheduler=CogVideoXDDIMScheduler()
     )
