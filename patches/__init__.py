@@ -8,11 +8,12 @@ applied; importing this package changes nothing.
 - `group_norm`: nn.GroupNorm as one vectorized JAX reduction.
 - `safe_conv3d`: CogVideoXSafeConv3d without its cuDNN 2 GB chunking.
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
+- `tile_mask`: edge tiles at the full tile shape, with convolutions and GroupNorm limited to the valid region.
 """
 
 from torch import nn
 
-from . import group_norm, pointwise_conv_cache, safe_conv3d
+from . import group_norm, pointwise_conv_cache, safe_conv3d, tile_mask
 from .torchax_torch213 import import_torchax
 
 __all__ = ["apply", "import_torchax"]
@@ -28,4 +29,5 @@ def apply(model: nn.Module) -> dict[str, int]:
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),
         "pointwise_conv_cache": pointwise_conv_cache.patch(model),
+        "tile_mask": tile_mask.patch(model),  # after safe_conv3d: it refines PlainConv3d
     }

@@ -24,18 +24,28 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import tile_mask
 from .torchax_torch213 import import_torchax
 
 
-def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
-    """GroupNorm of an (N, C, *spatial) array: statistics over (C/G, *spatial) per group."""
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None):
+    """GroupNorm of an (N, C, *spatial) array: statistics over (C/G, *spatial) per group.
+
+    With `mask` (booleans broadcastable to the trailing spatial dims), the
+    statistics cover only the True positions; the others get unspecified values.
+    """
     n, c = x.shape[:2]
     spatial = x.shape[2:]
     stats_dtype = jnp.promote_types(x.dtype, jnp.float32)
     xg = x.astype(stats_dtype).reshape(n, num_groups, c // num_groups, *spatial)
     axes = tuple(range(2, xg.ndim))
-    mean = jnp.mean(xg, axis=axes, keepdims=True)
-    var = jnp.var(xg, axis=axes, keepdims=True)
+    if mask is None:
+        mean = jnp.mean(xg, axis=axes, keepdims=True)
+        var = jnp.var(xg, axis=axes, keepdims=True)
+    else:
+        where = jnp.broadcast_to(mask, xg.shape)
+        mean = jnp.mean(xg, axis=axes, keepdims=True, where=where)
+        var = jnp.var(xg, axis=axes, keepdims=True, where=where)
     y = ((xg - mean) * jax.lax.rsqrt(var + eps)).reshape(x.shape)
     affine_shape = (1, c) + (1,) * len(spatial)
     if weight is not None:
@@ -46,7 +56,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 def group_norm_reference(x, num_groups, weight=None, bias=None, eps=1e-5):
-    """The definition, one group at a time, in float64 NumPy."""
+    """The definition, one group at a time, in float64 NumPy (unmasked: crop the input instead)."""
     x = np.asarray(x, dtype=np.float64)
     c = x.shape[1]
     per_group = c // num_groups
@@ -65,9 +75,14 @@ def group_norm_reference(x, num_groups, weight=None, bias=None, eps=1e-5):
     return y
 
 
+def _group_norm_of_tile(x, num_groups, weight, bias, eps):
+    """`group_norm` over the valid region when traced inside `tile_mask.valid_extent`, else over all."""
+    return group_norm(x, num_groups, weight, bias, eps, mask=tile_mask.spatial_mask(*x.shape[-2:]))
+
+
 @functools.cache
 def _torch_group_norm():
-    return import_torchax().interop.torch_view(group_norm)
+    return import_torchax().interop.torch_view(_group_norm_of_tile)
 
 
 class TorchaxGroupNorm(nn.GroupNorm):

@@ -6,6 +6,7 @@ JAX arrays passed in at call time through `torch.func.functional_call`. The
 diffusers forward code itself runs unmodified on torchax tensors.
 """
 
+import contextlib
 import copy
 import itertools
 
@@ -45,23 +46,31 @@ class LoweredVAE:
         self.patch_counts = patches.apply(self.model)
         self.env = patches.import_torchax().default_env()
 
+    @staticmethod
+    def _tile(valid, size):
+        return contextlib.nullcontext() if valid is None else patches.tile_mask.valid_extent(valid, tuple(size))
+
     def _call(self, child: str, weights, *args, **kwargs):
         module = getattr(self.model, child)
         return torch.func.functional_call(module, weights[child], args, kwargs)
 
-    def encode_step(self, weights, frames, conv_cache):
-        """One encoder call on a frame batch: (moments, conv_cache), as JAX arrays."""
+    def encode_step(self, weights, frames, conv_cache, valid=None):
+        """One encoder call on a frame batch: (moments, conv_cache), as JAX arrays.
+
+        With `valid` (int32 [height, width]), frames is a zero-padded tile of which
+        only that top-left region is real (patches/tile_mask.py).
+        """
         weights, frames, conv_cache = self.env.j2t_iso((weights, frames, conv_cache))
-        with self.env, torch.no_grad():
+        with self._tile(valid, frames.shape[3:]), self.env, torch.no_grad():
             h, conv_cache = self._call("encoder", weights, frames, conv_cache=conv_cache)
             if self.model.quant_conv is not None:
                 h = self._call("quant_conv", weights, h)
         return self.env.t2j_iso((h, conv_cache))
 
-    def decode_step(self, weights, latents, conv_cache):
-        """One decoder call on a latent frame batch: (frames, conv_cache), as JAX arrays."""
+    def decode_step(self, weights, latents, conv_cache, valid=None):
+        """One decoder call on a latent frame batch: (frames, conv_cache), as JAX arrays; `valid` as above."""
         weights, latents, conv_cache = self.env.j2t_iso((weights, latents, conv_cache))
-        with self.env, torch.no_grad():
+        with self._tile(valid, latents.shape[3:]), self.env, torch.no_grad():
             if self.model.post_quant_conv is not None:
                 latents = self._call("post_quant_conv", weights, latents)
             frames, conv_cache = self._call("decoder", weights, latents, conv_cache=conv_cache)

@@ -7,6 +7,7 @@ records the compile time, FLOPs and memory XLA reports, so a user can see why
 memory or compile time is what it is without running anything.
 """
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
@@ -50,21 +51,57 @@ def _cost(compiled) -> dict:
     return cost or {}
 
 
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    compiled: Any
+    stats: ProgramStats
+    out_info: Any  # the outputs as jax.ShapeDtypeStruct
+
+
 class Programs:
-    """A cache of compiled programs; call `run(name, fn, weights, *args)`."""
+    """A cache of compiled programs; call `run(name, fn, weights, *args)`.
+
+    Arguments given as jax.ShapeDtypeStruct (with the sharding the real array
+    will have) compile the program without running it; `run` then returns the
+    outputs' ShapeDtypeStructs, so a caller can plan a whole call abstractly.
+    """
 
     def __init__(self):
-        self._compiled: dict[tuple, tuple[Any, ProgramStats]] = {}
+        self._compiled: dict[tuple, _Entry] = {}
+        self._recording: list[list[ProgramStats]] = []
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Collects the stats of every program run or compiled inside, once each, in first-use order."""
+        used: list[ProgramStats] = []
+        self._recording.append(used)
+        try:
+            yield used
+        finally:
+            self._recording.remove(used)
 
     def run(self, name: str, fn: Callable, weights, *args):
+        entry = self._entry(name, fn, weights, args)
+        if any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree.leaves(args)):
+            return entry.out_info
+        return entry.compiled(weights, *args)
+
+    def compile(self, name: str, fn: Callable, weights, *args) -> ProgramStats:
+        """Compiles (once) without running; what XLA reports about the program."""
+        return self._entry(name, fn, weights, args).stats
+
+    def _entry(self, name, fn, weights, args) -> _Entry:
         key = (name, jax.tree.structure((weights, args)), tuple(map(_leaf_signature, jax.tree.leaves((weights, args)))))
         entry = self._compiled.get(key)
         if entry is None:
             entry = self._compile(name, fn, weights, args)
             self._compiled[key] = entry
-        return entry[0](weights, *args)
+        for used in self._recording:
+            if not any(stats is entry.stats for stats in used):
+                used.append(entry.stats)
+        return entry
 
-    def _compile(self, name, fn, weights, args):
+    def _compile(self, name, fn, weights, args) -> _Entry:
         t0 = time.perf_counter()
         lowered = jax.jit(fn).lower(weights, *args)
         t1 = time.perf_counter()
@@ -83,10 +120,15 @@ class Programs:
             argument_bytes=int(getattr(memory, "argument_size_in_bytes", -1)),
             output_bytes=int(getattr(memory, "output_size_in_bytes", -1)),
         )
-        return compiled, stats
+        out_info = jax.tree.map(
+            lambda info, sharding: jax.ShapeDtypeStruct(info.shape, info.dtype, sharding=sharding),
+            lowered.out_info,
+            compiled.output_shardings,
+        )
+        return _Entry(compiled, stats, out_info)
 
     def stats(self) -> list[dict]:
-        return [dataclasses.asdict(s) for _, s in self._compiled.values()]
+        return [dataclasses.asdict(entry.stats) for entry in self._compiled.values()]
 
     def __len__(self) -> int:
         return len(self._compiled)

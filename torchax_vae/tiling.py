@@ -1,10 +1,16 @@
 """Spatial tiling as diffusers' AutoencoderKLCogVideoX.tiled_encode/tiled_decode do it.
 
+Tiles start every `stride` and span the tile size, so the right, bottom and
+corner tiles are cut short by the video's edge. Here every tile is run at the
+full tile size with its valid extent as data (patches/tile_mask.py), and
+`assemble` crops each output to the size diffusers' shorter tile would have.
+
 diffusers blends each tile with its upper and left neighbours by per-row Python
 loops of in-place writes (`blend_v`, `blend_h`). Because the writes are in place,
 the neighbour a tile is blended with has itself already been blended with its
 own neighbours; `assemble` keeps that order. Each seam here is one vectorized
-JAX expression on the device.
+JAX expression, and the whole assembly (joining frame batches, cropping,
+blending, stitching) is one compiled program on the device.
 """
 
 import dataclasses
@@ -30,6 +36,23 @@ class TileLayout:
 
     def starts(self, height: int, width: int) -> list[list[tuple[int, int]]]:
         return [[(i, j) for j in range(0, width, self.stride_width)] for i in range(0, height, self.stride_height)]
+
+    def tiles(self, height: int, width: int) -> list[list["Tile"]]:
+        """The grid diffusers walks over a height x width input, row by row."""
+        return [
+            [Tile(i, j, min(self.tile_height, height - i), min(self.tile_width, width - j)) for i, j in row]
+            for row in self.starts(height, width)
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Tile:
+    """One tile: where it starts in the input, and how much of the full tile size lies inside the input."""
+
+    row: int
+    col: int
+    valid_height: int
+    valid_width: int
 
 
 def layout(in_tile_h, in_tile_w, out_tile_h, out_tile_w, overlap_h, overlap_w) -> TileLayout:
@@ -68,10 +91,19 @@ def blend(a, b, extent: int, axis: int):
     return b if extent <= 0 else _blend(a, b, extent=extent, axis=axis)
 
 
-def assemble(tiles: list[list[jax.Array]], lay: TileLayout) -> jax.Array:
-    """Blends a grid of NCTHW output tiles with their neighbours and stitches the result."""
+@functools.partial(jax.jit, static_argnames=("lay", "crops"))
+def assemble(tiles: list[list[list[jax.Array]]], lay: TileLayout, crops: tuple) -> jax.Array:
+    """The output video from each tile's frame-batch outputs (NCTHW, full tile size).
+
+    crops[i][j] is the (height, width) of tile (i, j)'s output that is real:
+    the size diffusers' own, possibly shorter, tile would have produced.
+    """
+    cropped = [
+        [jnp.concatenate(batches, axis=2)[:, :, :, :h, :w] for batches, (h, w) in zip(row, crop_row)]
+        for row, crop_row in zip(tiles, crops)
+    ]
     blended: list[list[jax.Array]] = []
-    for i, row in enumerate(tiles):
+    for i, row in enumerate(cropped):
         out_row = []
         for j, tile in enumerate(row):
             if i > 0:

@@ -1,19 +1,23 @@
 """TorchaxVAE: diffusers' AutoencoderKLCogVideoX, run on JAX through torchax, with its interface."""
 
+import dataclasses
 import functools
+import logging
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
-from . import convert, tiling, validation
+from . import convert, memory, patches, tiling, validation
 from .frames import frame_batches
 from .lowering import LoweredVAE, jax_weights
 from .programs import Programs
+from .sources import DeviceSource, HostSource, ShapeSource, is_abstract
+
+logger = logging.getLogger(__name__)
 
 _DTYPE_NAMES = {
     "fp32": torch.float32,
@@ -33,13 +37,15 @@ def _as_dtype(dtype) -> torch.dtype | None:
     raise TypeError(f"dtype must be a torch.dtype or one of {sorted(_DTYPE_NAMES)}, got {dtype!r}")
 
 
-@functools.partial(jax.jit, static_argnames="size")
-def _take_frames(data, start, *, size):
-    return jax.lax.dynamic_slice_in_dim(data, start, size, axis=2)
-
-
 def _is_torchax(x) -> bool:
     return getattr(x, "_elem", None) is not None and isinstance(x._elem, jax.Array)
+
+
+def _like(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
+    """out as a tensor like the caller's x: a torchax tensor on the device, or a torch tensor on x's device."""
+    if _is_torchax(x):
+        return x._env.j2t_iso(out.astype(convert.jax_dtype(x.dtype)))
+    return convert.to_torch(out, device=x.device, dtype=x.dtype)
 
 
 class TorchaxVAE:
@@ -51,25 +57,40 @@ class TorchaxVAE:
     encoder or decoder frame batch is one jitted program, compiled once per
     input shape; the conv_cache stays on the device between frame batches.
 
+    Tiling has three modes (`tiling_mode`): "on" (`enable_tiling()`, or the
+    wrapped model had it on), "off" (`disable_tiling()`), and "auto", the default:
+    an input larger than one tile is tiled when its untiled first frame batch
+    would need more memory (XLA's temp + output bytes) than is free.
+
     Args:
         vae (`AutoencoderKLCogVideoX`): the model to run.
         dtype (`torch.dtype`, *optional*): compute dtype; defaults to the model's.
+        memory_budget (`int`, *optional*): bytes the "auto" tiling mode lets one
+            program use; by default what the device reports free (`memory_stats()`),
+            or on CPU the host's available memory.
     """
 
-    def __init__(self, vae: AutoencoderKLCogVideoX, *, dtype: torch.dtype | str | None = None):
+    def __init__(
+        self, vae: AutoencoderKLCogVideoX, *, dtype: torch.dtype | str | None = None, memory_budget: int | None = None
+    ):
         if not isinstance(vae, AutoencoderKLCogVideoX):
             raise TypeError(f"vae must be a diffusers AutoencoderKLCogVideoX, got {type(vae).__name__}")
+        if memory_budget is not None and (not isinstance(memory_budget, int) or memory_budget <= 0):
+            raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
         self._dtype = _as_dtype(dtype) or vae.dtype
         self._device = vae.device
         self.config = vae.config
         self._lowered = LoweredVAE(vae)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype))
+        self._sharding = jax.tree.leaves(self._weights)[0].sharding
         self._programs = Programs()
+        self.memory_budget = memory_budget
+        self._auto_tiling_logged = False
         # diffusers' frame batching and tiling settings, as the wrapped instance has them.
         self.num_sample_frames_batch_size = vae.num_sample_frames_batch_size
         self.num_latent_frames_batch_size = vae.num_latent_frames_batch_size
         self.use_slicing = vae.use_slicing
-        self.use_tiling = vae.use_tiling
+        self.tiling_mode = "on" if vae.use_tiling else "auto"
         self.tile_sample_min_height = vae.tile_sample_min_height
         self.tile_sample_min_width = vae.tile_sample_min_width
         self.tile_latent_min_height = vae.tile_latent_min_height
@@ -122,8 +143,8 @@ class TorchaxVAE:
         tile_overlap_factor_height: float | None = None,
         tile_overlap_factor_width: float | None = None,
     ) -> None:
-        """Tiled encode and decode, with the same arguments and meaning as diffusers'."""
-        self.use_tiling = True
+        """Tiled encode and decode (mode "on"), with the same arguments and meaning as diffusers'."""
+        self.tiling_mode = "on"
         self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
         self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
         factor = 2 ** (len(self.config.block_out_channels) - 1)
@@ -133,7 +154,28 @@ class TorchaxVAE:
         self.tile_overlap_factor_width = tile_overlap_factor_width or self.tile_overlap_factor_width
 
     def disable_tiling(self) -> None:
-        self.use_tiling = False
+        """Never tile (mode "off"), even where the untiled programs would not fit."""
+        self.tiling_mode = "off"
+
+    @property
+    def tiling_mode(self) -> str:
+        """"on", "off", or "auto" (tile an input larger than a tile only when it would not fit untiled)."""
+        return self._tiling
+
+    @tiling_mode.setter
+    def tiling_mode(self, mode: str) -> None:
+        if mode not in ("on", "off", "auto"):
+            raise ValueError(f"tiling_mode must be 'on', 'off' or 'auto', got {mode!r}")
+        self._tiling = mode
+
+    @property
+    def use_tiling(self) -> bool:
+        """diffusers' flag: True when tiling is forced on."""
+        return self._tiling == "on"
+
+    @use_tiling.setter
+    def use_tiling(self, value: bool) -> None:
+        self._tiling = "on" if value else "off"
 
     def enable_slicing(self) -> None:
         """Encode and decode one batch element at a time."""
@@ -151,14 +193,14 @@ class TorchaxVAE:
     def encode(self, x: torch.Tensor, return_dict: bool = True):
         """Encodes videos [B, C, F, H, W] into a `DiagonalGaussianDistribution`, as diffusers does."""
         validation.check_video(x, name="encode input", channels=self.config.in_channels, role="encoder")
-        h = self._per_sample(self._encode, x)
+        h = _like(self._per_sample(self._encode, self._source(x)), x)
         posterior = DiagonalGaussianDistribution(h)
         return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, F, H, W] into videos, as diffusers does."""
         validation.check_video(z, name="decode input", channels=self.config.latent_channels, role="decoder")
-        sample = self._per_sample(self._decode, z)
+        sample = _like(self._per_sample(self._decode, self._source(z)), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
     def forward(self, sample: torch.Tensor, sample_posterior: bool = False, return_dict: bool = True, generator=None):
@@ -170,60 +212,124 @@ class TorchaxVAE:
 
     __call__ = forward
 
-    def _per_sample(self, fn, x: torch.Tensor) -> torch.Tensor:
-        """Runs `fn` on the JAX copy of x (whole, or per batch element when slicing); result like x."""
-        on_device = _is_torchax(x)
-        data = x._elem if on_device else x
-        if self.use_slicing and x.shape[0] > 1:
-            # One split op on the device (indexing with Python ints would move each index there).
-            pieces = data.split(1) if isinstance(data, torch.Tensor) else jnp.split(data, x.shape[0])
-        else:
-            pieces = [data]
-        outputs = [fn(piece) for piece in pieces]
-        out = jnp.concatenate(outputs, axis=0) if len(outputs) > 1 else outputs[0]
-        if on_device:
-            return x._env.j2t_iso(out.astype(convert.jax_dtype(x.dtype)))
-        return convert.to_torch(out, device=x.device, dtype=x.dtype)
+    def precompile(self, kind: str, shape) -> list[dict]:
+        """Compiles, without running anything, every program `encode` or `decode` needs for an input of `shape`.
 
-    def _frames(self, name, step, data, batch_size) -> jax.Array:
-        """Runs `step` over diffusers' frame batches of data (torch or JAX), carrying conv_cache on the device."""
+        Follows the current tiling and slicing settings. Returns those programs'
+        `compile_stats()` entries; later calls with that shape compile nothing.
+
+        Args:
+            kind (`str`): `"encode"` or `"decode"`.
+            shape (`tuple[int, ...]`): the input's [batch, channels, frames, height, width].
+        """
+        if kind not in ("encode", "decode"):
+            raise ValueError(f"kind must be 'encode' or 'decode', got {kind!r}")
+        role = "encoder" if kind == "encode" else "decoder"
+        channels = self.config.in_channels if kind == "encode" else self.config.latent_channels
+        shape = validation.check_shape(shape, name=f"{kind} shape", channels=channels, role=role)
+        source = ShapeSource(shape, convert.jax_dtype(self._dtype), self._sharding)
+        with self._programs.recording() as used:
+            self._per_sample(self._encode if kind == "encode" else self._decode, source)
+        return [dataclasses.asdict(stats) for stats in used]
+
+    def _source(self, x: torch.Tensor):
         dtype = convert.jax_dtype(self._dtype)
+        if _is_torchax(x):
+            return DeviceSource(x._elem, dtype, self._sharding)
+        return HostSource(x, dtype, self._sharding)
+
+    def _per_sample(self, fn, source):
+        """Runs `fn` on the whole batch, or per batch element when slicing; a JAX array (or its shape)."""
+        pieces = source.split() if self.use_slicing and source.shape[0] > 1 else [source]
+        outputs = [fn(piece) for piece in pieces]
+        if len(outputs) == 1:
+            return outputs[0]
+        return _apply(_join, outputs, axis=0)
+
+    def _encode(self, source) -> jax.Array:
+        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
+        return self._run("encoder", self._lowered.encode_step, source, self.num_sample_frames_batch_size, sample_tile, latent_tile)
+
+    def _decode(self, source) -> jax.Array:
+        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
+        return self._run("decoder", self._lowered.decode_step, source, self.num_latent_frames_batch_size, latent_tile, sample_tile)
+
+    def _run(self, name, step, source, batch_size, in_tile, out_tile) -> jax.Array:
+        """Frame-batched `step` over the source, tiled when tiling is on (or needed) and the input exceeds in_tile."""
+        height, width = source.shape[3:]
+        if (height > in_tile[0] or width > in_tile[1]) and self._should_tile(name, step, source, batch_size, in_tile):
+            overlap = (self.tile_overlap_factor_height, self.tile_overlap_factor_width)
+            lay = tiling.layout(*in_tile, *out_tile, *overlap)
+            return self._tiled(name, step, source, batch_size, lay)
+        return _apply(_join, self._frames(name, step, source, batch_size), axis=2)
+
+    def _frames(self, name, step, source, batch_size, tile: tiling.Tile | None = None, tile_size=None) -> list:
+        """`step` over diffusers' frame batches, carrying conv_cache on the device; the batch outputs.
+
+        With `tile`, each block is that tile at the full `tile_size`, and the
+        program is told its valid extent (patches/tile_mask.py).
+        """
         conv_cache = None
         outputs = []
-        for start, end in frame_batches(data.shape[2], batch_size):
-            if isinstance(data, torch.Tensor):  # on the host: copy just this batch in
-                chunk = convert.to_jax(data[:, :, start:end], dtype)
-            else:  # on the device: a traced start index keeps one slice program per batch size
-                start_index = jax.device_put(np.int32(start))
-                chunk = _take_frames(data, start_index, size=end - start).astype(dtype)
+        extra = ()
+        if tile is not None:
+            name = f"{name}/tile"
+            extra = (source.indices([tile.valid_height, tile.valid_width]),)
+        for start, end in frame_batches(source.shape[2], batch_size):
+            if tile is None:
+                block = source.take((start, end))
+            else:
+                block = source.take((start, end), (tile.row, tile_size[0]), (tile.col, tile_size[1]))
             program = name if conv_cache is None else f"{name}+conv_cache"
-            out, conv_cache = self._programs.run(program, step, self._weights, chunk, conv_cache)
+            out, conv_cache = self._programs.run(program, step, self._weights, block, conv_cache, *extra)
             outputs.append(out)
-        return jnp.concatenate(outputs, axis=2) if len(outputs) > 1 else outputs[0]
+        return outputs
 
-    def _encode(self, x) -> jax.Array:
-        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
-        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
-        return self._run("encoder", self._lowered.encode_step, x, self.num_sample_frames_batch_size, sample_tile, latent_tile)
+    def _tiled(self, name, step, source, batch_size, lay: tiling.TileLayout) -> jax.Array:
+        """diffusers' tiled_encode/tiled_decode: every tile through the same programs, then blended."""
+        in_tile = (lay.tile_height, lay.tile_width)
+        grid = lay.tiles(*source.shape[3:])
+        source.pad_to(grid[-1][0].row + in_tile[0], grid[0][-1].col + in_tile[1])
+        outputs = [[self._frames(name, step, source, batch_size, tile, in_tile) for tile in row] for row in grid]
+        out_h, out_w = outputs[0][0][0].shape[3:]  # one full tile's output size
+        extent_at = patches.tile_mask.extent_at
+        crops = tuple(
+            tuple((extent_at(t.valid_height, in_tile[0], out_h), extent_at(t.valid_width, in_tile[1], out_w)) for t in row)
+            for row in grid
+        )
+        return _apply(tiling.assemble, outputs, lay=lay, crops=crops)
 
-    def _decode(self, z) -> jax.Array:
-        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
-        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
-        return self._run("decoder", self._lowered.decode_step, z, self.num_latent_frames_batch_size, latent_tile, sample_tile)
+    def _should_tile(self, name, step, source, batch_size, in_tile) -> bool:
+        """Forced on or off by enable_tiling/disable_tiling; in "auto", tiles if the untiled program would not fit."""
+        if self._tiling != "auto":
+            return self._tiling == "on"
+        first = frame_batches(source.shape[2], batch_size)[0]
+        block = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._sharding).take(first)
+        stats = self._programs.compile(name, step, self._weights, block, None)
+        need = stats.temp_bytes + stats.output_bytes
+        budget = self.memory_budget
+        if budget is None:
+            budget = memory.free_bytes(next(iter(self._sharding.device_set)))
+        if budget is None or need <= budget:
+            return False
+        if not self._auto_tiling_logged:
+            logger.warning(
+                "TorchaxVAE: the untiled %s needs %.2f GB for input %s but %.2f GB are free; tiling it in %dx%d tiles. "
+                "enable_tiling()/disable_tiling() force the choice.",
+                name, need / 1e9, source.shape, budget / 1e9, *in_tile,
+            )
+            self._auto_tiling_logged = True
+        return True
 
-    def _run(self, name, step, data, batch_size, in_tile, out_tile) -> jax.Array:
-        """Frame-batched `step` over data, tiled as diffusers tiles when tiling is on and data exceeds in_tile."""
 
-        def run(part):
-            return self._frames(name, step, part, batch_size)
+def _join(arrays, *, axis):
+    return jnp.concatenate(arrays, axis=axis)
 
-        height, width = data.shape[3], data.shape[4]
-        if self.use_tiling and (width > in_tile[1] or height > in_tile[0]):
-            overlap = (self.tile_overlap_factor_height, self.tile_overlap_factor_width)
-            return self._tiled(data, run, tiling.layout(*in_tile, *out_tile, *overlap))
-        return run(data)
 
-    def _tiled(self, data, run_tile, lay: tiling.TileLayout) -> jax.Array:
-        grid = lay.starts(data.shape[3], data.shape[4])
-        tiles = [[run_tile(data[:, :, :, i : i + lay.tile_height, j : j + lay.tile_width]) for i, j in row] for row in grid]
-        return tiling.assemble(tiles, lay)
+def _apply(fn, *args, **static):
+    """fn(*args, **static) on arrays, or its output's shape when args are jax.ShapeDtypeStruct."""
+    if is_abstract(args):
+        return jax.eval_shape(functools.partial(fn, **static), *args)
+    return fn(*args, **static)

@@ -14,14 +14,24 @@ def check_video(x, *, name: str, channels: int, role: str) -> None:
         raise ValueError(f"{name} must be 5-D {_LAYOUT}, got {x.ndim}-D with shape {tuple(x.shape)}")
     if not x.is_floating_point():
         raise TypeError(f"{name} must have a floating-point dtype, got {x.dtype}")
-    if x.shape[1] != channels:
-        raise ValueError(
-            f"{name} has {x.shape[1]} channels (shape {tuple(x.shape)}), but this model's {role} expects {channels}"
-        )
-    if 0 in x.shape:
-        raise ValueError(f"{name} is empty: shape {tuple(x.shape)} {_LAYOUT}")
+    check_shape(tuple(x.shape), name=name, channels=channels, role=role)
     if not _all_finite(x):
         raise ValueError(f"{name} contains NaN or Inf values")
+
+
+def check_shape(shape, *, name: str, channels: int, role: str) -> tuple[int, ...]:
+    """The shape as a tuple of ints; ValueError if it is not a non-empty [B, channels, F, H, W]."""
+    try:
+        shape = tuple(int(n) for n in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of 5 ints {_LAYOUT}, got {shape!r}") from None
+    if len(shape) != 5:
+        raise ValueError(f"{name} must be 5-D {_LAYOUT}, got {len(shape)}-D with shape {shape}")
+    if shape[1] != channels:
+        raise ValueError(f"{name} has {shape[1]} channels (shape {shape}), but this model's {role} expects {channels}")
+    if min(shape) <= 0:
+        raise ValueError(f"{name} is empty: shape {shape} {_LAYOUT}")
+    return shape
 
 
 def _all_finite(x: torch.Tensor) -> bool:

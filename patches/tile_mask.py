@@ -1,0 +1,134 @@
+"""Every tile at one shape: edge tiles run zero-padded, with their valid extent as data.
+
+Upstream: diffusers' `tiled_encode`/`tiled_decode` cut the right, bottom and
+corner tiles smaller than the interior ones. Compiled per shape, that is up to
+nine programs for each frame-batch shape (each about as slow to compile as the
+interior one), so compile time grows with the number of distinct edge sizes.
+
+Here: a tile is always cut at the full tile size, zero-padded past the input's
+edge, and its valid extent (height, width) at the program's input resolution is
+a traced argument. Inside the trace (`valid_extent`), every operation whose
+output at a valid position depends on other positions is made to see exactly
+what it sees on the smaller tile:
+- the input of every convolution with a spatial kernel (the inner conv of each
+  CogVideoXCausalConv3d, CogVideoXUpsample3D, CogVideoXDownsample3D) is zeroed
+  outside the valid region, which is the zero padding at the smaller tile's
+  border;
+- GroupNorm takes its statistics over the valid region only
+  (`patches/group_norm.py` asks `spatial_mask`).
+Pointwise layers, the time axis, and CogVideoXSpatialNorm3D's nearest-neighbour
+resize of the latents (an integer factor) need nothing. Valid outputs equal the
+smaller tile's (tests/test_patches.py::test_masked_tile_equals_smaller_tile);
+the rest is cropped away. Outside `valid_extent` the patched layers run as
+before.
+
+Still needed while edge tiles would otherwise be separate programs: for as long
+as XLA compiles one program per shape.
+"""
+
+import contextlib
+import contextvars
+import functools
+
+import jax.numpy as jnp
+import torch
+from diffusers.models.downsampling import CogVideoXDownsample3D
+from diffusers.models.upsampling import CogVideoXUpsample3D
+from torch import nn
+
+from .safe_conv3d import PlainConv3d
+from .torchax_torch213 import import_torchax
+
+_EXTENT = contextvars.ContextVar("tile_extent", default=None)
+
+
+@contextlib.contextmanager
+def valid_extent(valid, tile_size: tuple[int, int]):
+    """Inside: patched layers see only `valid` = (height, width) of a `tile_size` program input."""
+    token = _EXTENT.set((valid, tuple(tile_size)))
+    try:
+        yield
+    finally:
+        _EXTENT.reset(token)
+
+
+def extent_at(valid, tile: int, size: int):
+    """The valid extent at a resolution `size` of a `tile`-sized input with `valid` valid entries.
+
+    Upsampling multiplies sizes by an integer; downsampling halves them, rounding
+    down (CogVideoXDownsample3D pads by one and convolves with stride 2), and the
+    valid extent of the smaller tile rounds the same way.
+    """
+    if size >= tile:
+        factor, rest = divmod(size, tile)
+        if rest:
+            raise ValueError(f"size {size} is not a multiple of the tile size {tile}")
+        return valid * factor
+    while tile > size:
+        tile, valid = tile // 2, valid // 2
+    if tile != size:
+        raise ValueError(f"size {size} is not the tile size halved (rounding down) from {tile}")
+    return valid
+
+
+def spatial_mask(height: int, width: int):
+    """(height, width) booleans, True inside the valid region; None outside `valid_extent`."""
+    current = _EXTENT.get()
+    if current is None:
+        return None
+    valid, (tile_h, tile_w) = current
+    rows = jnp.arange(height) < extent_at(valid[0], tile_h, height)
+    cols = jnp.arange(width) < extent_at(valid[1], tile_w, width)
+    return rows[:, None] & cols[None, :]
+
+
+def zero_outside(x):
+    """x (..., H, W) with zeros outside the valid region."""
+    mask = spatial_mask(*x.shape[-2:])
+    return x if mask is None else jnp.where(mask, x, jnp.zeros((), x.dtype))
+
+
+@functools.cache
+def _torch_zero_outside():
+    return import_torchax().interop.torch_view(zero_outside)
+
+
+def _masked(x: torch.Tensor) -> torch.Tensor:
+    return x if _EXTENT.get() is None else _torch_zero_outside()(x)
+
+
+class TileMaskedConv3d(PlainConv3d):
+    """A spatial-kernel Conv3d whose input is zeroed outside the tile's valid region."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return super().forward(_masked(input))
+
+
+class TileMaskedUpsample3D(CogVideoXUpsample3D):
+    """CogVideoXUpsample3D on an input zeroed outside the valid region (nearest resize keeps the zeros)."""
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return super().forward(_masked(inputs))
+
+
+class TileMaskedDownsample3D(CogVideoXDownsample3D):
+    """CogVideoXDownsample3D on an input zeroed outside the valid region, before its own one-pixel pad."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(_masked(x))
+
+
+def patch(model: nn.Module) -> int:
+    """Swaps in the masked layers (after `safe_conv3d.patch`); returns how many."""
+    count = 0
+    for module in model.modules():
+        if type(module) is PlainConv3d and any(k > 1 for k in module.kernel_size[1:]):
+            module.__class__ = TileMaskedConv3d
+        elif type(module) is CogVideoXUpsample3D:
+            module.__class__ = TileMaskedUpsample3D
+        elif type(module) is CogVideoXDownsample3D:
+            module.__class__ = TileMaskedDownsample3D
+        else:
+            continue
+        count += 1
+    return count

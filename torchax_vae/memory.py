@@ -1,0 +1,34 @@
+"""How much memory a program may use: what the device reports free, or the host's available memory."""
+
+import os
+
+
+def device_free_bytes(device) -> int | None:
+    """bytes_limit - bytes_in_use from `device.memory_stats()`, where the backend reports them (GPU, TPU)."""
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    if not stats or "bytes_limit" not in stats:
+        return None
+    return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), else free physical pages; None if neither is known."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def free_bytes(device) -> int | None:
+    """What a program on `device` may allocate: the device's own report, or for CPU the host's."""
+    reported = device_free_bytes(device)
+    if reported is not None:
+        return reported
+    return host_available_bytes() if device.platform == "cpu" else None

@@ -1,0 +1,99 @@
+"""Where each program's input block (frames x tile) comes from: the host, the device, or shapes only.
+
+A program's input is a block of the video: a frame batch, and when tiling, one
+tile of it at the full tile size (zero-padded past the video's edge,
+patches/tile_mask.py). `HostSource` copies just that block from a CPU torch
+tensor; `DeviceSource` cuts it on the device with one compiled slice per block
+shape (start indices are data, so positions do not recompile); `ShapeSource`
+gives only its shape, so every program a call needs can be compiled without
+running anything (`TorchaxVAE.precompile`).
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+
+from . import convert
+
+
+@functools.partial(jax.jit, static_argnames=("size", "dtype"))
+def _take(data, starts, *, size, dtype):
+    zero = jnp.zeros((), jnp.int32)
+    block = jax.lax.dynamic_slice(data, (zero, zero, starts[0], starts[1], starts[2]), data.shape[:2] + size)
+    return block.astype(dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("height", "width"))
+def _pad_to(data, *, height, width):
+    return jnp.pad(data, ((0, 0), (0, 0), (0, 0), (0, height - data.shape[3]), (0, width - data.shape[4])))
+
+
+class HostSource:
+    """Blocks copied from a torch tensor (any torch device) to the JAX device, one at a time."""
+
+    def __init__(self, data: torch.Tensor, dtype, sharding):
+        self.shape, self._data, self._dtype, self._sharding = tuple(data.shape), data, dtype, sharding
+
+    def split(self) -> list["HostSource"]:
+        return [HostSource(piece, self._dtype, self._sharding) for piece in self._data.split(1)]
+
+    def pad_to(self, height: int, width: int) -> None:
+        """Nothing to do: `take` pads each block as it cuts it."""
+
+    def take(self, frames: tuple[int, int], rows=None, cols=None) -> jax.Array:
+        """Frames [start, end) and, if given, rows/cols (start, size), zero-padded to size."""
+        rows = rows or (0, self.shape[3])
+        cols = cols or (0, self.shape[4])
+        block = self._data[:, :, frames[0] : frames[1], rows[0] : rows[0] + rows[1], cols[0] : cols[0] + cols[1]]
+        missing_h, missing_w = rows[1] - block.shape[3], cols[1] - block.shape[4]
+        if missing_h or missing_w:
+            block = torch.nn.functional.pad(block, (0, missing_w, 0, missing_h))
+        return convert.to_jax(block, self._dtype, self._sharding)
+
+    def indices(self, values) -> jax.Array:
+        return jax.device_put(np.asarray(values, np.int32), self._sharding)
+
+
+class DeviceSource(HostSource):
+    """Blocks cut from a JAX array already on the device; nothing crosses to or from the host."""
+
+    def split(self) -> list["DeviceSource"]:
+        # One split op on the device (indexing with Python ints would move each index there).
+        return [DeviceSource(piece, self._dtype, self._sharding) for piece in jnp.split(self._data, self.shape[0])]
+
+    def pad_to(self, height: int, width: int) -> None:
+        """Zero-pads the video once so that every tile block lies inside it."""
+        if (height, width) != self._data.shape[3:]:
+            self._data = _pad_to(self._data, height=height, width=width)
+
+    def take(self, frames, rows=None, cols=None) -> jax.Array:
+        rows = rows or (0, self.shape[3])
+        cols = cols or (0, self.shape[4])
+        starts = self.indices([frames[0], rows[0], cols[0]])
+        return _take(self._data, starts, size=(frames[1] - frames[0], rows[1], cols[1]), dtype=self._dtype)
+
+
+class ShapeSource(HostSource):
+    """Block shapes only: what `take` would give, as jax.ShapeDtypeStruct."""
+
+    def __init__(self, shape, dtype, sharding):
+        self.shape, self._dtype, self._sharding = tuple(shape), dtype, sharding
+
+    def split(self) -> list["ShapeSource"]:
+        return [ShapeSource((1,) + self.shape[1:], self._dtype, self._sharding)] * self.shape[0]
+
+    def take(self, frames, rows=None, cols=None) -> jax.ShapeDtypeStruct:
+        height = rows[1] if rows else self.shape[3]
+        width = cols[1] if cols else self.shape[4]
+        shape = self.shape[:2] + (frames[1] - frames[0], height, width)
+        return jax.ShapeDtypeStruct(shape, self._dtype, sharding=self._sharding)
+
+    def indices(self, values) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct((len(values),), jnp.int32, sharding=self._sharding)
+
+
+def is_abstract(tree) -> bool:
+    return any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree.leaves(tree))
