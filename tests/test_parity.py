@@ -58,19 +58,6 @@ def test_tiny_return_dict_false(tiny_vae, tiny_torchax):
     assert_close(decoded, expected, FP32, "return_dict=False")
 
 
-def test_tiny_tiling_matches_diffusers_tiling(tiny_vae, tiny_torchax):
-    # 48x40 video with 32x24 tiles: interior, right, bottom and corner tiles of different sizes.
-    x = video(2, 9, 48, seed=4)[..., :40]
-    for m in (tiny_vae, tiny_torchax):
-        m.enable_tiling(tile_sample_min_height=32, tile_sample_min_width=24, tile_overlap_factor_height=1 / 4, tile_overlap_factor_width=1 / 3)
-    try:
-        expected = tiny_vae.encode(x).latent_dist.mean
-        assert_close(tiny_torchax.encode(x).latent_dist.mean, expected, FP32, "tiled encode")
-        assert_close(tiny_torchax.decode(expected).sample, tiny_vae.decode(expected).sample, FP32, "tiled decode")
-    finally:
-        tiny_vae.disable_tiling()
-
-
 def bf16_check(vae, ours_bf16, x, what):
     """Our bf16 error against fp32 PyTorch is at most BF16_ERROR_RATIO x PyTorch bf16's own."""
     torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)

@@ -14,7 +14,7 @@ from torch import nn
 from torchax_vae import patches
 from torchax_vae.convert import to_jax
 from torchax_vae.parity import random_vae
-from torchax_vae.patches import group_norm, pointwise_conv_cache, safe_conv3d, torchax_torch213
+from torchax_vae.patches import group_norm, pointwise_conv_cache, safe_conv3d, tile_mask, torchax_torch213
 
 # |Δ| <= atol + rtol * |reference|; bf16: the output's own rounding (half an ulp, 2^-9 relative).
 GROUP_NORM_TOL = {jnp.float32: (1e-5, 0.0), jnp.bfloat16: (1e-5, 2.0**-8)}
@@ -88,6 +88,24 @@ def test_group_norm_kernel_matches_reference(shape, groups, dtype):
     assert (excess <= atol + rtol * np.abs(expected)).all(), f"max |Δ| = {worst:.3g} vs reference ({dtype.__name__}, {shape})"
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_masked_group_norm_matches_reference_on_the_valid_region(dtype):
+    rng = np.random.default_rng(2)
+    x = rng.normal(1.0, 2.0, (2, 8, 3, 6, 7)).astype(np.float32)
+    x[..., 4:, :] = 1e3  # what lies outside the valid region must not matter
+    x[..., 5:] = -1e3
+    weight, bias = rng.normal(size=8).astype(np.float32), rng.normal(size=8).astype(np.float32)
+    mask = (np.arange(6)[:, None] < 4) & (np.arange(7)[None, :] < 5)
+    xj, wj, bj = (jnp.asarray(a, dtype) for a in (x, weight, bias))
+    actual = np.asarray(group_norm.group_norm(xj, 4, wj, bj, 1e-6, mask=jnp.asarray(mask)).astype(jnp.float32))[..., :4, :5]
+    as_seen = (np.asarray(a.astype(jnp.float32)) for a in (xj, wj, bj))
+    x_seen, w_seen, b_seen = as_seen
+    expected = group_norm.group_norm_reference(x_seen[..., :4, :5], 4, w_seen, b_seen, 1e-6)
+    excess = np.abs(actual - expected)
+    atol, rtol = GROUP_NORM_TOL[dtype]
+    assert (excess <= atol + rtol * np.abs(expected)).all(), f"max |Δ| = {excess.max():.3g} (masked, {dtype.__name__})"
+
+
 def test_group_norm_reference_is_torch_group_norm():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(2, 8, 3, 4, 5)).astype(np.float32)
@@ -145,6 +163,67 @@ def test_pointwise_patch_leaves_temporal_convs_alone():
     assert pointwise_conv_cache.patch(conv) == 0
 
 
+# ----- tile_mask -----
+
+
+def test_extent_at_follows_up_and_down_sampling():
+    assert tile_mask.extent_at(3, 4, 32) == 24  # decoder: x8
+    assert tile_mask.extent_at(21, 32, 16) == 10  # encoder: halves, rounding down
+    assert tile_mask.extent_at(21, 32, 4) == 2  # 21 -> 10 -> 5 -> 2
+    assert tile_mask.extent_at(7, 7, 7) == 7
+    with pytest.raises(ValueError, match="not a multiple"):
+        tile_mask.extent_at(3, 4, 30)
+    with pytest.raises(ValueError, match="halved"):
+        tile_mask.extent_at(3, 32, 12)
+
+
+@pytest.fixture(scope="module")
+def lowered_tiny():
+    from torchax_vae.lowering import LoweredVAE, jax_weights
+
+    vae = random_vae("tiny", seed=5)
+    return vae, LoweredVAE(vae), jax_weights(vae, jnp.float32)
+
+
+@pytest.mark.parametrize("valid", [(24, 16), (21, 11), (32, 32)], ids=["even", "odd", "full"])
+def test_masked_tile_equals_smaller_tile_encoder(lowered_tiny, valid):
+    vae, lowered, weights = lowered_tiny
+    x = torch.randn(1, 3, 9, *valid, generator=torch.Generator().manual_seed(0))
+    expected, _ = vae.encoder(x)
+    padded = torch.nn.functional.pad(x, (0, 32 - valid[1], 0, 32 - valid[0]), value=5.0)  # garbage, not zeros
+    out, _ = jax.jit(lowered.encode_step)(weights, to_jax(padded), None, jnp.asarray(valid, jnp.int32))
+    h, w = expected.shape[3:]
+    assert np.abs(np.asarray(out)[..., :h, :w] - expected.numpy()).max() < 1e-5
+
+
+@pytest.mark.parametrize("valid", [(3, 2), (1, 3), (4, 4)], ids=["edge", "thin", "full"])
+def test_masked_tile_equals_smaller_tile_decoder(lowered_tiny, valid):
+    vae, lowered, weights = lowered_tiny
+    z = torch.randn(1, 4, 3, *valid, generator=torch.Generator().manual_seed(1))
+    expected, expected_cache = vae.decoder(z)
+    padded = torch.nn.functional.pad(z, (0, 4 - valid[1], 0, 4 - valid[0]), value=-3.0)
+    step = jax.jit(lowered.decode_step)
+    out, cache = step(weights, to_jax(padded), None, jnp.asarray(valid, jnp.int32))
+    h, w = expected.shape[3:]
+    assert np.abs(np.asarray(out)[..., :h, :w] - expected.numpy()).max() < 1e-5
+    # The carried conv_cache keeps it exact in the next frame batch too.
+    z2 = torch.randn(1, 4, 2, *valid, generator=torch.Generator().manual_seed(2))
+    expected2, _ = vae.decoder(z2, conv_cache=expected_cache)
+    padded2 = torch.nn.functional.pad(z2, (0, 4 - valid[1], 0, 4 - valid[0]), value=-3.0)
+    out2, _ = step(weights, to_jax(padded2), cache, jnp.asarray(valid, jnp.int32))
+    assert np.abs(np.asarray(out2)[..., :h, :w] - expected2.numpy()).max() < 1e-5
+
+
+def test_masked_layers_are_unchanged_outside_a_tile():
+    conv = CogVideoXCausalConv3d(2, 3, kernel_size=3)
+    x = torch.randn(1, 2, 5, 6, 6)
+    expected, _ = conv(x)
+    safe_conv3d.patch(conv)
+    assert tile_mask.patch(conv) == 1
+    assert isinstance(conv.conv, tile_mask.TileMaskedConv3d)
+    assert torch.equal(conv(x)[0], expected)
+
+
 # ----- apply -----
 
 
@@ -152,7 +231,7 @@ def test_apply_counts_and_leaves_users_model_alone():
     vae = random_vae("tiny")
     classes_before = [type(m) for m in vae.modules()]
     counts = patches.apply(vae)
-    assert counts["group_norm"] > 0 and counts["safe_conv3d"] > 0 and counts["pointwise_conv_cache"] > 0
+    assert all(counts[name] > 0 for name in ("group_norm", "safe_conv3d", "pointwise_conv_cache", "tile_mask")), counts
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE
 

@@ -1,6 +1,7 @@
 """Scripts run (so they cannot rot) and say what they measured."""
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -31,3 +32,28 @@ def test_parity_script_prints_table(capsys):
         else:
             assert float(r[10]) > 0 and errors[3] <= 2 * float(r[10]), r
     assert re.search(r"fp32 worst max \|Δ\|: \d\.\d\de-\d\d", out)
+
+
+def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
+    out_json = tmp_path / "bench.jsonl"
+    argv = ["--config", "tiny", "--frames", "9", "--size", "64x96", "--tile", "32x48", "--schedulers", "default,concurrency_off"]
+    assert load("bench").main([*argv, "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| tiny")]
+    assert [(r[0], r[1]) for r in rows] == [
+        (label, scheduler)
+        for scheduler in ("default", "concurrency_off")
+        for label in (
+            "tiny decode 9x32x48 tiling off tiles 32x48 fp32",
+            "tiny decode 9x64x96 tiling on tiles 32x48 fp32",
+            "tiny decode 13x64x96 tiling on tiles 32x48 fp32",
+            "tiny decode 9x64x96 tiling off tiles 32x48 fp32",
+        )
+    ]
+    assert [r[2] for r in rows[:4]] == ["1", "1", "2", "1"]  # 9 frames: one frame batch of 3 latent frames
+    assert re.search(r"default scheduler: tiled .* compiles 1 programs in \d+\.\d\d s = \d+\.\d\dx", out)
+    records = [json.loads(line) for line in out_json.read_text().splitlines()]
+    assert len(records) == 8 and all(r["environment"]["jax"] for r in records)
+    for scheduler in ("default", "concurrency_off"):
+        one_tile, tiled, _, untiled = (r["max_temp_bytes"] for r in records if r["scheduler"] == scheduler)
+        assert one_tile <= tiled <= 1.05 * one_tile < untiled, (scheduler, one_tile, tiled, untiled)

@@ -61,6 +61,10 @@ class TorchaxVAE:
     wrapped model had it on), "off" (`disable_tiling()`), and "auto", the default:
     an input larger than one tile is tiled when its untiled first frame batch
     would need more memory (XLA's temp + output bytes) than is free.
+    With `uniform_tiles` (default True) the short right, bottom and corner
+    tiles run zero-padded through the interior tile's programs (two programs
+    per tiled call instead of up to eight, at the price of computing the
+    padding); set it False to compile one program per tile shape instead.
 
     Args:
         vae (`AutoencoderKLCogVideoX`): the model to run.
@@ -85,6 +89,7 @@ class TorchaxVAE:
         self._sharding = jax.tree.leaves(self._weights)[0].sharding
         self._programs = Programs()
         self.memory_budget = memory_budget
+        self.uniform_tiles = True
         self._auto_tiling_logged = False
         # diffusers' frame batching and tiling settings, as the wrapped instance has them.
         self.num_sample_frames_batch_size = vae.num_sample_frames_batch_size
@@ -265,34 +270,50 @@ class TorchaxVAE:
             return self._tiled(name, step, source, batch_size, lay)
         return _apply(_join, self._frames(name, step, source, batch_size), axis=2)
 
-    def _frames(self, name, step, source, batch_size, tile: tiling.Tile | None = None, tile_size=None) -> list:
+    def _frames(self, name, step, source, batch_size, block=None, valid=None) -> list:
         """`step` over diffusers' frame batches, carrying conv_cache on the device; the batch outputs.
 
-        With `tile`, each block is that tile at the full `tile_size`, and the
-        program is told its valid extent (patches/tile_mask.py).
+        block: (row, col, height, width) of a tile to cut from each frame batch
+        (default: the whole frame). valid: that tile's (height, width) inside the
+        video when the block is a zero-padded full-size tile (patches/tile_mask.py).
         """
         conv_cache = None
         outputs = []
         extra = ()
-        if tile is not None:
+        if valid is not None:
             name = f"{name}/tile"
-            extra = (source.indices([tile.valid_height, tile.valid_width]),)
+            extra = (source.indices(valid),)
         for start, end in frame_batches(source.shape[2], batch_size):
-            if tile is None:
-                block = source.take((start, end))
+            if block is None:
+                chunk = source.take((start, end))
             else:
-                block = source.take((start, end), (tile.row, tile_size[0]), (tile.col, tile_size[1]))
+                chunk = source.take((start, end), (block[0], block[2]), (block[1], block[3]))
             program = name if conv_cache is None else f"{name}+conv_cache"
-            out, conv_cache = self._programs.run(program, step, self._weights, block, conv_cache, *extra)
+            out, conv_cache = self._programs.run(program, step, self._weights, chunk, conv_cache, *extra)
             outputs.append(out)
         return outputs
 
     def _tiled(self, name, step, source, batch_size, lay: tiling.TileLayout) -> jax.Array:
-        """diffusers' tiled_encode/tiled_decode: every tile through the same programs, then blended."""
+        """diffusers' tiled_encode/tiled_decode, then the tiles blended on the device.
+
+        With uniform_tiles (the default) every tile runs through the same
+        programs at the full tile size; otherwise each tile shape (interior,
+        right, bottom, corner) has its own.
+        """
         in_tile = (lay.tile_height, lay.tile_width)
         grid = lay.tiles(*source.shape[3:])
+        if not self.uniform_tiles:
+            outputs = [
+                [self._frames(name, step, source, batch_size, (t.row, t.col, t.valid_height, t.valid_width)) for t in row]
+                for row in grid
+            ]
+            crops = tuple(tuple(tuple(batches[0].shape[3:]) for batches in row) for row in outputs)
+            return _apply(tiling.assemble, outputs, lay=lay, crops=crops)
         source.pad_to(grid[-1][0].row + in_tile[0], grid[0][-1].col + in_tile[1])
-        outputs = [[self._frames(name, step, source, batch_size, tile, in_tile) for tile in row] for row in grid]
+        outputs = [
+            [self._frames(name, step, source, batch_size, (t.row, t.col, *in_tile), (t.valid_height, t.valid_width)) for t in row]
+            for row in grid
+        ]
         out_h, out_w = outputs[0][0][0].shape[3:]  # one full tile's output size
         extent_at = patches.tile_mask.extent_at
         crops = tuple(
@@ -316,8 +337,8 @@ class TorchaxVAE:
             return False
         if not self._auto_tiling_logged:
             logger.warning(
-                "TorchaxVAE: the untiled %s needs %.2f GB for input %s but %.2f GB are free; tiling it in %dx%d tiles. "
-                "enable_tiling()/disable_tiling() force the choice.",
+                "TorchaxVAE: the untiled %s needs %.3g GB for input %s, more than the %.3g GB available; "
+                "tiling it in %dx%d tiles. enable_tiling()/disable_tiling() force the choice.",
                 name, need / 1e9, source.shape, budget / 1e9, *in_tile,
             )
             self._auto_tiling_logged = True

@@ -1,0 +1,190 @@
+"""Compile-only measurements: programs, compile seconds and XLA's memory figures for a call, without running it.
+
+Each case runs in its own subprocess (`python -m torchax_vae.bench --worker`),
+so that XLA flags such as the CPU scheduler can differ between runs and no
+compiled program is shared between cases. Two XLA:CPU schedulers are reported:
+the default, and `--xla_cpu_enable_concurrency_optimized_scheduler=false`
+("concurrency_off"), which is said to schedule for memory as accelerators do;
+with jaxlib 0.10.2 and this package's graph it reports more temp memory, not
+less (README, "Tiling").
+`scripts/bench.py` is the command line.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+SCHEDULERS = {
+    "default": "",
+    "concurrency_off": "--xla_cpu_enable_concurrency_optimized_scheduler=false",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A decode or encode of one video size, compiled only."""
+
+    config: str  # a name in torchax_vae.parity.CONFIGS
+    kind: str  # "decode" or "encode"
+    frames: int  # video frames (decode: of the output)
+    height: int  # video height and width in pixels
+    width: int
+    tiling: str = "off"  # TorchaxVAE.tiling_mode
+    tile: tuple[int, int] | None = None  # tile_sample_min_height/width; None: diffusers' defaults
+    dtype: str = "fp32"
+
+    @property
+    def label(self) -> str:
+        tile = f" tiles {self.tile[0]}x{self.tile[1]}" if self.tile else ""
+        return f"{self.config} {self.kind} {self.frames}x{self.height}x{self.width} tiling {self.tiling}{tile} {self.dtype}"
+
+
+def input_shape(case: Case, config) -> tuple[int, ...]:
+    """The encode or decode input for a video of case's size, as the pipeline would pass it."""
+    if case.kind == "encode":
+        return (1, config.in_channels, case.frames, case.height, case.width)
+    spatial = 2 ** (len(config.block_out_channels) - 1)
+    temporal = config.temporal_compression_ratio
+    return (1, config.latent_channels, (case.frames - 1) // temporal + 1, case.height // spatial, case.width // spatial)
+
+
+def compile_only(case: Case) -> dict:
+    """Compiles (in this process) every program the case's call needs; what XLA says about them."""
+    from .parity import random_vae
+    from .vae import TorchaxVAE
+
+    vae = TorchaxVAE(random_vae(case.config), dtype=case.dtype)
+    if case.tile:
+        vae.enable_tiling(tile_sample_min_height=case.tile[0], tile_sample_min_width=case.tile[1])
+    vae.tiling_mode = case.tiling
+    shape = input_shape(case, vae.config)
+    start = time.perf_counter()
+    programs = vae.precompile(case.kind, shape)
+    return {
+        "case": dataclasses.asdict(case),
+        "label": case.label,
+        "input_shape": shape,
+        "wall_seconds": time.perf_counter() - start,
+        "programs": programs,
+        "compile_seconds": sum(p["compile_seconds"] for p in programs),
+        "lower_seconds": sum(p["lower_seconds"] for p in programs),
+        "max_temp_bytes": max(p["temp_bytes"] for p in programs),
+        "flops": sum(p["flops"] for p in programs),
+    }
+
+
+def run_case(case: Case, scheduler: str = "default", timeout: float = 1800) -> dict:
+    """compile_only(case) in a fresh subprocess with the given XLA:CPU scheduler."""
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), SCHEDULERS[scheduler]]))
+    result = subprocess.run(
+        [sys.executable, "-m", "torchax_vae.bench", "--worker", json.dumps(dataclasses.asdict(case))],
+        capture_output=True, text=True, env=env, timeout=timeout,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"bench worker for {case.label} failed:\n{result.stderr[-4000:]}")
+    row = json.loads(result.stdout.strip().splitlines()[-1])
+    row["scheduler"] = scheduler
+    return row
+
+
+def tiling_cases(config: str = "official", frames: int = 49, size=(480, 720), tile=None) -> list[Case]:
+    """What tiling buys: the tiled video, the same untiled, one tile's worth untiled, and a shorter video."""
+    height, width = size
+    tile_size = tile or (height // 2, width // 2)  # diffusers' default tiles are half the default video
+    return [
+        Case(config, "decode", frames, *tile_size, tiling="off", tile=tile),
+        Case(config, "decode", frames, height, width, tiling="on", tile=tile),
+        Case(config, "decode", 13, height, width, tiling="on", tile=tile),
+        Case(config, "decode", frames, height, width, tiling="off", tile=tile),
+    ]
+
+
+def environment() -> dict:
+    import diffusers
+    import jax
+    import torch
+
+    from . import patches
+
+    torchax = patches.import_torchax()
+    return {
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "device": str(jax.devices()[0].device_kind),
+        "jax": jax.__version__,
+        "torch": torch.__version__,
+        "torchax": getattr(torchax, "__version__", "?"),
+        "diffusers": diffusers.__version__,
+    }
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = [
+        "| case | scheduler | programs | compile s (sum) | lower s (sum) | max temp GB per program |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['label']} | {r['scheduler']} | {len(r['programs'])} | {r['compile_seconds']:.2f} | "
+            f"{r['lower_seconds']:.2f} | {r['max_temp_bytes'] / 1e9:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="official", help="model config (torchax_vae.parity.CONFIGS)")
+    parser.add_argument("--frames", type=int, default=49)
+    parser.add_argument("--size", default="480x720", help="video HEIGHTxWIDTH")
+    parser.add_argument("--tile", default=None, help="tile HEIGHTxWIDTH (default: half the size)")
+    parser.add_argument("--schedulers", default="default,concurrency_off", help=f"comma list of {sorted(SCHEDULERS)}")
+    parser.add_argument("--json", default=None, help="also write JSON lines here")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        fields = json.loads(args.worker)
+        fields["tile"] = tuple(fields["tile"]) if fields["tile"] else None
+        print(json.dumps(compile_only(Case(**fields))))
+        return 0
+    size = tuple(int(n) for n in args.size.split("x"))
+    tile = tuple(int(n) for n in args.tile.split("x")) if args.tile else None
+    cases = tiling_cases(args.config, args.frames, size, tile)
+    schedulers = args.schedulers.split(",")
+    by_scheduler = {}
+    for scheduler in schedulers:
+        by_scheduler[scheduler] = []
+        for case in cases:
+            row = run_case(case, scheduler)
+            by_scheduler[scheduler].append(row)
+            print(json.dumps({k: v for k, v in row.items() if k != "programs"}), flush=True)
+    rows = [row for scheduler in schedulers for row in by_scheduler[scheduler]]
+    env = environment()
+    if args.json:
+        with open(args.json, "w") as f:
+            for row in rows:
+                f.write(json.dumps({**row, "environment": env}) + "\n")
+    print()
+    print(markdown(rows))
+    print()
+    for scheduler in schedulers:
+        one, tiled = by_scheduler[scheduler][:2]  # tiling_cases: one tile's worth untiled, then the tiled video
+        first_program = one["programs"][0]["compile_seconds"]
+        print(
+            f"{scheduler} scheduler: tiled {tiled['label']} compiles {len(tiled['programs'])} programs in "
+            f"{tiled['compile_seconds']:.2f} s = {tiled['compile_seconds'] / first_program:.2f}x one untiled frame batch "
+            f"at tile size ({first_program:.2f} s)"
+        )
+    print("environment:", json.dumps(env))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
