@@ -18,12 +18,14 @@ what it sees on the smaller tile:
   (`patches/group_norm.py` asks `spatial_mask`).
 Pointwise layers, the time axis, and CogVideoXSpatialNorm3D's nearest-neighbour
 resize of the latents (an integer factor) need nothing. Valid outputs equal the
-smaller tile's (tests/test_patches.py::test_masked_tile_equals_smaller_tile);
+smaller tile's (tests/test_patches.py::test_masked_tile_equals_smaller_tile_*);
 the rest is cropped away. Outside `valid_extent` the patched layers run as
 before.
 
-Still needed while edge tiles would otherwise be separate programs: for as long
-as XLA compiles one program per shape.
+Not an upstream defect but a trade: fewer programs to compile for more work
+(the padding is computed). It matters as long as XLA compiles one program per
+shape; `TorchaxVAE.uniform_tiles = False` goes without it
+(tests/test_tiling.py::test_exact_tile_shapes_match_diffusers_with_a_program_per_shape).
 """
 
 import contextlib
