@@ -54,6 +54,10 @@ class Tile:
     valid_height: int
     valid_width: int
 
+    @property
+    def valid(self) -> tuple[int, int]:
+        return (self.valid_height, self.valid_width)
+
 
 def layout(in_tile_h, in_tile_w, out_tile_h, out_tile_w, overlap_h, overlap_w) -> TileLayout:
     """diffusers' arithmetic: input tiles of in_tile_*, outputs of out_tile_*, overlap factors."""

@@ -300,26 +300,24 @@ class TorchaxVAE:
         programs at the full tile size; otherwise each tile shape (interior,
         right, bottom, corner) has its own.
         """
-        in_tile = (lay.tile_height, lay.tile_width)
         grid = lay.tiles(*source.shape[3:])
-        if not self.uniform_tiles:
-            outputs = [
-                [self._frames(name, step, source, batch_size, (t.row, t.col, t.valid_height, t.valid_width)) for t in row]
-                for row in grid
-            ]
-            crops = tuple(tuple(tuple(batches[0].shape[3:]) for batches in row) for row in outputs)
-            return _apply(tiling.assemble, outputs, lay=lay, crops=crops)
-        source.pad_to(grid[-1][0].row + in_tile[0], grid[0][-1].col + in_tile[1])
-        outputs = [
-            [self._frames(name, step, source, batch_size, (t.row, t.col, *in_tile), (t.valid_height, t.valid_width)) for t in row]
-            for row in grid
-        ]
-        out_h, out_w = outputs[0][0][0].shape[3:]  # one full tile's output size
-        extent_at = patches.tile_mask.extent_at
-        crops = tuple(
-            tuple((extent_at(t.valid_height, in_tile[0], out_h), extent_at(t.valid_width, in_tile[1], out_w)) for t in row)
-            for row in grid
-        )
+        if self.uniform_tiles:
+            source.pad_to(grid[-1][0].row + lay.tile_height, grid[0][-1].col + lay.tile_width)
+
+        def run(tile: tiling.Tile):
+            if self.uniform_tiles:  # the full-size, zero-padded block, told its valid extent
+                size, valid = (lay.tile_height, lay.tile_width), tile.valid
+            else:  # the tile cut to its own size, as diffusers does
+                size, valid = tile.valid, None
+            batches = self._frames(name, step, source, batch_size, (tile.row, tile.col, *size), valid)
+            out_size = batches[0].shape[3:]
+            # the output diffusers' tile would have had
+            crop = tuple(patches.tile_mask.extent_at(v, n, o) for v, n, o in zip(tile.valid, size, out_size))
+            return batches, crop
+
+        results = [[run(tile) for tile in row] for row in grid]
+        outputs = [[batches for batches, _ in row] for row in results]
+        crops = tuple(tuple(crop for _, crop in row) for row in results)
         return _apply(tiling.assemble, outputs, lay=lay, crops=crops)
 
     def _should_tile(self, name, step, source, batch_size, in_tile) -> bool:
