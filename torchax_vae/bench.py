@@ -83,7 +83,8 @@ def run_case(case: Case, scheduler: str = "default", timeout: float = 1800) -> d
     env = dict(os.environ)
     env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), SCHEDULERS[scheduler]]))
     result = subprocess.run(
-        [sys.executable, "-m", "torchax_vae.bench", "--worker", json.dumps(dataclasses.asdict(case))],
+        # -P: import the installed package, not a same-named folder in the working directory
+        [sys.executable, "-P", "-m", "torchax_vae.bench", "--worker", json.dumps(dataclasses.asdict(case))],
         capture_output=True, text=True, env=env, timeout=timeout,
     )
     if result.returncode != 0:
