@@ -15,6 +15,8 @@ from typing import Any
 
 import jax
 
+from .sources import is_abstract
+
 
 @dataclasses.dataclass(frozen=True)
 class ProgramStats:
@@ -82,7 +84,7 @@ class Programs:
 
     def run(self, name: str, fn: Callable, weights, *args):
         entry = self._entry(name, fn, weights, args)
-        if any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree.leaves(args)):
+        if is_abstract(args):
             return entry.out_info
         return entry.compiled(weights, *args)
 
