@@ -34,11 +34,11 @@ import functools
 
 import jax.numpy as jnp
 import torch
-from diffusers.models.downsampling import CogVideoXDownsample3D
 from diffusers.models.upsampling import CogVideoXUpsample3D
 from torch import nn
 
 from .safe_conv3d import PlainConv3d
+from .time_pool import TimePooledDownsample3D
 from .torchax_torch213 import import_torchax
 
 _EXTENT = contextvars.ContextVar("tile_extent", default=None)
@@ -113,7 +113,7 @@ class TileMaskedUpsample3D(CogVideoXUpsample3D):
         return super().forward(_masked(inputs))
 
 
-class TileMaskedDownsample3D(CogVideoXDownsample3D):
+class TileMaskedDownsample3D(TimePooledDownsample3D):
     """CogVideoXDownsample3D on an input zeroed outside the valid region, before its own one-pixel pad."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -121,14 +121,14 @@ class TileMaskedDownsample3D(CogVideoXDownsample3D):
 
 
 def patch(model: nn.Module) -> int:
-    """Swaps in the masked layers (after `safe_conv3d.patch`); returns how many."""
+    """Swaps in the masked layers (after `safe_conv3d.patch` and `time_pool.patch`); returns how many."""
     count = 0
     for module in model.modules():
         if type(module) is PlainConv3d and any(k > 1 for k in module.kernel_size[1:]):
             module.__class__ = TileMaskedConv3d
         elif type(module) is CogVideoXUpsample3D:
             module.__class__ = TileMaskedUpsample3D
-        elif type(module) is CogVideoXDownsample3D:
+        elif type(module) is TimePooledDownsample3D:
             module.__class__ = TileMaskedDownsample3D
         else:
             continue

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d, CogVideoXSafeConv3d
+from diffusers.models.downsampling import CogVideoXDownsample3D
 from torch import nn
 
 from torchax_vae import patches
 from torchax_vae.convert import to_jax
 from torchax_vae.parity import random_vae
-from torchax_vae.patches import group_norm, pointwise_conv_cache, safe_conv3d, tile_mask, torchax_torch213
+from torchax_vae.patches import group_norm, pointwise_conv_cache, safe_conv3d, tile_mask, time_pool, torchax_torch213
 
 # |Δ| <= atol + rtol * |reference|; bf16: the output's own rounding (half an ulp, 2^-9 relative).
 GROUP_NORM_TOL = {jnp.float32: (1e-5, 0.0), jnp.bfloat16: (1e-5, 2.0**-8)}
@@ -163,6 +164,31 @@ def test_pointwise_patch_leaves_temporal_convs_alone():
     assert pointwise_conv_cache.patch(conv) == 0
 
 
+# ----- time_pool -----
+
+
+def test_downsample_still_merges_width_into_batch_for_time_pooling():
+    shape = (1, 4, 5, 8, 8)
+    upstream = CogVideoXDownsample3D(4, 4, compress_time=True)
+    transposes = lowered_hlo(upstream, shape).count("stablehlo.transpose")
+    assert time_pool.patch(upstream) == 1
+    patched = lowered_hlo(upstream, shape).count("stablehlo.transpose")
+    assert transposes >= patched + 2, f"diffusers no longer permutes NCTHW for avg_pool1d ({transposes} vs {patched})"
+
+
+@pytest.mark.parametrize("frames", [1, 2, 5, 8, 9])
+@pytest.mark.parametrize("compress_time", [True, False])
+def test_time_pool_equals_upstream(frames, compress_time):
+    layer = CogVideoXDownsample3D(4, 6, compress_time=compress_time)
+    x = torch.randn(2, 4, frames, 7, 10)
+    expected = layer(x)
+    time_pool.patch(layer)
+    assert isinstance(layer, time_pool.TimePooledDownsample3D)
+    actual = layer(x)
+    assert actual.shape == expected.shape
+    assert torch.allclose(actual, expected, atol=1e-6, rtol=0), (actual - expected).abs().max().item()
+
+
 # ----- tile_mask -----
 
 
@@ -231,7 +257,8 @@ def test_apply_counts_and_leaves_users_model_alone():
     vae = random_vae("tiny")
     classes_before = [type(m) for m in vae.modules()]
     counts = patches.apply(vae)
-    assert all(counts[name] > 0 for name in ("group_norm", "safe_conv3d", "pointwise_conv_cache", "tile_mask")), counts
+    assert all(counts[name] > 0 for name in counts), counts
+    assert set(counts) == {"group_norm", "safe_conv3d", "pointwise_conv_cache", "time_pool", "tile_mask", "sharding_marks"}
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE
 
