@@ -8,12 +8,14 @@ applied; importing this package changes nothing.
 - `group_norm`: nn.GroupNorm as one vectorized JAX reduction.
 - `safe_conv3d`: CogVideoXSafeConv3d without its cuDNN 2 GB chunking.
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
+- `time_pool`: CogVideoXDownsample3D's frame averaging without merging width into the batch axis.
 - `tile_mask`: edge tiles at the full tile shape, with convolutions and GroupNorm limited to the valid region.
+- `sharding_marks`: NCTHW activations split on width over a ('dp', 'tp') mesh while tracing for one.
 """
 
 from torch import nn
 
-from . import group_norm, pointwise_conv_cache, safe_conv3d, tile_mask
+from . import group_norm, pointwise_conv_cache, safe_conv3d, sharding_marks, tile_mask, time_pool
 from .torchax_torch213 import import_torchax
 
 __all__ = ["apply", "import_torchax"]
@@ -29,5 +31,7 @@ def apply(model: nn.Module) -> dict[str, int]:
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),
         "pointwise_conv_cache": pointwise_conv_cache.patch(model),
-        "tile_mask": tile_mask.patch(model),  # after safe_conv3d: it refines PlainConv3d
+        "time_pool": time_pool.patch(model),
+        "tile_mask": tile_mask.patch(model),  # after safe_conv3d and time_pool: it refines their classes
+        "sharding_marks": sharding_marks.patch(model),  # hooks on the classes the others set
     }

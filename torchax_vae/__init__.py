@@ -2,9 +2,11 @@
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
+    pipe.vae = TorchaxVAE(pipe.vae, mesh=make_mesh())  # every device, width-sharded
 """
 
+from .mesh import make_mesh
 from .vae import TorchaxVAE
 
 __version__ = "0.1.0"
-__all__ = ["TorchaxVAE", "__version__"]
+__all__ = ["TorchaxVAE", "make_mesh", "__version__"]

@@ -41,14 +41,17 @@ def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax
 class LoweredVAE:
     """Patched private copy of an AutoencoderKLCogVideoX and its JAX step functions."""
 
-    def __init__(self, vae: nn.Module):
+    def __init__(self, vae: nn.Module, mesh=None):
         self.model = private_copy(vae)
         self.patch_counts = patches.apply(self.model)
         self.env = patches.import_torchax().default_env()
+        self.mesh = mesh  # activations are marked for this jax.sharding.Mesh (patches/sharding_marks.py)
 
-    @staticmethod
-    def _tile(valid, size):
-        return contextlib.nullcontext() if valid is None else patches.tile_mask.valid_extent(valid, tuple(size))
+    @contextlib.contextmanager
+    def _tracing(self, valid, size):
+        tile = contextlib.nullcontext() if valid is None else patches.tile_mask.valid_extent(valid, tuple(size))
+        with tile, patches.sharding_marks.activations_on(self.mesh), self.env, torch.no_grad():
+            yield
 
     def _call(self, child: str, weights, *args, **kwargs):
         module = getattr(self.model, child)
@@ -61,7 +64,7 @@ class LoweredVAE:
         only that top-left region is real (patches/tile_mask.py).
         """
         weights, frames, conv_cache = self.env.j2t_iso((weights, frames, conv_cache))
-        with self._tile(valid, frames.shape[3:]), self.env, torch.no_grad():
+        with self._tracing(valid, frames.shape[3:]):
             h, conv_cache = self._call("encoder", weights, frames, conv_cache=conv_cache)
             if self.model.quant_conv is not None:
                 h = self._call("quant_conv", weights, h)
@@ -70,7 +73,7 @@ class LoweredVAE:
     def decode_step(self, weights, latents, conv_cache, valid=None):
         """One decoder call on a latent frame batch: (frames, conv_cache), as JAX arrays; `valid` as above."""
         weights, latents, conv_cache = self.env.j2t_iso((weights, latents, conv_cache))
-        with self._tile(valid, latents.shape[3:]), self.env, torch.no_grad():
+        with self._tracing(valid, latents.shape[3:]):
             if self.model.post_quant_conv is not None:
                 latents = self._call("post_quant_conv", weights, latents)
             frames, conv_cache = self._call("decoder", weights, latents, conv_cache=conv_cache)

@@ -6,7 +6,8 @@ patches/tile_mask.py). `HostSource` copies just that block from a CPU torch
 tensor; `DeviceSource` cuts it on the device with one compiled slice per block
 shape (start indices are data, so positions do not recompile); `ShapeSource`
 gives only its shape, so every program a call needs can be compiled without
-running anything (`TorchaxVAE.precompile`).
+running anything (`TorchaxVAE.precompile`). Blocks are placed as the
+`Placement` says (on a mesh: split like the activations they feed).
 """
 
 import functools
@@ -17,13 +18,15 @@ import numpy as np
 import torch
 
 from . import convert
+from .mesh import Placement
 
 
-@functools.partial(jax.jit, static_argnames=("size", "dtype"))
-def _take(data, starts, *, size, dtype):
+@functools.partial(jax.jit, static_argnames=("size", "dtype", "sharding"))
+def _take(data, starts, *, size, dtype, sharding):
     zero = jnp.zeros((), jnp.int32)
     block = jax.lax.dynamic_slice(data, (zero, zero, starts[0], starts[1], starts[2]), data.shape[:2] + size)
-    return block.astype(dtype)
+    block = block.astype(dtype)
+    return block if sharding is None else jax.lax.with_sharding_constraint(block, sharding)
 
 
 @functools.partial(jax.jit, static_argnames=("height", "width"))
@@ -34,11 +37,11 @@ def _pad_to(data, *, height, width):
 class HostSource:
     """Blocks copied from a torch tensor (any torch device) to the JAX device, one at a time."""
 
-    def __init__(self, data: torch.Tensor, dtype, sharding):
-        self.shape, self._data, self._dtype, self._sharding = tuple(data.shape), data, dtype, sharding
+    def __init__(self, data: torch.Tensor, dtype, placement: Placement):
+        self.shape, self._data, self._dtype, self._placement = tuple(data.shape), data, dtype, placement
 
     def split(self) -> list["HostSource"]:
-        return [HostSource(piece, self._dtype, self._sharding) for piece in self._data.split(1)]
+        return [HostSource(piece, self._dtype, self._placement) for piece in self._data.split(1)]
 
     def pad_to(self, height: int, width: int) -> None:
         """Nothing to do: `take` pads each block as it cuts it."""
@@ -51,18 +54,23 @@ class HostSource:
         missing_h, missing_w = rows[1] - block.shape[3], cols[1] - block.shape[4]
         if missing_h or missing_w:
             block = torch.nn.functional.pad(block, (0, missing_w, 0, missing_h))
-        return convert.to_jax(block, self._dtype, self._sharding)
+        return convert.to_jax(block, self._dtype, self._placement.activation(block.shape))
 
     def indices(self, values) -> jax.Array:
-        return jax.device_put(np.asarray(values, np.int32), self._sharding)
+        return convert.put(np.asarray(values, np.int32), self._placement.replicated)
 
 
 class DeviceSource(HostSource):
     """Blocks cut from a JAX array already on the device; nothing crosses to or from the host."""
 
+    def __init__(self, data: jax.Array, dtype, placement: Placement):
+        if data.sharding.device_set != placement.replicated.device_set:  # e.g. on one device of the mesh
+            data = jax.device_put(data, placement.activation(data.shape))
+        super().__init__(data, dtype, placement)
+
     def split(self) -> list["DeviceSource"]:
         # One split op on the device (indexing with Python ints would move each index there).
-        return [DeviceSource(piece, self._dtype, self._sharding) for piece in jnp.split(self._data, self.shape[0])]
+        return [DeviceSource(piece, self._dtype, self._placement) for piece in jnp.split(self._data, self.shape[0])]
 
     def pad_to(self, height: int, width: int) -> None:
         """Zero-pads the video once so that every tile block lies inside it."""
@@ -73,26 +81,28 @@ class DeviceSource(HostSource):
         rows = rows or (0, self.shape[3])
         cols = cols or (0, self.shape[4])
         starts = self.indices([frames[0], rows[0], cols[0]])
-        return _take(self._data, starts, size=(frames[1] - frames[0], rows[1], cols[1]), dtype=self._dtype)
+        size = (frames[1] - frames[0], rows[1], cols[1])
+        sharding = None if self._placement.mesh is None else self._placement.activation(self.shape[:2] + size)
+        return _take(self._data, starts, size=size, dtype=self._dtype, sharding=sharding)
 
 
 class ShapeSource(HostSource):
     """Block shapes only: what `take` would give, as jax.ShapeDtypeStruct."""
 
-    def __init__(self, shape, dtype, sharding):
-        self.shape, self._dtype, self._sharding = tuple(shape), dtype, sharding
+    def __init__(self, shape, dtype, placement: Placement):
+        self.shape, self._dtype, self._placement = tuple(shape), dtype, placement
 
     def split(self) -> list["ShapeSource"]:
-        return [ShapeSource((1,) + self.shape[1:], self._dtype, self._sharding)] * self.shape[0]
+        return [ShapeSource((1,) + self.shape[1:], self._dtype, self._placement)] * self.shape[0]
 
     def take(self, frames, rows=None, cols=None) -> jax.ShapeDtypeStruct:
         height = rows[1] if rows else self.shape[3]
         width = cols[1] if cols else self.shape[4]
         shape = self.shape[:2] + (frames[1] - frames[0], height, width)
-        return jax.ShapeDtypeStruct(shape, self._dtype, sharding=self._sharding)
+        return jax.ShapeDtypeStruct(shape, self._dtype, sharding=self._placement.activation(shape))
 
     def indices(self, values) -> jax.ShapeDtypeStruct:
-        return jax.ShapeDtypeStruct((len(values),), jnp.int32, sharding=self._sharding)
+        return jax.ShapeDtypeStruct((len(values),), jnp.int32, sharding=self._placement.replicated)
 
 
 def is_abstract(tree) -> bool:

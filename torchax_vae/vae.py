@@ -8,12 +8,14 @@ import jax
 import jax.numpy as jnp
 import torch
 from diffusers import AutoencoderKLCogVideoX
+from jax.sharding import Mesh
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
 from . import convert, memory, patches, tiling, validation
 from .frames import frame_batches
 from .lowering import LoweredVAE, jax_weights
+from .mesh import Placement, check_mesh
 from .programs import Programs
 from .sources import DeviceSource, HostSource, ShapeSource, is_abstract
 
@@ -70,12 +72,22 @@ class TorchaxVAE:
         vae (`AutoencoderKLCogVideoX`): the model to run.
         dtype (`torch.dtype`, *optional*): compute dtype; defaults to the model's.
         memory_budget (`int`, *optional*): bytes the "auto" tiling mode lets one
-            program use; by default what the device reports free (`memory_stats()`),
-            or on CPU the host's available memory.
+            program use (per device); by default what the device reports free
+            (`memory_stats()`), or on CPU the host's available memory.
+        mesh (`jax.sharding.Mesh`, *optional*): run on all its devices, axes ('dp', 'tp')
+            (`torchax_vae.make_mesh()`): weights replicated, activations split on
+            their width axis (batch over 'dp' when it divides). Under
+            `jax.distributed` a mesh over every process's devices; each process
+            then calls encode/decode with the same input and gets the whole result.
     """
 
     def __init__(
-        self, vae: AutoencoderKLCogVideoX, *, dtype: torch.dtype | str | None = None, memory_budget: int | None = None
+        self,
+        vae: AutoencoderKLCogVideoX,
+        *,
+        dtype: torch.dtype | str | None = None,
+        memory_budget: int | None = None,
+        mesh: Mesh | None = None,
     ):
         if not isinstance(vae, AutoencoderKLCogVideoX):
             raise TypeError(f"vae must be a diffusers AutoencoderKLCogVideoX, got {type(vae).__name__}")
@@ -84,9 +96,9 @@ class TorchaxVAE:
         self._dtype = _as_dtype(dtype) or vae.dtype
         self._device = vae.device
         self.config = vae.config
-        self._lowered = LoweredVAE(vae)
-        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype))
-        self._sharding = jax.tree.leaves(self._weights)[0].sharding
+        self._placement = Placement(None if mesh is None else check_mesh(mesh))
+        self._lowered = LoweredVAE(vae, mesh)
+        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         self._programs = Programs()
         self.memory_budget = memory_budget
         self.uniform_tiles = True
@@ -104,17 +116,20 @@ class TorchaxVAE:
         self.tile_overlap_factor_width = vae.tile_overlap_factor_width
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, subfolder: str | None = "vae", dtype=None, **kwargs) -> "TorchaxVAE":
+    def from_pretrained(
+        cls, name_or_path: str, subfolder: str | None = "vae", dtype=None, mesh: Mesh | None = None, **kwargs
+    ) -> "TorchaxVAE":
         """Loads an AutoencoderKLCogVideoX through diffusers (a local directory works offline) and wraps it.
 
         Args:
             name_or_path (`str`): hub id or local directory, as for diffusers' `from_pretrained`.
             subfolder (`str`, *optional*, defaults to `"vae"`): the VAE's folder inside it.
             dtype (`torch.dtype`, *optional*): compute dtype; the checkpoint's by default.
+            mesh (`jax.sharding.Mesh`, *optional*): as for the constructor.
             kwargs: passed to `AutoencoderKLCogVideoX.from_pretrained`.
         """
         vae = AutoencoderKLCogVideoX.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
-        return cls(vae, dtype=dtype)
+        return cls(vae, dtype=dtype, mesh=mesh)
 
     # ----- what pipelines and users touch besides encode/decode -----
 
@@ -232,7 +247,7 @@ class TorchaxVAE:
         role = "encoder" if kind == "encode" else "decoder"
         channels = self.config.in_channels if kind == "encode" else self.config.latent_channels
         shape = validation.check_shape(shape, name=f"{kind} shape", channels=channels, role=role)
-        source = ShapeSource(shape, convert.jax_dtype(self._dtype), self._sharding)
+        source = ShapeSource(shape, convert.jax_dtype(self._dtype), self._placement)
         with self._programs.recording() as used:
             self._per_sample(self._encode if kind == "encode" else self._decode, source)
         return [dataclasses.asdict(stats) for stats in used]
@@ -240,8 +255,8 @@ class TorchaxVAE:
     def _source(self, x: torch.Tensor):
         dtype = convert.jax_dtype(self._dtype)
         if _is_torchax(x):
-            return DeviceSource(x._elem, dtype, self._sharding)
-        return HostSource(x, dtype, self._sharding)
+            return DeviceSource(x._elem, dtype, self._placement)
+        return HostSource(x, dtype, self._placement)
 
     def _per_sample(self, fn, source):
         """Runs `fn` on the whole batch, or per batch element when slicing; a JAX array (or its shape)."""
@@ -325,12 +340,12 @@ class TorchaxVAE:
         if self._tiling != "auto":
             return self._tiling == "on"
         first = frame_batches(source.shape[2], batch_size)[0]
-        block = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._sharding).take(first)
+        block = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement).take(first)
         stats = self._programs.compile(name, step, self._weights, block, None)
         need = stats.temp_bytes + stats.output_bytes
         budget = self.memory_budget
         if budget is None:
-            budget = memory.free_bytes(next(iter(self._sharding.device_set)))
+            budget = memory.free_bytes(self._placement.local_device())
         if budget is None or need <= budget:
             return False
         if not self._auto_tiling_logged:

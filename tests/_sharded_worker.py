@@ -1,0 +1,98 @@
+"""Run by tests/test_sharding.py in a subprocess with 8 virtual CPU devices; prints one JSON line per check.
+
+    XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/_sharded_worker.py tiny|official
+
+Each line: {"case", "what", "max_abs", ...}. The parent asserts on them, so the
+rest of the suite keeps its single device.
+"""
+
+import json
+import logging
+import sys
+
+import jax
+import torch
+
+from torchax_vae import TorchaxVAE, make_mesh
+from torchax_vae.parity import random_vae
+
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+
+def emit(**record):
+    print(json.dumps(record), flush=True)
+
+
+def diff(a, b) -> float:
+    return (a.float() - b.float()).abs().max().item()
+
+
+@torch.no_grad()
+def parity(case: str, vae, ours: TorchaxVAE, x: torch.Tensor, z: torch.Tensor):
+    """Encode x and decode z both ways; also reports the devices each program ran on."""
+    emit(case=case, what="encode", max_abs=diff(ours.encode(x).latent_dist.mean, vae.encode(x).latent_dist.mean))
+    emit(case=case, what="decode", max_abs=diff(ours.decode(z).sample, vae.decode(z).sample))
+    emit(case=case, what="devices", counts=sorted({len(s["devices"]) for s in ours.compile_stats()}))
+
+
+def tiny():
+    vae = random_vae("tiny")
+    gen = torch.Generator().manual_seed(0)
+    # 17 frames / 5 latent frames: two frame batches each way, the conv_cache carried between them.
+    x = torch.randn(1, 3, 17, 32, 64, generator=gen)
+    z = torch.randn(1, 4, 5, 4, 8, generator=gen)
+    parity("1x8", vae, TorchaxVAE(vae, mesh=make_mesh()), x, z)
+
+    # Batch 2 over 'dp', width over 'tp'; and slicing (batch 1 per call: width over both).
+    x2, z2 = torch.randn(2, 3, 9, 32, 32, generator=gen), torch.randn(2, 4, 3, 4, 4, generator=gen)
+    ours = TorchaxVAE(vae, mesh=make_mesh(dp=2))
+    parity("2x4 batch 2", vae, ours, x2, z2)
+    ours.enable_slicing()
+    vae.enable_slicing()
+    parity("2x4 batch 2 sliced", vae, ours, x2, z2)
+    vae.disable_slicing()
+
+    # A width no split divides at the latent level (5 = 40 / 8): best valid split, logged.
+    parity("1x8 width 40", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(1, 3, 9, 24, 40, generator=gen),
+           torch.randn(1, 4, 3, 3, 5, generator=gen))
+
+    # Tiling on the mesh: tiles of 32x32 over 48x64, against diffusers' tiled_encode/tiled_decode.
+    vae.enable_tiling(32, 32, 0.25, 0.25)
+    ours = TorchaxVAE(vae, mesh=make_mesh())
+    parity("1x8 tiled", vae, ours, torch.randn(1, 3, 9, 48, 64, generator=gen), torch.randn(1, 4, 3, 6, 8, generator=gen))
+    vae.disable_tiling()
+
+    # Input already on one JAX device (a torchax tensor): moved onto the mesh, result stays a torchax tensor.
+    ours = TorchaxVAE(vae, mesh=make_mesh())
+    env = ours._lowered.env
+    z1 = torch.randn(1, 4, 3, 4, 8, generator=gen)
+    device_z = env.j2t_iso(jax.device_put(z1.numpy(), jax.devices()[3]))
+    out = ours.decode(device_z).sample
+    emit(case="1x8 device input", what="decode", max_abs=diff(torch.from_numpy(jax.device_get(out._elem).copy()),
+                                                                vae.decode(z1).sample),
+         output_devices=len(out._elem.sharding.device_set))
+
+    # Memory: one decode frame batch compiled on one device and on a (1, 8) mesh; per-device temp bytes.
+    shape = (1, 4, 3, 16, 32)  # latents of 9 frames at 128x256
+    single = TorchaxVAE(vae).precompile("decode", shape)
+    sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", shape)
+    emit(case="memory", what="decode temp bytes", single=single[0]["temp_bytes"], sharded=sharded[0]["temp_bytes"],
+         devices=len(sharded[0]["devices"]))
+    shape = (1, 3, 9, 128, 256)
+    single = TorchaxVAE(vae).precompile("encode", shape)
+    sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("encode", shape)
+    emit(case="memory", what="encode temp bytes", single=single[0]["temp_bytes"], sharded=sharded[0]["temp_bytes"],
+         devices=len(sharded[0]["devices"]))
+
+
+def official():
+    vae = random_vae("official")
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 3, 9, 32, 64, generator=gen)
+    z = torch.randn(1, 16, 3, 4, 8, generator=gen)
+    parity("official 1x8", vae, TorchaxVAE(vae, mesh=make_mesh()), x, z)
+
+
+if __name__ == "__main__":
+    assert len(jax.devices()) == 8, f"expected 8 virtual devices, got {jax.devices()}"
+    {"tiny": tiny, "official": official}[sys.argv[1]]()

@@ -1,0 +1,184 @@
+"""Sharding over a ('dp', 'tp') mesh: parity with PyTorch, per-device memory, multi-process.
+
+The 8-device cases run in subprocesses with virtual CPU devices
+(--xla_force_host_platform_device_count), so the rest of the suite keeps one.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+from jax.sharding import AxisType, Mesh, PartitionSpec
+
+from helpers import TOLERANCE, assert_close
+from torchax_vae import TorchaxVAE, make_mesh
+from torchax_vae.lowering import LoweredVAE, jax_weights
+from torchax_vae.parity import random_vae
+from torchax_vae.patches import sharding_marks
+
+TESTS = Path(__file__).resolve().parent
+ATOL = TOLERANCE[torch.float32]
+TEMP_RATIO = 0.35  # per-device temp bytes on a (1, 8) mesh vs one device, at most
+
+
+def run_devices(script: str, *args, devices: int, timeout: float) -> subprocess.CompletedProcess:
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    return subprocess.run(
+        [sys.executable, str(TESTS / script), *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def records(proc: subprocess.CompletedProcess) -> list[dict]:
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def check_parity(rows: list[dict]) -> None:
+    for row in rows:
+        if row["what"] == "devices":
+            assert row["counts"] == [8], row
+        elif "max_abs" in row:
+            assert row["max_abs"] <= ATOL, f"{row['case']} {row['what']}: max |Δ| = {row['max_abs']:.3g} > {ATOL:g}"
+
+
+@pytest.fixture(scope="module")
+def tiny_8_devices():
+    proc = run_devices("_sharded_worker.py", "tiny", devices=8, timeout=600)
+    return records(proc), proc.stderr
+
+
+def test_tiny_on_8_devices_matches_pytorch(tiny_8_devices):
+    rows, _ = tiny_8_devices
+    cases = {row["case"] for row in rows}
+    assert {"1x8", "2x4 batch 2", "2x4 batch 2 sliced", "1x8 width 40", "1x8 tiled", "1x8 device input"} <= cases
+    check_parity(rows)
+    device_input = next(row for row in rows if row["case"] == "1x8 device input")
+    assert device_input["output_devices"] == 8  # moved onto the mesh, and the result stays there
+
+
+def test_width_that_does_not_divide_is_logged(tiny_8_devices):
+    _, stderr = tiny_8_devices
+    # 40 wide -> 20, 10, 5 in the encoder: no 8-way split; the run above still matched PyTorch.
+    for width in (20, 10, 5):
+        assert f"width {width} does not divide into 8 shards on mesh {{'dp': 1, 'tp': 8}}; splitting it 1-way" in stderr
+
+
+@pytest.mark.parametrize("what", ["decode temp bytes", "encode temp bytes"])
+def test_per_device_temp_memory_on_8_devices(tiny_8_devices, what):
+    rows, _ = tiny_8_devices
+    row = next(row for row in rows if row["case"] == "memory" and row["what"] == what)
+    ratio = row["sharded"] / row["single"]
+    assert row["devices"] == 8
+    assert ratio <= TEMP_RATIO, f"{what}: {row['sharded']} / {row['single']} = {ratio:.3f} > {TEMP_RATIO}"
+
+
+@pytest.mark.slow
+def test_official_on_8_devices_matches_pytorch():
+    rows = records(run_devices("_sharded_worker.py", "official", devices=8, timeout=900))
+    assert {row["case"] for row in rows} == {"official 1x8"}
+    check_parity(rows)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_decode_on_one_global_mesh(tiny_vae, tmp_path):
+    """jax.distributed on 127.0.0.1: 2 processes x 4 virtual devices, one mesh of 8, one decode."""
+    port, n = str(_free_port()), 2
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    outs = [tmp_path / f"video{i}.npy" for i in range(n)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(TESTS / "_multihost_worker.py"), str(i), str(n), port, str(outs[i])],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        for i in range(n)
+    ]
+    try:
+        logs = [p.communicate(timeout=300)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, log in zip(procs, logs):
+        assert p.returncode == 0, log[-4000:]
+    z = torch.randn(1, 4, 5, 4, 8, generator=torch.Generator().manual_seed(0))
+    single = TorchaxVAE(tiny_vae).decode(z).sample
+    assert_close(torch.from_numpy(np.load(outs[0])), tiny_vae.decode(z).sample, ATOL, "2 processes vs PyTorch")
+    assert_close(torch.from_numpy(np.load(outs[0])), single, ATOL, "2 processes vs one process")
+    assert np.array_equal(np.load(outs[0]), np.load(outs[1])), "the processes got different videos"
+
+
+# ----- in this process (one device) -----
+
+
+def test_make_mesh_uses_every_device_with_auto_axes():
+    mesh = make_mesh()
+    assert mesh.axis_names == ("dp", "tp") and mesh.devices.size == len(jax.devices())
+    assert all(t == AxisType.Auto for t in mesh.axis_types)
+
+
+def test_bad_meshes_are_rejected_before_anything_compiles(tiny_vae):
+    with pytest.raises(ValueError, match="dp must be a positive divisor of the device count"):
+        make_mesh(dp=len(jax.devices()) + 1)
+    with pytest.raises(TypeError, match="mesh must be a jax.sharding.Mesh"):
+        TorchaxVAE(tiny_vae, mesh="tp")
+    wrong_names = Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+    with pytest.raises(ValueError, match=r"mesh axes must be \('dp', 'tp'\)"):
+        TorchaxVAE(tiny_vae, mesh=wrong_names)
+    explicit = jax.make_mesh((1, 1), ("dp", "tp"), axis_types=(AxisType.Explicit,) * 2)
+    with pytest.raises(ValueError, match="AxisType.Auto"):
+        TorchaxVAE(tiny_vae, mesh=explicit)
+
+
+def test_one_device_mesh_equals_no_mesh(tiny_vae, tiny_torchax):
+    z = torch.randn(1, 4, 3, 4, 6, generator=torch.Generator().manual_seed(1))
+    on_mesh = TorchaxVAE(tiny_vae, mesh=make_mesh()).decode(z).sample
+    assert torch.equal(on_mesh, tiny_torchax.decode(z).sample)
+
+
+def fake_mesh(dp: int, tp: int):
+    return SimpleNamespace(shape={"dp": dp, "tp": tp})
+
+
+@pytest.mark.parametrize(
+    "dp, tp, shape, expected",
+    [
+        (1, 8, (1, 8, 3, 60, 720), PartitionSpec(None, None, None, None, ("dp", "tp"))),
+        (2, 4, (2, 8, 3, 60, 720), PartitionSpec("dp", None, None, None, "tp")),  # batch over dp
+        (2, 4, (3, 8, 3, 60, 720), PartitionSpec(None, None, None, None, ("dp", "tp"))),  # batch 3: not on dp
+        (2, 4, (1, 8, 3, 60, 90), PartitionSpec(None, None, None, None, "dp")),  # 90: only 2 divides
+        (4, 2, (1, 8, 3, 60, 12), PartitionSpec(None, None, None, None, "dp")),  # 4 before 2
+        (1, 8, (1, 8, 3, 60, 90), PartitionSpec(None, None, None, None, None)),  # logged, replicated
+        (2, 4, (2, 8, 3, 60, 90), PartitionSpec("dp", None, None, None, None)),
+    ],
+)
+def test_width_spec_takes_the_largest_split_that_divides(dp, tp, shape, expected):
+    assert sharding_marks.width_spec(fake_mesh(dp, tp), shape) == expected
+
+
+def _constraints(mesh) -> int:
+    """Sharding constraints in the StableHLO of one tiny decoder step lowered for `mesh`."""
+    vae = random_vae("tiny")
+    lowered = LoweredVAE(vae, mesh)
+    weights = jax_weights(vae, jnp.float32)
+    text = jax.jit(lowered.decode_step).lower(weights, jax.ShapeDtypeStruct((1, 4, 3, 4, 4), jnp.float32), None).as_text()
+    return text.count("sharding_constraint") + text.count("@Sharding")
+
+
+def test_sharding_marks_only_inside_a_mesh_trace():
+    assert _constraints(None) == 0
+    assert _constraints(make_mesh()) > 0
