@@ -57,3 +57,17 @@ def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
     for scheduler in ("default", "concurrency_off"):
         one_tile, tiled, _, untiled = (r["max_temp_bytes"] for r in records if r["scheduler"] == scheduler)
         assert one_tile <= tiled <= 1.05 * one_tile < untiled, (scheduler, one_tile, tiled, untiled)
+
+
+def test_bench_script_reports_per_device_memory_over_a_mesh(capsys):
+    argv = ["--config", "tiny", "--frames", "9", "--size", "64x128", "--devices", "1,8", "--schedulers", "default"]
+    assert load("bench").main(argv) == 0
+    out = capsys.readouterr().out
+    ratios = {
+        (m["kind"], int(m["devices"])): float(m["ratio"])
+        for m in re.finditer(r"tiny (?P<kind>\w+) 9x64x128 tiling off fp32(?: on (?P<devices>\d) devices)?: "
+                             r"temp per device [\d.]+ GB = (?P<ratio>[\d.]+)x", out)
+        if m["devices"]
+    }
+    assert set(ratios) == {("decode", 8), ("encode", 8)}, out
+    assert all(r <= 0.35 for r in ratios.values()), ratios

@@ -7,6 +7,11 @@ the default, and `--xla_cpu_enable_concurrency_optimized_scheduler=false`
 ("concurrency_off"), which is said to schedule for memory as accelerators do;
 with jaxlib 0.10.2 and this package's graph it reports more temp memory, not
 less (README, "Tiling").
+With `--devices 1,2,4,8` the cases are one call compiled for a ('dp', 'tp')
+mesh of that many devices (virtual CPU devices,
+--xla_force_host_platform_device_count, in the worker): per-device memory as
+XLA plans it. Virtual devices share this machine's cores, so their compile
+and run times say nothing about real accelerators.
 `scripts/bench.py` is the command line.
 """
 
@@ -37,11 +42,13 @@ class Case:
     tiling: str = "off"  # TorchaxVAE.tiling_mode
     tile: tuple[int, int] | None = None  # tile_sample_min_height/width; None: diffusers' defaults
     dtype: str = "fp32"
+    devices: int = 1  # > 1: a (1, devices) mesh of virtual devices
 
     @property
     def label(self) -> str:
         tile = f" tiles {self.tile[0]}x{self.tile[1]}" if self.tile else ""
-        return f"{self.config} {self.kind} {self.frames}x{self.height}x{self.width} tiling {self.tiling}{tile} {self.dtype}"
+        mesh = f" on {self.devices} devices" if self.devices > 1 else ""
+        return f"{self.config} {self.kind} {self.frames}x{self.height}x{self.width} tiling {self.tiling}{tile} {self.dtype}{mesh}"
 
 
 def input_shape(case: Case, config) -> tuple[int, ...]:
@@ -55,10 +62,16 @@ def input_shape(case: Case, config) -> tuple[int, ...]:
 
 def compile_only(case: Case) -> dict:
     """Compiles (in this process) every program the case's call needs; what XLA says about them."""
+    import jax
+
+    from .mesh import make_mesh
     from .parity import random_vae
     from .vae import TorchaxVAE
 
-    vae = TorchaxVAE(random_vae(case.config), dtype=case.dtype)
+    if len(jax.devices()) != case.devices:
+        raise RuntimeError(f"case wants {case.devices} devices, JAX has {len(jax.devices())}")
+    mesh = make_mesh() if case.devices > 1 else None
+    vae = TorchaxVAE(random_vae(case.config), dtype=case.dtype, mesh=mesh)
     if case.tile:
         vae.enable_tiling(tile_sample_min_height=case.tile[0], tile_sample_min_width=case.tile[1])
     vae.tiling_mode = case.tiling
@@ -73,7 +86,8 @@ def compile_only(case: Case) -> dict:
         "programs": programs,
         "compile_seconds": sum(p["compile_seconds"] for p in programs),
         "lower_seconds": sum(p["lower_seconds"] for p in programs),
-        "max_temp_bytes": max(p["temp_bytes"] for p in programs),
+        "max_temp_bytes": max(p["temp_bytes"] for p in programs),  # per device
+        "max_argument_bytes": max(p["argument_bytes"] for p in programs),
         "flops": sum(p["flops"] for p in programs),
     }
 
@@ -81,7 +95,8 @@ def compile_only(case: Case) -> dict:
 def run_case(case: Case, scheduler: str = "default", timeout: float = 1800) -> dict:
     """compile_only(case) in a fresh subprocess with the given XLA:CPU scheduler."""
     env = dict(os.environ)
-    env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), SCHEDULERS[scheduler]]))
+    devices = f"--xla_force_host_platform_device_count={case.devices}" if case.devices > 1 else ""
+    env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), SCHEDULERS[scheduler], devices]))
     result = subprocess.run(
         # -P: import the installed package, not a same-named folder in the working directory
         [sys.executable, "-P", "-m", "torchax_vae.bench", "--worker", json.dumps(dataclasses.asdict(case))],
@@ -104,6 +119,11 @@ def tiling_cases(config: str = "official", frames: int = 49, size=(480, 720), ti
         Case(config, "decode", 13, height, width, tiling="on", tile=tile),
         Case(config, "decode", frames, height, width, tiling="off", tile=tile),
     ]
+
+
+def device_cases(config: str, frames: int, size, devices=(1, 2, 4, 8)) -> list[Case]:
+    """One decode and one encode of a video, on each device count (1: no mesh)."""
+    return [Case(config, kind, frames, *size, devices=n) for kind in ("decode", "encode") for n in devices]
 
 
 def environment() -> dict:
@@ -129,13 +149,13 @@ def environment() -> dict:
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| case | scheduler | programs | compile s (sum) | lower s (sum) | max temp GB per program |",
+        "| case | scheduler | programs | compile s (sum) | lower s (sum) | max temp GB per program and device |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['label']} | {r['scheduler']} | {len(r['programs'])} | {r['compile_seconds']:.2f} | "
-            f"{r['lower_seconds']:.2f} | {r['max_temp_bytes'] / 1e9:.2f} |"
+            f"{r['lower_seconds']:.2f} | {r['max_temp_bytes'] / 1e9:.3f} |"
         )
     return "\n".join(lines)
 
@@ -147,6 +167,7 @@ def main(argv=None) -> int:
     parser.add_argument("--size", default="480x720", help="video HEIGHTxWIDTH")
     parser.add_argument("--tile", default=None, help="tile HEIGHTxWIDTH (default: half the size)")
     parser.add_argument("--schedulers", default="default,concurrency_off", help=f"comma list of {sorted(SCHEDULERS)}")
+    parser.add_argument("--devices", default=None, help="comma list of device counts: memory scaling over a mesh instead")
     parser.add_argument("--json", default=None, help="also write JSON lines here")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -157,7 +178,8 @@ def main(argv=None) -> int:
         return 0
     size = tuple(int(n) for n in args.size.split("x"))
     tile = tuple(int(n) for n in args.tile.split("x")) if args.tile else None
-    cases = tiling_cases(args.config, args.frames, size, tile)
+    devices = [int(n) for n in args.devices.split(",")] if args.devices else None
+    cases = device_cases(args.config, args.frames, size, devices) if devices else tiling_cases(args.config, args.frames, size, tile)
     schedulers = args.schedulers.split(",")
     by_scheduler = {}
     for scheduler in schedulers:
@@ -176,6 +198,14 @@ def main(argv=None) -> int:
     print(markdown(rows))
     print()
     for scheduler in schedulers:
+        if devices:
+            for r in by_scheduler[scheduler]:
+                base = next(b for b in by_scheduler[scheduler] if b["case"]["kind"] == r["case"]["kind"])
+                print(
+                    f"{scheduler} scheduler: {r['label']}: temp per device {r['max_temp_bytes'] / 1e9:.3f} GB = "
+                    f"{r['max_temp_bytes'] / base['max_temp_bytes']:.3f}x {base['case']['devices']} device(s)"
+                )
+            continue
         one, tiled = by_scheduler[scheduler][:2]  # tiling_cases: one tile's worth untiled, then the tiled video
         first_program = one["programs"][0]["compile_seconds"]
         print(
