@@ -103,6 +103,7 @@ class TorchaxVAE:
         self.memory_budget = memory_budget
         self.uniform_tiles = True
         self._auto_tiling_logged = False
+        self._on_batch = None  # called after each frame batch program is run or (in precompile) compiled
         # diffusers' frame batching and tiling settings, as the wrapped instance has them.
         self.num_sample_frames_batch_size = vae.num_sample_frames_batch_size
         self.num_latent_frames_batch_size = vae.num_latent_frames_batch_size
@@ -306,6 +307,8 @@ class TorchaxVAE:
             program = name if conv_cache is None else f"{name}+conv_cache"
             out, conv_cache = self._programs.run(program, step, self._weights, chunk, conv_cache, *extra)
             outputs.append(out)
+            if self._on_batch is not None:  # progress reporting (torchax_vae.commands)
+                self._on_batch()
         return outputs
 
     def _tiled(self, name, step, source, batch_size, lay: tiling.TileLayout) -> jax.Array:

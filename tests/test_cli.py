@@ -1,0 +1,172 @@
+"""The `torchax-vae` command, driven end to end in subprocesses on tiny models with random weights."""
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from helpers import TOLERANCE, assert_close
+from torchax_vae import files
+from torchax_vae.commands import demo
+from torchax_vae.parity import random_vae
+
+ATOL = TOLERANCE[torch.float32]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A CogVideoX pipeline folder with only its vae/ (the tiny config, seeded random weights)."""
+    root = tmp_path_factory.mktemp("checkpoint")
+    random_vae("tiny").save_pretrained(root / "vae")
+    return root
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("jax-cache")
+
+
+def cli(*args, cwd=None, cache=None, timeout=300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, TORCHAX_VAE_CACHE_DIR=str(cache) if cache else "off")
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "torchax_vae", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env,
+    )
+
+
+def ok(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def imread(path, meta: bool = False):
+    """The MP4 as imageio reads it, uint8 [F, H, W, 3], or its metadata.
+
+    imageio's ffmpeg reader leaves its pipes for the garbage collector to close,
+    and starts ffmpeg with a fork + exec, which JAX (imported here) warns about.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="unclosed file", category=ResourceWarning)
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+        result = iio.immeta(path) if meta else iio.imread(path)
+        gc.collect()
+    return result
+
+
+def to_uint8(video: torch.Tensor) -> np.ndarray:
+    """[3, F, H, W] in [-1, 1] -> uint8 [F, H, W, 3], as diffusers' VideoProcessor."""
+    return ((video / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 3, 0).numpy()
+
+
+def test_decode_writes_the_mp4_the_pipeline_would(model_dir, cache_dir, tmp_path):
+    vae = random_vae("tiny")
+    z = torch.randn(1, 3, 4, 4, 6, generator=torch.Generator().manual_seed(0))  # [B, F, C, H, W] as stage 2 saves
+    torch.save(z, tmp_path / "latents.pt")
+    out = ok(cli("decode", tmp_path / "latents.pt", "-o", tmp_path / "video.mp4", "--model", model_dir, cache=cache_dir))
+    assert "frames/s" in out and "compile" in out
+    video = imread(tmp_path / "video.mp4")
+    assert video.shape == (9, 32, 48, 3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latents.pt", "video.mp4"]  # nothing half-written
+    with torch.no_grad():
+        expected = to_uint8(vae.decode(z.permute(0, 2, 1, 3, 4) / vae.config.scaling_factor).sample[0])
+    files.write_mp4(tmp_path / "expected.mp4", expected)  # PyTorch's frames through the same (lossy) encoder
+    error = np.abs(video.astype(float) - imread(tmp_path / "expected.mp4")).max()
+    assert error <= 2, f"max |Δ| {error} of 255 against PyTorch's frames written the same way"
+
+
+def test_decode_batch_of_two_in_vae_layout_writes_two_files(model_dir, tmp_path):
+    z = torch.randn(2, 4, 2, 4, 4, generator=torch.Generator().manual_seed(1))  # [B, C, F, H, W]
+    save_file({"latents": z}, tmp_path / "latents.safetensors")
+    ok(cli("decode", tmp_path / "latents.safetensors", "-o", tmp_path / "clip.mp4", "--model", model_dir,
+           "--layout", "BCFHW", "--fps", 4, "--no-cache"))
+    for name in ("clip_0.mp4", "clip_1.mp4"):
+        assert imread(tmp_path / name).shape == (8, 32, 32, 3)  # 2 latent frames (even: no odd first frame)
+        assert imread(tmp_path / name, meta=True)["fps"] == 4
+    assert not (tmp_path / "clip.mp4").exists()
+
+
+def test_encode_then_decode_round_trip(model_dir, cache_dir, tmp_path):
+    vae = random_vae("tiny")
+    frames = np.random.default_rng(0).integers(0, 256, (9, 32, 48, 3), dtype=np.uint8)
+    files.write_mp4(tmp_path / "in.mp4", frames)
+    read_back = imread(tmp_path / "in.mp4")  # what the command will see (H.264 changed the pixels)
+    out = ok(cli("encode", tmp_path / "in.mp4", "-o", tmp_path / "latents.npy", "--model", model_dir, "--json",
+                 cache=cache_dir))
+    assert json.loads(out)["latent_shape"] == [1, 4, 3, 4, 6]
+    latents = np.load(tmp_path / "latents.npy")
+    assert latents.shape == (1, 3, 4, 4, 6)  # [B, F, C, H, W], as the pipelines hold latents
+    x = torch.from_numpy(read_back).permute(3, 0, 1, 2)[None].float() / 127.5 - 1
+    with torch.no_grad():
+        expected = vae.encode(x).latent_dist.mean * vae.config.scaling_factor
+    assert_close(torch.from_numpy(latents).permute(0, 2, 1, 3, 4), expected, ATOL, "encode command vs PyTorch")
+    ok(cli("decode", tmp_path / "latents.npy", "-o", tmp_path / "out.mp4", "--model", model_dir, cache=cache_dir))
+    assert imread(tmp_path / "out.mp4").shape == (9, 32, 48, 3)
+
+
+def test_warmup_fills_the_cache_that_decode_then_uses(model_dir, tmp_path):
+    cache = tmp_path / "cache"
+    out = ok(cli("warmup", "--model", model_dir, "--shape", "9,32,48", "--json", cache=cache))
+    assert json.loads(out)["decode"]["programs"] == 1
+    entries = len(list(cache.iterdir()))
+    assert entries >= 1
+    torch.save(torch.randn(1, 3, 4, 4, 6), tmp_path / "latents.pt")
+    ok(cli("decode", tmp_path / "latents.pt", "-o", tmp_path / "v.mp4", "--model", model_dir, cache=cache))
+    assert len(list(cache.iterdir())) >= entries  # served from the cache (the uint8 conversion may add one)
+
+
+def _bad(tmp_path, *args, expect: str):
+    proc = cli(*args)
+    assert proc.returncode == 2, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
+    lines = [line for line in proc.stderr.splitlines() if "torchax-vae" in line]
+    assert len(lines) == 1 and expect in lines[0], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    leftovers = [p.name for p in tmp_path.iterdir() if p.suffix == ".mp4" or ".partial" in p.name]
+    assert leftovers == [], leftovers
+
+
+def test_bad_inputs_exit_2_with_one_line(model_dir, tmp_path):
+    good = tmp_path / "latents.pt"
+    torch.save(torch.randn(1, 3, 4, 4, 6), good)
+    out = tmp_path / "out.mp4"
+    _bad(tmp_path, "decode", tmp_path / "missing.pt", "-o", out, "--model", model_dir, expect="does not exist")
+    (tmp_path / "garbage.pt").write_bytes(b"not a tensor")
+    _bad(tmp_path, "decode", tmp_path / "garbage.pt", "-o", out, "--model", model_dir, expect="cannot read latents")
+    torch.save(torch.randn(4, 4, 6), tmp_path / "flat.pt")
+    _bad(tmp_path, "decode", tmp_path / "flat.pt", "-o", out, "--model", model_dir, expect="must be 5-D")
+    torch.save(torch.randn(1, 3, 16, 4, 6), tmp_path / "channels.pt")
+    _bad(tmp_path, "decode", tmp_path / "channels.pt", "-o", out, "--model", model_dir, expect="decoder takes 4")
+    _bad(tmp_path, "decode", good, "-o", out, "--model", tmp_path / "no-such-model", expect="cannot load a CogVideoX VAE")
+    _bad(tmp_path, "decode", good, "-o", tmp_path / "no-such-folder" / "out.mp4", "--model", model_dir,
+         expect="does not exist")
+    _bad(tmp_path, "decode", good, "-o", tmp_path, "--model", model_dir, expect="must end in .mp4")
+    _bad(tmp_path, "encode", tmp_path / "missing.mp4", "-o", tmp_path / "z.pt", "--model", model_dir,
+         expect="video file")
+    debug = cli("decode", tmp_path / "missing.pt", "-o", out, "--model", model_dir, "--debug")
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_atomic_output_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "video.mp4"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with files.atomic_output(target) as tmp:
+            tmp.write_bytes(b"half")
+            raise RuntimeError("disk full")
+    assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["video.mp4"]
+
+
+def test_demo_pipeline_on_a_random_tiny_model(tmp_path):
+    """The demo's code path (the shipped model's quality is tested separately): MP4, parity, PSNR reported."""
+    random_vae("tiny").save_pretrained(tmp_path / "model")
+    result = demo(tmp_path / "demo.mp4", model=tmp_path / "model", progress=False)
+    assert result["max_abs_vs_pytorch"] <= ATOL, result
+    assert np.isfinite(result["psnr_db"])
+    assert imread(tmp_path / "demo.mp4").shape == (17, 96, 256, 3)  # input | reconstruction

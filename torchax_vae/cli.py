@@ -1,0 +1,144 @@
+"""The `torchax-vae` command (also `python -m torchax_vae`): a thin layer over `torchax_vae.commands`.
+
+Exit status 0 on success, 2 on bad input (one line on stderr; `--debug` shows
+the traceback), 1 on anything unexpected.
+"""
+
+import argparse
+import json
+import logging
+import sys
+
+from . import __version__
+
+__all__ = ["main"]
+
+
+def _shape(text: str) -> tuple[int, int, int]:
+    try:
+        frames, height, width = (int(n) for n in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected FRAMES,HEIGHT,WIDTH (e.g. 49,480,720), got {text!r}") from None
+    if min(frames, height, width) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return frames, height, width
+
+
+def _model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--model", required=required, help="CogVideoX checkpoint: local folder or hub id (cached)")
+    p.add_argument("--subfolder", default="vae", help="the VAE's folder inside --model (default: vae)")
+    p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="compute dtype (default: fp32)")
+    p.add_argument("--tiling", action="store_true", help="force spatial tiling (default: only when it would not fit)")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-dir", default=None, help="persistent compilation cache folder "
+                   "(default: $TORCHAX_VAE_CACHE_DIR, else ~/.cache/torchax_vae/jax)")
+    p.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON line")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="torchax-vae", description="CogVideoX's video VAE on JAX through torchax.")
+    top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{decode,encode,demo,warmup}")
+
+    p = sub.add_parser("decode", help="stage 3: latents from stage 2 -> MP4")
+    p.add_argument("latents", help=".pt, .safetensors or .npy, as CogVideoXPipeline(output_type='latent') returns them")
+    p.add_argument("-o", "--output", required=True, help="MP4 to write (batch > 1: NAME_0.mp4, NAME_1.mp4, ...)")
+    _model_args(p)
+    p.add_argument("--fps", type=float, default=8.0, help="frames per second of the MP4 (default: 8)")
+    p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default="BFCHW",
+                   help="how the file stores the latents (default: BFCHW, the pipeline's)")
+    _common(p)
+
+    p = sub.add_parser("encode", help="video -> latents (scaled, as the pipelines hold them)")
+    p.add_argument("video", help="any video ffmpeg reads")
+    p.add_argument("-o", "--output", required=True, help=".pt, .safetensors or .npy to write")
+    _model_args(p)
+    p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default="BFCHW", help="layout to write (default: BFCHW)")
+    p.add_argument("--posterior", choices=("mean", "sample"), default="mean", help="latents to keep (default: mean)")
+    p.add_argument("--seed", type=int, default=0, help="for --posterior sample")
+    p.add_argument("--frames", type=int, default=None, help="read at most this many frames")
+    _common(p)
+
+    p = sub.add_parser("demo", help="offline: the shipped tiny VAE reconstructs a synthetic clip")
+    p.add_argument("-o", "--output", default="torchax_vae_demo.mp4", help="side-by-side MP4 (default: %(default)s)")
+    _common(p)
+
+    p = sub.add_parser("warmup", help="compile ahead of time into the persistent cache")
+    _model_args(p)
+    p.add_argument("--shape", type=_shape, required=True, help="video FRAMES,HEIGHT,WIDTH, e.g. 49,480,720")
+    p.add_argument("--kind", choices=("decode", "encode", "both"), default="decode")
+    p.add_argument("--batch", type=int, default=1)
+    _common(p)
+    return top
+
+
+def _run(args) -> dict:
+    from . import cache, commands
+
+    cache.enable(cache.resolve(args.cache_dir, args.no_cache))
+    progress = not args.no_progress and sys.stderr.isatty()
+    if args.command == "decode":
+        return commands.decode_file(
+            args.latents, args.output, args.model, subfolder=args.subfolder or None, dtype=args.dtype,
+            tiling=args.tiling, fps=args.fps, layout=args.layout, progress=progress,
+        )
+    if args.command == "encode":
+        return commands.encode_file(
+            args.video, args.output, args.model, subfolder=args.subfolder or None, dtype=args.dtype,
+            tiling=args.tiling, layout=args.layout, posterior=args.posterior, seed=args.seed,
+            max_frames=args.frames, progress=progress,
+        )
+    if args.command == "demo":
+        return commands.demo(args.output, progress=progress)
+    kinds = ("decode", "encode") if args.kind == "both" else (args.kind,)
+    return commands.warmup(args.model, args.shape, subfolder=args.subfolder or None, dtype=args.dtype,
+                           tiling=args.tiling, kinds=kinds, batch=args.batch)
+
+
+def _report(command: str, result: dict) -> str:
+    if command == "decode":
+        return (f"wrote {', '.join(result['outputs'])}: {result['videos']} x {result['frames']} frames "
+                f"{result['size']}; compile {result['compile_seconds']:.1f} s ({result['programs']} programs), "
+                f"decode {result['decode_seconds']:.1f} s, {result['frames_per_second']:.2f} frames/s")
+    if command == "encode":
+        return (f"wrote {result['output']}: latents {result['latent_shape']} from {result['frames']} frames; "
+                f"compile {result['compile_seconds']:.1f} s, encode {result['encode_seconds']:.1f} s, "
+                f"{result['frames_per_second']:.2f} frames/s")
+    if command == "demo":
+        return (f"wrote {result['output']} (input | reconstruction, {result['clip']}); "
+                f"PSNR {result['psnr_db']:.2f} dB; max |Δ| vs the same model in PyTorch "
+                f"{result['max_abs_vs_pytorch']:.2e}; compile {result['compile_seconds']:.1f} s, "
+                f"run {result['run_seconds']:.1f} s")
+    return "; ".join(f"{kind}: {r['programs']} programs for input {r['input_shape']} in {r['seconds']:.1f} s"
+                     for kind, r in result.items())
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    from .files import InputError
+
+    try:
+        result = _run(args)
+    except (InputError, FileNotFoundError, PermissionError) as e:
+        if args.debug:
+            raise
+        print(f"torchax-vae {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # a bug or an environment problem, not the input: say so, keep it short
+        if args.debug:
+            raise
+        print(f"torchax-vae {args.command}: unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+              "(run again with --debug for the traceback)", file=sys.stderr)
+        return 1
+    print(json.dumps(result) if args.json else _report(args.command, result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""What `torchax-vae` does, as functions: decode latents to MP4, encode a video, the demo, warm-up.
+
+Each returns a dict of what it measured (the command line prints it). Problems
+with files, shapes or models raise `files.InputError` before anything compiles.
+"""
+
+import contextlib
+import math
+import pathlib
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+from diffusers import AutoencoderKLCogVideoX
+
+from . import files, patches, validation
+from .files import InputError
+from .synthetic import moving_shapes
+from .vae import TorchaxVAE
+
+__all__ = ["DEMO_MODEL", "load_vae", "decode_file", "encode_file", "demo", "warmup", "psnr"]
+
+DEMO_MODEL = pathlib.Path(__file__).resolve().parent / "assets" / "tiny_vae"
+DEMO_CLIP = {"seed": 1234, "frames": 17, "height": 96, "width": 128}  # a clip the training never saw
+
+
+def load_vae(model: str, subfolder: str | None = "vae") -> AutoencoderKLCogVideoX:
+    """An AutoencoderKLCogVideoX from a local folder or a hub id (diffusers' cache, no download offline).
+
+    A local folder that holds the VAE itself (config.json at its top) works with
+    or without `subfolder`.
+    """
+    local = pathlib.Path(model).expanduser()
+    if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
+        subfolder = None
+    try:
+        return AutoencoderKLCogVideoX.from_pretrained(
+            str(local) if local.exists() else model, subfolder=subfolder, low_cpu_mem_usage=False
+        )
+    except Exception as e:
+        where = f"{model} (subfolder {subfolder!r})" if subfolder else model
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"cannot load a CogVideoX VAE from {where}: {first}") from e
+
+
+def psnr(reference: np.ndarray, test: np.ndarray, peak: float = 2.0) -> float:
+    """dB between two signals of the same shape; peak 2 for [-1, 1] video."""
+    mse = float(np.mean((np.asarray(test, np.float64) - np.asarray(reference, np.float64)) ** 2))
+    return math.inf if mse == 0 else 10 * math.log10(peak**2 / mse)
+
+
+@jax.jit
+def _to_uint8(video):
+    """[B, 3, F, H, W] in [-1, 1] -> uint8 [B, F, H, W, 3], as diffusers' VideoProcessor rounds it."""
+    scaled = jnp.round(jnp.clip(video.astype(jnp.float32) / 2 + 0.5, 0.0, 1.0) * 255)
+    return scaled.astype(jnp.uint8).transpose(0, 2, 3, 4, 1)
+
+
+def _on_device(x: torch.Tensor) -> torch.Tensor:
+    """A torchax tensor holding x on the default JAX device (TorchaxVAE then keeps everything there)."""
+    return patches.import_torchax().default_env().j2t_iso(jax.device_put(x.numpy()))
+
+
+@contextlib.contextmanager
+def _progress(vae: TorchaxVAE, total: int, desc: str, enabled: bool):
+    from tqdm import tqdm
+
+    with tqdm(total=total, desc=desc, unit="batch", disable=not enabled, leave=False) as bar:
+        vae._on_batch = bar.update
+        try:
+            yield
+        finally:
+            vae._on_batch = None
+
+
+def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
+    """TorchaxVAE's own input checks, as InputError (they would raise the same inside encode/decode)."""
+    encode = kind == "encode"
+    channels = vae.config.in_channels if encode else vae.config.latent_channels
+    try:
+        validation.check_video(x, name=what, channels=channels, role="encoder" if encode else "decoder")
+    except (TypeError, ValueError) as e:
+        raise InputError(str(e)) from e
+
+
+def _precompile(vae: TorchaxVAE, kind: str, shape) -> tuple[float, int, list]:
+    """Compiles every program the call needs; (seconds, frame batches it will run, program stats)."""
+    count = [0]
+    vae._on_batch = lambda: count.__setitem__(0, count[0] + 1)
+    start = time.perf_counter()
+    try:
+        stats = vae.precompile(kind, shape)
+    finally:
+        vae._on_batch = None
+    return time.perf_counter() - start, count[0], stats
+
+
+def _outputs(out: pathlib.Path, batch: int) -> list[pathlib.Path]:
+    """One path per video: out itself for one, out_0.mp4, out_1.mp4, ... for more."""
+    if batch == 1:
+        return [out]
+    return [out.with_name(f"{out.stem}_{i}{out.suffix}") for i in range(batch)]
+
+
+def _make_vae(vae, dtype: str, tiling: bool) -> TorchaxVAE:
+    ours = TorchaxVAE(vae, dtype={"fp32": torch.float32, "bf16": torch.bfloat16}[dtype])
+    if tiling:
+        ours.enable_tiling()
+    return ours
+
+
+def decode_file(
+    latents: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
+    tiling: bool = False, fps: float = 8, layout: str = "BFCHW", progress: bool = True,
+) -> dict:
+    """Stage 3: latents saved by stage 2 -> one H.264 MP4 per video, decoded by TorchaxVAE."""
+    out = pathlib.Path(out)
+    if out.suffix.lower() != ".mp4":
+        raise InputError(f"output {out} must end in .mp4")
+    z = files.load_latents(latents, layout)
+    paths = _outputs(out, z.shape[0])
+    for path in paths:
+        files.check_writable(path)
+    vae = load_vae(model, subfolder)
+    channels = vae.config.latent_channels
+    if z.shape[1] != channels:
+        shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
+        raise InputError(
+            f"{latents}: latents have {z.shape[1]} channels (layout {shown}, shape {tuple(z.shape)}); "
+            f"this model's decoder takes {channels}. Wrong --layout?"
+        )
+    z = z / vae.config.scaling_factor  # as CogVideoXPipeline.decode_latents
+    ours = _make_vae(vae, dtype, tiling)
+    _check(z, ours, "decode", f"latents in {latents}")
+    compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape))
+    start = time.perf_counter()
+    with _progress(ours, batches, "decode", progress):
+        video = ours.decode(_on_device(z)).sample
+        frames = np.asarray(jax.device_get(_to_uint8(video._elem)))
+    decode_seconds = time.perf_counter() - start
+    for path, clip in zip(paths, frames):
+        files.write_mp4(path, clip, fps=fps)
+    total = frames.shape[0] * frames.shape[1]
+    return {
+        "outputs": [str(p) for p in paths],
+        "videos": frames.shape[0],
+        "frames": frames.shape[1],
+        "size": f"{frames.shape[3]}x{frames.shape[2]}",
+        "programs": len(stats),
+        "compile_seconds": compile_seconds,
+        "decode_seconds": decode_seconds,
+        "frames_per_second": total / decode_seconds,
+    }
+
+
+def encode_file(
+    video: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32", tiling: bool = False,
+    layout: str = "BFCHW", posterior: str = "mean", seed: int = 0, max_frames: int | None = None,
+    progress: bool = True,
+) -> dict:
+    """A video file -> scaled latents as stage 2 would hold them ([B, F, C, H, W] by default)."""
+    if posterior not in ("mean", "sample"):
+        raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")
+    out = files.check_writable(out)
+    if out.suffix not in files.LATENT_SUFFIXES:
+        raise InputError(f"output {out}: unknown type {out.suffix!r}; expected one of {files.LATENT_SUFFIXES}")
+    frames, fps = files.read_video(video, max_frames)
+    vae = load_vae(model, subfolder)
+    x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0  # [1, 3, F, H, W] in [-1, 1]
+    ours = _make_vae(vae, dtype, tiling)
+    _check(x, ours, "encode", f"video {video}")
+    compile_seconds, batches, stats = _precompile(ours, "encode", tuple(x.shape))
+    start = time.perf_counter()
+    with _progress(ours, batches, "encode", progress):
+        dist = ours.encode(x).latent_dist
+        z = dist.mean if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
+    encode_seconds = time.perf_counter() - start
+    z = z.float() * vae.config.scaling_factor  # as the video-to-video pipeline scales them
+    files.save_latents(out, z, layout)
+    return {
+        "output": str(out),
+        "frames": frames.shape[0],
+        "fps": fps,
+        "latent_shape": list(z.shape),
+        "programs": len(stats),
+        "compile_seconds": compile_seconds,
+        "encode_seconds": encode_seconds,
+        "frames_per_second": frames.shape[0] / encode_seconds,
+    }
+
+
+def demo(out: str = "torchax_vae_demo.mp4", *, model=DEMO_MODEL, fps: float = 8, progress: bool = True) -> dict:
+    """The shipped tiny VAE (or `model`, a VAE folder) encodes and decodes a synthetic clip.
+
+    Writes an input|reconstruction MP4; returns the PSNR of the reconstruction
+    and its max |Δ| against the same model in PyTorch.
+    """
+    out = files.check_writable(out)
+    if not (pathlib.Path(model) / "config.json").is_file():
+        raise InputError(f"no VAE at {model} (the demo model ships inside the package: reinstall it)")
+    vae = AutoencoderKLCogVideoX.from_pretrained(model, low_cpu_mem_usage=False).eval()
+    clip = torch.from_numpy(moving_shapes(DEMO_CLIP["seed"], 1, DEMO_CLIP["frames"], DEMO_CLIP["height"], DEMO_CLIP["width"]))
+    ours = TorchaxVAE(vae)
+    compile_seconds, batches, _ = _precompile(ours, "encode", tuple(clip.shape))
+    start = time.perf_counter()
+    with _progress(ours, batches, "encode", progress):
+        mean = ours.encode(clip).latent_dist.mean
+    run_seconds = time.perf_counter() - start
+    seconds, batches, _ = _precompile(ours, "decode", tuple(mean.shape))
+    compile_seconds += seconds
+    start = time.perf_counter()
+    with _progress(ours, batches, "decode", progress):
+        reconstruction = ours.decode(mean).sample.clamp(-1, 1)
+    run_seconds += time.perf_counter() - start
+    with torch.no_grad():
+        expected = vae.decode(vae.encode(clip).latent_dist.mean).sample.clamp(-1, 1)
+    side_by_side = torch.cat([clip, reconstruction], dim=-1)
+    frames = np.asarray(jax.device_get(_to_uint8(jnp.asarray(side_by_side.numpy()))))[0]
+    files.write_mp4(out, frames, fps=fps)
+    return {
+        "output": str(out),
+        "clip": f"{DEMO_CLIP['frames']} frames {DEMO_CLIP['height']}x{DEMO_CLIP['width']} (seed {DEMO_CLIP['seed']})",
+        "parameters": sum(p.numel() for p in vae.parameters()),
+        "psnr_db": psnr(clip.numpy(), reconstruction.numpy()),
+        "max_abs_vs_pytorch": (reconstruction - expected).abs().max().item(),
+        "compile_seconds": compile_seconds,
+        "run_seconds": run_seconds,
+    }
+
+
+def warmup(model: str, shape, *, subfolder: str | None = "vae", dtype: str = "fp32", tiling: bool = False,
+           kinds=("decode",), batch: int = 1) -> dict:
+    """Compiles (into the persistent cache) what decoding or encoding videos of shape (frames, height, width) needs."""
+    frames, height, width = shape
+    vae = load_vae(model, subfolder)
+    ours = _make_vae(vae, dtype, tiling)
+    spatial = 2 ** (len(vae.config.block_out_channels) - 1)
+    temporal = vae.config.temporal_compression_ratio
+    if height % spatial or width % spatial:
+        raise InputError(f"--shape height and width must be multiples of {spatial}, got {height}x{width}")
+    result = {}
+    for kind in kinds:
+        if kind == "decode":
+            input_shape = (batch, vae.config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+        else:
+            input_shape = (batch, vae.config.in_channels, frames, height, width)
+        seconds, _, stats = _precompile(ours, kind, input_shape)
+        result[kind] = {"input_shape": list(input_shape), "programs": len(stats), "seconds": seconds}
+    return result
