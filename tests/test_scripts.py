@@ -71,3 +71,11 @@ def test_bench_script_reports_per_device_memory_over_a_mesh(capsys):
     }
     assert set(ratios) == {("decode", 8), ("encode", 8)}, out
     assert all(r <= 0.35 for r in ratios.values()), ratios
+
+
+def test_bench_script_compares_cold_and_cached_start(capsys):
+    assert load("bench").main(["--config", "tiny", "--frames", "9", "--size", "32x48", "--cache-start"]) == 0
+    out = capsys.readouterr().out
+    m = re.search(r"XLA compile (?P<cold>[\d.]+) s cold, (?P<cached>[\d.]+) s from the cache", out)
+    assert m, out
+    assert float(m["cached"]) < 0.5 * float(m["cold"]), m.groupdict()
