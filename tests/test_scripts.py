@@ -79,3 +79,23 @@ def test_bench_script_compares_cold_and_cached_start(capsys):
     m = re.search(r"XLA compile (?P<cold>[\d.]+) s cold, (?P<cached>[\d.]+) s from the cache", out)
     assert m, out
     assert float(m["cached"]) < 0.5 * float(m["cold"]), m.groupdict()
+
+
+def test_train_tiny_trains_resumes_and_exports(tmp_path, capsys):
+    from diffusers import AutoencoderKLCogVideoX
+
+    train = load("train_tiny")
+    argv = ["--workdir", str(tmp_path / "run"), "--batch", "1", "--frames", "9", "--size", "16", "--warmup", "1",
+            "--eval-every", "2", "--checkpoint-every", "2", "--noise-ramp", "2,4"]
+    train.main([*argv, "--steps", "4"])
+    train.main([*argv, "--steps", "6"])  # picks up the checkpoint at step 4
+    assert "resuming at step 4" in capsys.readouterr().out
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [2, 4, 6]
+    assert [r["noise"] for r in log] == [0.0, 0.5, 1.0]
+    assert all(r["val_psnr"] > 0 and r["loss"] > 0 for r in log)
+    target = train.export(tmp_path / "run", seed=0, target=tmp_path / "model")
+    model = AutoencoderKLCogVideoX.from_pretrained(target, low_cpu_mem_usage=False)
+    assert list(model.config.block_out_channels) == train.TINY_CONFIG["block_out_channels"]
+    assert model.config.scaling_factor != AutoencoderKLCogVideoX().config.scaling_factor  # measured, not the default
+    assert (target / "training_log.jsonl").read_text() == (tmp_path / "run" / "log.jsonl").read_text()
