@@ -163,6 +163,12 @@ def test_atomic_output_leaves_nothing_on_failure(tmp_path):
     assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["video.mp4"]
 
 
+def test_demo_without_a_model_folder_says_so(tmp_path):
+    with pytest.raises(files.InputError, match="no VAE at"):
+        demo(tmp_path / "demo.mp4", model=tmp_path / "nothing", progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_demo_pipeline_on_a_random_tiny_model(tmp_path):
     """The demo's code path (the shipped model's quality is tested separately): MP4, parity, PSNR reported."""
     random_vae("tiny").save_pretrained(tmp_path / "model")

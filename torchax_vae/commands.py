@@ -199,7 +199,9 @@ def demo(out: str = "torchax_vae_demo.mp4", *, model=DEMO_MODEL, fps: float = 8,
     """
     out = files.check_writable(out)
     if not (pathlib.Path(model) / "config.json").is_file():
-        raise InputError(f"no VAE at {model} (the demo model ships inside the package: reinstall it)")
+        if pathlib.Path(model) == DEMO_MODEL:
+            raise InputError(f"this installation has no demo VAE at {model} (scripts/train_tiny.py --export writes it)")
+        raise InputError(f"no VAE at {model}: expected a folder with config.json and the weights")
     vae = AutoencoderKLCogVideoX.from_pretrained(model, low_cpu_mem_usage=False).eval()
     clip = torch.from_numpy(moving_shapes(DEMO_CLIP["seed"], 1, DEMO_CLIP["frames"], DEMO_CLIP["height"], DEMO_CLIP["width"]))
     ours = TorchaxVAE(vae)
