@@ -72,17 +72,12 @@ def tiny():
                                                                 vae.decode(z1).sample),
          output_devices=len(out._elem.sharding.device_set))
 
-    # Memory: one decode frame batch compiled on one device and on a (1, 8) mesh; per-device temp bytes.
-    shape = (1, 4, 3, 16, 32)  # latents of 9 frames at 128x256
-    single = TorchaxVAE(vae).precompile("decode", shape)
-    sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", shape)
-    emit(case="memory", what="decode temp bytes", single=single[0]["temp_bytes"], sharded=sharded[0]["temp_bytes"],
-         devices=len(sharded[0]["devices"]))
-    shape = (1, 3, 9, 128, 256)
-    single = TorchaxVAE(vae).precompile("encode", shape)
-    sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("encode", shape)
-    emit(case="memory", what="encode temp bytes", single=single[0]["temp_bytes"], sharded=sharded[0]["temp_bytes"],
-         devices=len(sharded[0]["devices"]))
+    # Memory: one frame batch compiled on one device and on a (1, 8) mesh; per-device temp bytes.
+    for kind, shape in (("decode", (1, 4, 3, 16, 32)), ("encode", (1, 3, 9, 128, 256))):  # 9 frames at 128x256
+        single = TorchaxVAE(vae).precompile(kind, shape)
+        sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile(kind, shape)
+        emit(case="memory", what=f"{kind} temp bytes", single=single[0]["temp_bytes"], sharded=sharded[0]["temp_bytes"],
+             devices=len(sharded[0]["devices"]))
 
 
 def official():
