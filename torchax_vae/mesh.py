@@ -6,8 +6,6 @@ weights go (replicated), where an input block goes (sharded like the
 activations, patches/sharding_marks.py) and where small index vectors go.
 """
 
-import math
-
 import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
@@ -52,10 +50,6 @@ class Placement:
             self.replicated = SingleDeviceSharding(device or jax.devices()[0])
         else:
             self.replicated = NamedSharding(mesh, PartitionSpec())
-
-    @property
-    def devices(self) -> int:
-        return 1 if self.mesh is None else math.prod(self.mesh.shape.values())
 
     def activation(self, shape):
         """Where an NCTHW block of `shape` goes: split like the marked activations inside the programs."""
