@@ -97,3 +97,12 @@ def test_sliced_device_input_is_split_on_the_device(fresh):
     with jax.transfer_guard("disallow"):
         out = fresh.decode(z_device).sample
     assert torch.equal(torch.from_numpy(jax.device_get(out._elem).copy()), expected)
+
+
+def test_executions_count_every_run(fresh):
+    """Programs.executions() lists a program once per frame batch it ran, and nothing for abstract planning."""
+    with fresh._programs.executions() as runs:
+        fresh.precompile("decode", (1, 4, 7, 2, 2))
+        assert runs == []
+        fresh.decode(torch.randn(1, 4, 7, 2, 2))  # 7 latent frames: batches of 3, 2 and 2
+    assert [(s.name, s.input_shapes[0][2]) for s in runs] == [("decoder", 3), ("decoder+conv_cache", 2), ("decoder+conv_cache", 2)]

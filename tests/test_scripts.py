@@ -99,3 +99,43 @@ def test_train_tiny_trains_resumes_and_exports(tmp_path, capsys):
     assert list(model.config.block_out_channels) == train.TINY_CONFIG["block_out_channels"]
     assert model.config.scaling_factor != AutoencoderKLCogVideoX().config.scaling_factor  # measured, not the default
     assert (target / "training_log.jsonl").read_text() == (tmp_path / "run" / "log.jsonl").read_text()
+
+
+def test_bench_speed_times_both_sides(capsys, tmp_path):
+    """--speed: both sides per case in their own processes, numerics checked first, a table and JSON lines."""
+    out_json = tmp_path / "speed.jsonl"
+    argv = ["--speed", "--config", "tiny", "--frames", "9", "--size", "32x48", "--repeats", "2", "--profile"]
+    assert load("bench").main([*argv, "--json", str(out_json)]) == 0
+    out = capsys.readouterr().out
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| tiny")]
+    assert [r[0] for r in rows] == ["tiny decode 9x32x48 fp32", "tiny encode 9x32x48 fp32"]
+    assert all(float(r[1]) <= 1e-4 for r in rows), rows
+    assert re.search(r"tiny decode 9x32x48 fp32: TorchaxVAE runs at \d+\.\d\dx PyTorch's speed", out)
+    assert re.search(r"its \d+ convolutions timed alone take \d+\.\d\d s in PyTorch and \d+\.\d\d s in XLA", out)
+    records = [json.loads(line) for line in out_json.read_text().splitlines()]
+    timed, profiles = records[:2], records[2:]
+    for r in timed:
+        assert r["numerics_ok"] and r["environment"]["torch"]
+        for side in ("torch", "torchax"):
+            assert len(r[side]["seconds"]) == 2 and r[side]["peak_rss_bytes"] > 1e8
+            assert r[side]["median_seconds"] > 0 and r[side]["cold_seconds"] > 0
+        assert r["torch"]["peak_rss_bytes"] != r["torchax"]["peak_rss_bytes"]  # separate processes
+        # XLA counts every op of the executed programs; the convolutions are part of them
+        assert 0 < r["conv_flops"] <= r["torchax"]["xla_flops"]
+        assert r["torchax"]["programs_run"] == 1 and r["torchax"]["max_temp_bytes"] > 0
+    assert len(profiles) == 2 and all(p["convs"] and p["conv_flops"] == t["conv_flops"] for p, t in zip(profiles, timed))
+
+
+def test_speed_flags_disagreeing_outputs(monkeypatch, tmp_path):
+    """The numerics check comes first: a side whose output differs beyond the tolerance fails the row."""
+    import numpy as np
+
+    from torchax_vae import speed
+
+    def fake_side(side, case, repeats, out_path):
+        np.save(out_path, np.full((2, 2), 1.0 if side == "torch" else 1.001, np.float32))
+        return {"median_seconds": 1.0, "cold_seconds": 1.0, "conv_flops": 10, "peak_rss_bytes": 1}
+
+    monkeypatch.setattr(speed, "run_side", fake_side)
+    row = speed.compare(speed.SpeedCase("tiny", "decode", 9, 32, 48))
+    assert not row["numerics_ok"] and abs(row["max_abs_diff"] - 1e-3) < 1e-6

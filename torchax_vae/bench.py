@@ -191,16 +191,62 @@ def cache_start(case: Case, json_path=None) -> int:
     return 0
 
 
+def speed_main(args) -> int:
+    """--speed: both sides of each case, a markdown table, and optionally the convolution profile."""
+    from . import speed
+
+    if args.frames or args.size or args.config != "official":
+        size = tuple(int(n) for n in (args.size or "64x96").split("x"))
+        cases = [speed.SpeedCase(args.config, kind, args.frames or 9, *size) for kind in ("decode", "encode")]
+    else:
+        cases = speed.MAIN_CASES if args.main else speed.default_cases()
+    env = environment()
+    rows = []
+    for case in cases:
+        row = speed.compare(case, args.repeats)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    profiles = [speed.conv_profile(case, args.repeats) for case in cases[:2]] if args.profile else []
+    if args.json:
+        with open(args.json, "w") as f:
+            for record in rows + profiles:
+                f.write(json.dumps({**record, "environment": env}) + "\n")
+    print()
+    print(speed.markdown(rows))
+    print()
+    for row in rows:
+        print(f"{row['label']}: TorchaxVAE runs at {row['ratio']:.2f}x PyTorch's speed (median of {args.repeats})")
+    for profile, row in zip(profiles, rows):
+        print(
+            f"{profile['case']}: its {sum(c['count'] for c in profile['convs'])} convolutions timed alone take "
+            f"{profile['torch_seconds']:.2f} s in PyTorch and {profile['xla_seconds']:.2f} s in XLA; the whole call "
+            f"{row['torch']['median_seconds']:.2f} s and {row['torchax']['median_seconds']:.2f} s"
+        )
+        for c in sorted(profile["convs"], key=lambda c: -c["count"] * c["xla_seconds"]):
+            print(
+                f"  {c['count']:3d} x conv {c['input']} * {c['weight']}: {c['gflop']:.2f} GFLOP, PyTorch "
+                f"{c['torch_seconds'] * 1e3:.1f} ms ({c['gflop'] / c['torch_seconds']:.0f} GFLOP/s), XLA "
+                f"{c['xla_seconds'] * 1e3:.1f} ms ({c['gflop'] / c['xla_seconds']:.0f} GFLOP/s)"
+            )
+    print("environment:", json.dumps(env))
+    return 0 if all(row["numerics_ok"] for row in rows) else 1
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="official", help="model config (torchax_vae.parity.CONFIGS)")
-    parser.add_argument("--frames", type=int, default=49)
-    parser.add_argument("--size", default="480x720", help="video HEIGHTxWIDTH")
+    parser.add_argument("--frames", type=int, default=None, help="video frames (default 49; --speed: its case list)")
+    parser.add_argument("--size", default=None, help="video HEIGHTxWIDTH (default 480x720; --speed: its case list)")
     parser.add_argument("--tile", default=None, help="tile HEIGHTxWIDTH (default: half the size)")
     parser.add_argument("--schedulers", default="default,concurrency_off", help=f"comma list of {sorted(SCHEDULERS)}")
     parser.add_argument("--devices", default=None, help="comma list of device counts: memory scaling over a mesh instead")
     parser.add_argument("--cache-start", action="store_true",
                         help="instead: the untiled decode twice in fresh processes, cold and from a new compilation cache")
+    parser.add_argument("--speed", action="store_true",
+                        help="instead: time diffusers' PyTorch VAE and TorchaxVAE side by side (torchax_vae/speed.py)")
+    parser.add_argument("--main", action="store_true", help="--speed: only the main case (official, 9x64x96 fp32)")
+    parser.add_argument("--profile", action="store_true", help="--speed: also time each convolution alone, both sides")
+    parser.add_argument("--repeats", type=int, default=3, help="--speed: timed calls after the first (median)")
     parser.add_argument("--json", default=None, help="also write JSON lines here")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -209,7 +255,10 @@ def main(argv=None) -> int:
         fields["tile"] = tuple(fields["tile"]) if fields["tile"] else None
         print(json.dumps(compile_only(Case(**fields))))
         return 0
-    size = tuple(int(n) for n in args.size.split("x"))
+    if args.speed:
+        return speed_main(args)
+    args.frames = args.frames or 49
+    size = tuple(int(n) for n in (args.size or "480x720").split("x"))
     tile = tuple(int(n) for n in args.tile.split("x")) if args.tile else None
     if args.cache_start:
         return cache_start(Case(args.config, "decode", args.frames, *size), args.json)

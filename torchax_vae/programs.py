@@ -71,6 +71,7 @@ class Programs:
     def __init__(self):
         self._compiled: dict[tuple, _Entry] = {}
         self._recording: list[list[ProgramStats]] = []
+        self._executing: list[list[ProgramStats]] = []
 
     @contextlib.contextmanager
     def recording(self):
@@ -82,10 +83,22 @@ class Programs:
         finally:
             self._recording.remove(used)
 
+    @contextlib.contextmanager
+    def executions(self):
+        """Collects the stats of every program run inside, once per run (not for abstract calls)."""
+        runs: list[ProgramStats] = []
+        self._executing.append(runs)
+        try:
+            yield runs
+        finally:
+            self._executing.remove(runs)
+
     def run(self, name: str, fn: Callable, weights, *args):
         entry = self._entry(name, fn, weights, args)
         if is_abstract(args):
             return entry.out_info
+        for runs in self._executing:
+            runs.append(entry.stats)
         return entry.compiled(weights, *args)
 
     def compile(self, name: str, fn: Callable, weights, *args) -> ProgramStats:

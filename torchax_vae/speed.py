@@ -1,0 +1,317 @@
+"""Timed side by side: diffusers' PyTorch VAE and TorchaxVAE on the same calls, in one invocation.
+
+For each case, each side runs in its own fresh subprocess (`python -m
+torchax_vae.speed --worker ...`), so its peak RSS is its own. A side builds the
+same seeded model and input, times a first call (TorchaxVAE: tracing and XLA
+compilation included; PyTorch: its first-call overhead), then the median of
+`repeats` further calls (each returns a CPU torch tensor, so it has finished),
+and writes its output for the numerics check, which comes first: a case whose
+outputs disagree is marked FAIL and makes the command exit 1.
+
+Also reported: XLA's FLOPs of the programs a steady call executed and its temp
+memory (`compile_stats()`), and the analytic FLOPs of the model's convolutions
+(2 x output elements x input channels x kernel volume, counted with forward
+hooks on the PyTorch model), so achieved GFLOP/s and graph overhead show.
+
+`conv_profile` times every convolution of a call on its own, once per distinct
+shape, in both frameworks: where the time of a call goes.
+`scripts/bench.py --speed` is the command line.
+"""
+
+import dataclasses
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+# bf16 outputs must stay within this multiple of PyTorch bf16's own error against PyTorch fp32 (tests/test_parity.py).
+BF16_ERROR_RATIO = 2.0
+FP32_TOLERANCE = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class SpeedCase:
+    """One encode or decode call of a video size, timed on both sides."""
+
+    config: str  # a name in torchax_vae.parity.CONFIGS
+    kind: str  # "decode" or "encode"
+    frames: int  # video frames (decode: of the output)
+    height: int
+    width: int
+    dtype: str = "fp32"
+    tile: tuple[int, int] | None = None  # tiling on, with these tile_sample_min_height/width (both sides)
+
+    @property
+    def label(self) -> str:
+        tile = f" tiled {self.tile[0]}x{self.tile[1]}" if self.tile else ""
+        return f"{self.config} {self.kind} {self.frames}x{self.height}x{self.width}{tile} {self.dtype}"
+
+
+MAIN_CASES = [SpeedCase("official", "decode", 9, 64, 96), SpeedCase("official", "encode", 9, 64, 96)]
+
+
+def default_cases() -> list[SpeedCase]:
+    """The main case, longer videos, a larger frame (untiled and tiled), and bf16."""
+    cases = list(MAIN_CASES)
+    for frames in (17, 49):
+        cases += [SpeedCase("official", kind, frames, 64, 96) for kind in ("decode", "encode")]
+    cases += [SpeedCase("official", kind, 9, 240, 360) for kind in ("decode", "encode")]
+    cases += [SpeedCase("official", kind, 9, 240, 360, tile=(128, 192)) for kind in ("decode", "encode")]
+    cases += [SpeedCase("official", kind, 9, 64, 96, dtype="bf16") for kind in ("decode", "encode")]
+    return cases
+
+
+def make_input(case: SpeedCase, config):
+    """The seeded encode video or decode latents of the case, fp32 [1, C, F, H, W]."""
+    import torch
+
+    from .bench import input_shape
+
+    shape = input_shape(case, config)
+    return torch.randn(shape, generator=torch.Generator().manual_seed(case.frames))
+
+
+class ConvCounter:
+    """Forward hooks counting the FLOPs of every nn.Conv2d/Conv3d call, and their signatures."""
+
+    def __init__(self, model):
+        from torch import nn
+
+        self.flops = 0
+        self.calls: dict[tuple, int] = {}  # (input shape, weight shape, stride, padding, dtype) -> count
+        self._handles = [
+            m.register_forward_hook(self._hook) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Conv3d))
+        ]
+
+    def _hook(self, module, args, output):
+        x = args[0]
+        kernel = int(np.prod(module.kernel_size))
+        self.flops += 2 * output.numel() * (module.in_channels // module.groups) * kernel
+        key = (tuple(x.shape), tuple(module.weight.shape), tuple(module.stride), tuple(module.padding), str(x.dtype))
+        self.calls[key] = self.calls.get(key, 0) + 1
+
+    def remove(self):
+        for handle in self._handles:
+            handle.remove()
+
+
+def _peak_rss_bytes() -> int:
+    """This process's peak resident memory since it started.
+
+    VmHWM of /proc/self/status (Linux) belongs to the address space exec
+    created; getrusage's ru_maxrss would carry over the parent's peak from fork.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
+
+
+def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
+    """In this process: one side's cold and steady seconds for the case; its output goes to out_path (.npy)."""
+    import torch
+
+    from .parity import random_vae
+    from .vae import TorchaxVAE
+
+    vae = random_vae(case.config)
+    x = make_input(case, vae.config)
+    dtype = torch.bfloat16 if case.dtype == "bf16" else torch.float32
+    row = {"side": side}
+    if side == "torch":
+        model = vae.to(dtype)
+        x = x.to(dtype)
+    else:
+        model = TorchaxVAE(vae, dtype=dtype)
+        model.tiling_mode = "off"  # the same call as PyTorch's unless the case tiles
+    if case.tile:
+        model.enable_tiling(tile_sample_min_height=case.tile[0], tile_sample_min_width=case.tile[1])
+
+    def call():
+        if case.kind == "decode":
+            return model.decode(x).sample
+        return model.encode(x).latent_dist.mean
+
+    with torch.no_grad():
+        counter = ConvCounter(vae) if side == "torch" else None
+        start = time.perf_counter()
+        out = call()
+        row["cold_seconds"] = time.perf_counter() - start
+        if counter is not None:
+            row["conv_flops"] = counter.flops
+            counter.remove()
+        seconds = []
+        for i in range(repeats):
+            if side == "torchax" and i == 0:
+                with model._programs.executions() as runs:
+                    start = time.perf_counter()
+                    call()
+                    seconds.append(time.perf_counter() - start)
+                row["xla_flops"] = sum(s.flops for s in runs)
+                row["programs_run"] = len(runs)
+                continue
+            start = time.perf_counter()
+            call()
+            seconds.append(time.perf_counter() - start)
+    row["seconds"] = seconds
+    row["median_seconds"] = statistics.median(seconds)
+    row["peak_rss_bytes"] = _peak_rss_bytes()
+    if side == "torchax":
+        stats = model.compile_stats()
+        row["compile_seconds"] = sum(s["compile_seconds"] + s["lower_seconds"] for s in stats)
+        row["max_temp_bytes"] = max(s["temp_bytes"] for s in stats)
+        row["programs"] = len(stats)
+    np.save(out_path, out.float().numpy())
+    return row
+
+
+def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: float = 3600) -> dict:
+    """measure() in a fresh subprocess."""
+    result = subprocess.run(
+        [sys.executable, "-P", "-m", "torchax_vae.speed", "--worker", side, json.dumps(dataclasses.asdict(case)),
+         str(repeats), out_path],
+        capture_output=True, text=True, timeout=timeout, env=dict(os.environ),
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{side} worker for {case.label} failed:\n{result.stderr[-4000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _bf16_reference_error(case: SpeedCase) -> float:
+    """PyTorch bf16's own max |Δ| against PyTorch fp32 on the case (the scale for our bf16 error)."""
+    import torch
+
+    from .parity import random_vae
+
+    vae = random_vae(case.config)
+    x = make_input(case, vae.config)
+    with torch.no_grad():
+        if case.kind == "decode":
+            fp32 = vae.decode(x).sample
+            bf16 = vae.to(torch.bfloat16).decode(x.bfloat16()).sample
+        else:
+            fp32 = vae.encode(x).latent_dist.mean
+            bf16 = vae.to(torch.bfloat16).encode(x.bfloat16()).latent_dist.mean
+    return (fp32 - bf16.float()).abs().max().item()
+
+
+def compare(case: SpeedCase, repeats: int = 3) -> dict:
+    """Both sides of one case, numerics checked; one row."""
+    with tempfile.TemporaryDirectory(prefix="torchax-vae-speed-") as tmp:
+        paths = {side: os.path.join(tmp, f"{side}.npy") for side in ("torch", "torchax")}
+        sides = {side: run_side(side, case, repeats, path) for side, path in paths.items()}
+        torch_out, ours = np.load(paths["torch"]), np.load(paths["torchax"])
+    row = {"case": dataclasses.asdict(case), "label": case.label, "torch": sides["torch"], "torchax": sides["torchax"]}
+    row["max_abs_diff"] = float(np.abs(torch_out - ours).max())
+    if case.dtype == "fp32":
+        row["tolerance"] = FP32_TOLERANCE
+    else:  # both sides are bf16: each within its rounding of fp32, so of each other within twice PyTorch's own error
+        row["tolerance"] = 2 * BF16_ERROR_RATIO * _bf16_reference_error(case)
+    row["numerics_ok"] = row["max_abs_diff"] <= row["tolerance"]
+    row["ratio"] = sides["torch"]["median_seconds"] / sides["torchax"]["median_seconds"]
+    flops = sides["torch"]["conv_flops"]
+    row["conv_flops"] = flops
+    row["gflops_per_s"] = {side: flops / r["median_seconds"] / 1e9 for side, r in sides.items()}
+    return row
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = [
+        "| case | numerics max \\|Δ\\| | PyTorch s | TorchaxVAE s | ratio | first call s: PyTorch / TorchaxVAE (compile) "
+        "| conv GFLOP | XLA GFLOP | conv GFLOP/s: PyTorch / TorchaxVAE | XLA temp GB | peak RSS GB: PyTorch / TorchaxVAE |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        t, j = r["torch"], r["torchax"]
+        check = f"{r['max_abs_diff']:.1e}" + ("" if r["numerics_ok"] else f" FAIL (> {r['tolerance']:.1e})")
+        lines.append(
+            f"| {r['label']} | {check} | {t['median_seconds']:.2f} | {j['median_seconds']:.2f} | **{r['ratio']:.2f}** "
+            f"| {t['cold_seconds']:.2f} / {j['cold_seconds']:.2f} ({j['compile_seconds']:.1f}) "
+            f"| {r['conv_flops'] / 1e9:.4g} | {j['xla_flops'] / 1e9:.4g} "
+            f"| {r['gflops_per_s']['torch']:.3g} / {r['gflops_per_s']['torchax']:.3g} | {j['max_temp_bytes'] / 1e9:.2f} "
+            f"| {t['peak_rss_bytes'] / 1e9:.2f} / {j['peak_rss_bytes'] / 1e9:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def _median_time(fn, repeats: int) -> float:
+    fn()
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def conv_profile(case: SpeedCase, repeats: int = 3) -> dict:
+    """Every convolution of the case's call timed alone, per distinct shape, in PyTorch and in XLA.
+
+    The XLA side is `lax.conv_general_dilated` in NCDHW/OIDHW, as torchax lowers
+    `F.conv3d`. Returns per-shape rows and the sums (count x median seconds).
+    """
+    import jax
+    import torch
+    import torch.nn.functional as F
+
+    from .parity import random_vae
+
+    vae = random_vae(case.config)
+    x = make_input(case, vae.config)
+    counter = ConvCounter(vae)
+    with torch.no_grad():
+        vae.decode(x) if case.kind == "decode" else vae.encode(x)
+    counter.remove()
+    rows = []
+    generator = torch.Generator().manual_seed(0)
+    for (shape, wshape, stride, padding, _), count in counter.calls.items():
+        xs = torch.randn(shape, generator=generator)
+        ws = torch.randn(wshape, generator=generator) * 0.01
+        conv = F.conv3d if len(shape) == 5 else F.conv2d
+        with torch.no_grad():
+            torch_s = _median_time(lambda: conv(xs, ws, stride=stride, padding=padding), repeats)
+        dims = ("NCDHW", "OIDHW", "NCDHW") if len(shape) == 5 else ("NCHW", "OIHW", "NCHW")
+        fn = jax.jit(lambda a, b: jax.lax.conv_general_dilated(
+            a, b, stride, [(p, p) for p in padding], dimension_numbers=dims))
+        xj, wj = jax.numpy.asarray(xs.numpy()), jax.numpy.asarray(ws.numpy())
+        xla_s = _median_time(lambda: fn(xj, wj).block_until_ready(), repeats)
+        flops = _conv_flops(shape, wshape, stride, padding)
+        rows.append({"input": shape, "weight": wshape, "count": count, "gflop": flops / 1e9,
+                     "torch_seconds": torch_s, "xla_seconds": xla_s})
+    return {
+        "case": case.label,
+        "convs": rows,
+        "torch_seconds": sum(r["count"] * r["torch_seconds"] for r in rows),
+        "xla_seconds": sum(r["count"] * r["xla_seconds"] for r in rows),
+        "conv_flops": counter.flops,
+    }
+
+
+def _conv_flops(shape, wshape, stride, padding) -> int:
+    spatial = [(n + 2 * p - k) // s + 1 for n, k, s, p in zip(shape[2:], wshape[2:], stride, padding)]
+    return 2 * shape[0] * wshape[0] * int(np.prod(spatial)) * wshape[1] * int(np.prod(wshape[2:]))
+
+
+def main_worker(argv) -> int:
+    side, fields, repeats, out_path = argv
+    fields = json.loads(fields)
+    fields["tile"] = tuple(fields["tile"]) if fields["tile"] else None
+    print(json.dumps(measure(side, SpeedCase(**fields), int(repeats), out_path)))
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--worker"]:
+        sys.exit(main_worker(sys.argv[2:]))
+    sys.exit("usage: scripts/bench.py --speed (this module's command line is internal)")
