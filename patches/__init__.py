@@ -7,6 +7,7 @@ applied; importing this package changes nothing.
 - `torchax_torch213`: import torchax 0.0.13 under torch 2.13.
 - `group_norm`: nn.GroupNorm as one vectorized JAX reduction.
 - `safe_conv3d`: CogVideoXSafeConv3d without its cuDNN 2 GB chunking.
+- `frame_conv`: on CPU, 3-D convolutions as sums of per-frame 2-D convolutions (XLA:CPU runs those faster).
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
 - `time_pool`: CogVideoXDownsample3D's frame averaging without merging width into the batch axis.
 - `tile_mask`: edge tiles at the full tile shape, with convolutions and GroupNorm limited to the valid region.
@@ -15,7 +16,7 @@ applied; importing this package changes nothing.
 
 from torch import nn
 
-from . import group_norm, pointwise_conv_cache, safe_conv3d, sharding_marks, tile_mask, time_pool
+from . import frame_conv, group_norm, pointwise_conv_cache, safe_conv3d, sharding_marks, tile_mask, time_pool
 from .torchax_torch213 import import_torchax
 
 __all__ = ["apply", "import_torchax"]
@@ -30,8 +31,9 @@ def apply(model: nn.Module) -> dict[str, int]:
     return {
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),
+        "frame_conv": frame_conv.patch(model),  # after safe_conv3d: it refines PlainConv3d
         "pointwise_conv_cache": pointwise_conv_cache.patch(model),
         "time_pool": time_pool.patch(model),
-        "tile_mask": tile_mask.patch(model),  # after safe_conv3d and time_pool: it refines their classes
+        "tile_mask": tile_mask.patch(model),  # after safe_conv3d, frame_conv and time_pool: it refines their classes
         "sharding_marks": sharding_marks.patch(model),  # hooks on the classes the others set
     }

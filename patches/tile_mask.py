@@ -37,6 +37,7 @@ import torch
 from diffusers.models.upsampling import CogVideoXUpsample3D
 from torch import nn
 
+from .frame_conv import FrameConv3d
 from .safe_conv3d import PlainConv3d
 from .time_pool import TimePooledDownsample3D
 from .torchax_torch213 import import_torchax
@@ -99,7 +100,7 @@ def _masked(x: torch.Tensor) -> torch.Tensor:
     return x if _EXTENT.get() is None else _torch_zero_outside()(x)
 
 
-class TileMaskedConv3d(PlainConv3d):
+class TileMaskedConv3d(FrameConv3d):
     """A spatial-kernel Conv3d whose input is zeroed outside the tile's valid region."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
@@ -121,10 +122,10 @@ class TileMaskedDownsample3D(TimePooledDownsample3D):
 
 
 def patch(model: nn.Module) -> int:
-    """Swaps in the masked layers (after `safe_conv3d.patch` and `time_pool.patch`); returns how many."""
+    """Swaps in the masked layers (after `safe_conv3d`, `frame_conv` and `time_pool`); returns how many."""
     count = 0
     for module in model.modules():
-        if type(module) is PlainConv3d and any(k > 1 for k in module.kernel_size[1:]):
+        if type(module) in (PlainConv3d, FrameConv3d) and any(k > 1 for k in module.kernel_size[1:]):
             module.__class__ = TileMaskedConv3d
         elif type(module) is CogVideoXUpsample3D:
             module.__class__ = TileMaskedUpsample3D

@@ -15,7 +15,7 @@ from torch import nn
 from torchax_vae import patches
 from torchax_vae.convert import to_jax
 from torchax_vae.parity import random_vae
-from torchax_vae.patches import group_norm, pointwise_conv_cache, safe_conv3d, tile_mask, time_pool, torchax_torch213
+from torchax_vae.patches import frame_conv, group_norm, pointwise_conv_cache, safe_conv3d, tile_mask, time_pool, torchax_torch213
 
 # |Δ| <= atol + rtol * |reference|; bf16: the output's own rounding (half an ulp, 2^-9 relative).
 GROUP_NORM_TOL = {jnp.float32: (1e-5, 0.0), jnp.bfloat16: (1e-5, 2.0**-8)}
@@ -145,6 +145,76 @@ def test_plain_conv3d_equals_chunked_conv():
     assert torch.equal(conv(x), expected)
 
 
+# ----- frame_conv -----
+
+# (input shape, weight shape, stride, padding, dilation, groups): CogVideoX's causal 3x3x3 and 1x1x1 convs, a
+# time kernel of 1 with a spatial one, and the general cases (time padding, strides, dilation, groups, batch 2).
+FRAME_CONV_CASES = [
+    ((1, 8, 7, 6, 10), (5, 8, 3, 3, 3), (1, 1, 1), (0, 1, 1), (1, 1, 1), 1),
+    ((2, 4, 3, 5, 5), (6, 4, 1, 1, 1), (1, 1, 1), (0, 0, 0), (1, 1, 1), 1),
+    ((1, 4, 2, 5, 7), (4, 4, 1, 3, 3), (1, 1, 1), (0, 1, 1), (1, 1, 1), 1),
+    ((2, 6, 9, 8, 8), (4, 3, 3, 3, 2), (2, 2, 1), (1, 0, 2), (2, 1, 2), 2),
+    ((1, 4, 3, 6, 6), (4, 4, 3, 3, 3), (1, 1, 1), (0, 0, 0), (1, 1, 1), 1),  # one output frame
+]
+
+
+@pytest.mark.parametrize("shape, wshape, stride, padding, dilation, groups", FRAME_CONV_CASES)
+def test_conv3d_by_frames_equals_the_3d_convolution(shape, wshape, stride, padding, dilation, groups):
+    rng = np.random.default_rng(len(shape) + sum(wshape))
+    x, w, b = (jnp.asarray(rng.standard_normal(s), jnp.float32) for s in (shape, wshape, wshape[:1]))
+    args = (stride, padding, dilation, groups)
+    expected = np.asarray(frame_conv.conv3d_reference(x, w, b, *args))
+    actual = np.asarray(jax.jit(lambda x, w, b: frame_conv.conv3d_by_frames(x, w, b, *args))(x, w, b))
+    # and both equal PyTorch's F.conv3d
+    torch_out = torch.nn.functional.conv3d(*(torch.tensor(np.asarray(a)) for a in (x, w, b)), stride=stride,
+                                           padding=padding, dilation=dilation, groups=groups).numpy()
+    assert actual.shape == expected.shape == torch_out.shape
+    err = max(np.abs(actual - expected).max(), np.abs(actual - torch_out).max())
+    scale = np.abs(expected).max()  # float32 sums of up to 216 products: a relative bound
+    assert err <= 1e-6 * scale, f"max |Δ| {err:.3g} for outputs up to {scale:.3g}"
+
+
+def test_conv3d_by_frames_bf16_accumulates_in_float32():
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((1, 16, 5, 6, 6)), jnp.bfloat16)
+    w = jnp.asarray(rng.standard_normal((8, 16, 3, 3, 3)) * 0.1, jnp.bfloat16)
+    out = frame_conv.conv3d_by_frames(x, w, padding=(0, 1, 1))
+    exact = frame_conv.conv3d_reference(x.astype(jnp.float32), w.astype(jnp.float32), padding=(0, 1, 1))
+    assert out.dtype == jnp.bfloat16
+    err = np.abs(np.asarray(out.astype(jnp.float32) - exact)).max()
+    assert err <= 2.0**-8 * np.abs(np.asarray(exact)).max(), f"max |Δ| {err:.3g}"  # one bf16 rounding of the result
+
+
+def test_conv3d_by_frames_rejects_short_input():
+    with pytest.raises(ValueError, match="shorter than the kernel"):
+        frame_conv.conv3d_by_frames(jnp.zeros((1, 2, 2, 4, 4)), jnp.zeros((2, 2, 3, 3, 3)))
+
+
+def test_stock_conv3d_is_one_3d_convolution():
+    """torchax lowers F.conv3d to a single 3-D convolution, which XLA:CPU runs slower than 2-D ones."""
+    conv = CogVideoXSafeConv3d(4, 4, kernel_size=3, padding=(0, 1, 1))
+    hlo = lowered_hlo(conv, (1, 4, 5, 6, 6))
+    assert hlo.count("stablehlo.convolution") == 1 and "[b, f, 0, 1, 2]" in hlo, "torchax changed its conv3d lowering"
+    safe_conv3d.patch(conv)
+    assert frame_conv.patch(conv) == 1 and isinstance(conv, frame_conv.FrameConv3d)
+    with frame_conv.by_frames(True):
+        hlo = lowered_hlo(conv, (1, 4, 5, 6, 6))
+    assert hlo.count("stablehlo.convolution") == 3 and "[b, f, 0, 1, 2]" not in hlo
+    assert lowered_hlo(conv, (1, 4, 5, 6, 6)).count("stablehlo.convolution") == 1  # outside by_frames: stock
+
+
+def test_lowering_uses_frame_convs_only_on_cpu():
+    from torchax_vae.lowering import LoweredVAE, jax_weights
+
+    vae = random_vae("tiny")
+    weights = jax_weights(vae, jnp.float32)
+    z = jax.ShapeDtypeStruct((1, 4, 2, 4, 4), jnp.float32)
+    for platform, three_d in (("cpu", False), ("tpu", True)):
+        lowered = LoweredVAE(vae, platform=platform)
+        hlo = jax.jit(lambda w, z: lowered.decode_step(w, z, None)).lower(weights, z).as_text()
+        assert ("[b, f, 0, 1, 2]" in hlo) == three_d, platform
+
+
 # ----- pointwise_conv_cache -----
 
 
@@ -258,7 +328,9 @@ def test_apply_counts_and_leaves_users_model_alone():
     classes_before = [type(m) for m in vae.modules()]
     counts = patches.apply(vae)
     assert all(counts[name] > 0 for name in counts), counts
-    assert set(counts) == {"group_norm", "safe_conv3d", "pointwise_conv_cache", "time_pool", "tile_mask", "sharding_marks"}
+    assert set(counts) == {
+        "group_norm", "safe_conv3d", "frame_conv", "pointwise_conv_cache", "time_pool", "tile_mask", "sharding_marks"
+    }
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE
 

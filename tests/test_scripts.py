@@ -111,7 +111,7 @@ def test_bench_speed_times_both_sides(capsys, tmp_path):
     assert [r[0] for r in rows] == ["tiny decode 9x32x48 fp32", "tiny encode 9x32x48 fp32"]
     assert all(float(r[1]) <= 1e-4 for r in rows), rows
     assert re.search(r"tiny decode 9x32x48 fp32: TorchaxVAE runs at \d+\.\d\dx PyTorch's speed", out)
-    assert re.search(r"its \d+ convolutions timed alone take \d+\.\d\d s in PyTorch and \d+\.\d\d s in XLA", out)
+    assert re.search(r"its \d+ convolutions timed alone take \d+\.\d\d s in PyTorch, \d+\.\d\d s in XLA", out)
     records = [json.loads(line) for line in out_json.read_text().splitlines()]
     timed, profiles = records[:2], records[2:]
     for r in timed:
@@ -123,7 +123,10 @@ def test_bench_speed_times_both_sides(capsys, tmp_path):
         # XLA counts every op of the executed programs; the convolutions are part of them
         assert 0 < r["conv_flops"] <= r["torchax"]["xla_flops"]
         assert r["torchax"]["programs_run"] == 1 and r["torchax"]["max_temp_bytes"] > 0
-    assert len(profiles) == 2 and all(p["convs"] and p["conv_flops"] == t["conv_flops"] for p, t in zip(profiles, timed))
+    conv_profiles, op_profiles = profiles[:2], profiles[2:]
+    assert all(p["convs"] and p["conv_flops"] == t["conv_flops"] for p, t in zip(conv_profiles, timed))
+    assert len(op_profiles) == 2 and all(p["ops"] and p["seconds"] > 0 for p in op_profiles)
+    assert re.search(r"tiny decode 9x32x48 fp32: one traced call \d+\.\d\d s; XLA ops by kind: \w+", out)
 
 
 def test_speed_flags_disagreeing_outputs(monkeypatch, tmp_path):

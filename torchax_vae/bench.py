@@ -199,7 +199,7 @@ def speed_main(args) -> int:
         size = tuple(int(n) for n in (args.size or "64x96").split("x"))
         cases = [speed.SpeedCase(args.config, kind, args.frames or 9, *size) for kind in ("decode", "encode")]
     else:
-        cases = speed.MAIN_CASES if args.main else speed.default_cases()
+        cases = speed.MAIN_CASES if args.main else speed.default_cases(long=args.long)
     env = environment()
     rows = []
     for case in cases:
@@ -207,9 +207,10 @@ def speed_main(args) -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
     profiles = [speed.conv_profile(case, args.repeats) for case in cases[:2]] if args.profile else []
+    op_profiles = [speed.run_op_profile(case) for case in cases[:2]] if args.profile else []
     if args.json:
         with open(args.json, "w") as f:
-            for record in rows + profiles:
+            for record in rows + profiles + op_profiles:
                 f.write(json.dumps({**record, "environment": env}) + "\n")
     print()
     print(speed.markdown(rows))
@@ -219,15 +220,20 @@ def speed_main(args) -> int:
     for profile, row in zip(profiles, rows):
         print(
             f"{profile['case']}: its {sum(c['count'] for c in profile['convs'])} convolutions timed alone take "
-            f"{profile['torch_seconds']:.2f} s in PyTorch and {profile['xla_seconds']:.2f} s in XLA; the whole call "
+            f"{profile['torch_seconds']:.2f} s in PyTorch, {profile['xla_seconds']:.2f} s in XLA as torchax lowers "
+            f"them, {profile['xla_by_frames_seconds']:.2f} s by frames (patches/frame_conv.py); the whole call "
             f"{row['torch']['median_seconds']:.2f} s and {row['torchax']['median_seconds']:.2f} s"
         )
         for c in sorted(profile["convs"], key=lambda c: -c["count"] * c["xla_seconds"]):
+            rates = "/".join(f"{c['gflop'] / c[k]:.0f}" for k in ("torch_seconds", "xla_seconds", "xla_by_frames_seconds"))
             print(
-                f"  {c['count']:3d} x conv {c['input']} * {c['weight']}: {c['gflop']:.2f} GFLOP, PyTorch "
-                f"{c['torch_seconds'] * 1e3:.1f} ms ({c['gflop'] / c['torch_seconds']:.0f} GFLOP/s), XLA "
-                f"{c['xla_seconds'] * 1e3:.1f} ms ({c['gflop'] / c['xla_seconds']:.0f} GFLOP/s)"
+                f"  {c['count']:3d} x conv {c['input']} * {c['weight']}: {c['gflop']:.2f} GFLOP; ms PyTorch "
+                f"{c['torch_seconds'] * 1e3:.1f}, XLA {c['xla_seconds'] * 1e3:.1f}, by frames "
+                f"{c['xla_by_frames_seconds'] * 1e3:.1f}; GFLOP/s {rates}"
             )
+    for profile in op_profiles:
+        top = ", ".join(f"{o['op']} {o['seconds']:.2f} s ({o['count']})" for o in profile["ops"][:6])
+        print(f"{profile['case']}: one traced call {profile['seconds']:.2f} s; XLA ops by kind: {top}")
     print("environment:", json.dumps(env))
     return 0 if all(row["numerics_ok"] for row in rows) else 1
 
@@ -245,6 +251,7 @@ def main(argv=None) -> int:
     parser.add_argument("--speed", action="store_true",
                         help="instead: time diffusers' PyTorch VAE and TorchaxVAE side by side (torchax_vae/speed.py)")
     parser.add_argument("--main", action="store_true", help="--speed: only the main case (official, 9x64x96 fp32)")
+    parser.add_argument("--long", action="store_true", help="--speed: also 49 frames and 240x360 (an hour on 2 cores)")
     parser.add_argument("--profile", action="store_true", help="--speed: also time each convolution alone, both sides")
     parser.add_argument("--repeats", type=int, default=3, help="--speed: timed calls after the first (median)")
     parser.add_argument("--json", default=None, help="also write JSON lines here")

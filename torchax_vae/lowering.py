@@ -41,16 +41,19 @@ def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax
 class LoweredVAE:
     """Patched private copy of an AutoencoderKLCogVideoX and its JAX step functions."""
 
-    def __init__(self, vae: nn.Module, mesh=None):
+    def __init__(self, vae: nn.Module, mesh=None, platform: str | None = None):
         self.model = private_copy(vae)
         self.patch_counts = patches.apply(self.model)
         self.env = patches.import_torchax().default_env()
         self.mesh = mesh  # activations are marked for this jax.sharding.Mesh (patches/sharding_marks.py)
+        # the JAX platform the programs are for (default: JAX's default backend); picks CPU-only lowerings
+        self.platform = platform or jax.default_backend()
 
     @contextlib.contextmanager
     def _tracing(self, valid, size):
         tile = contextlib.nullcontext() if valid is None else patches.tile_mask.valid_extent(valid, tuple(size))
-        with tile, patches.sharding_marks.activations_on(self.mesh), self.env, torch.no_grad():
+        by_frames = patches.frame_conv.by_frames(self.platform in patches.frame_conv.CPU_ONLY)
+        with tile, by_frames, patches.sharding_marks.activations_on(self.mesh), self.env, torch.no_grad():
             yield
 
     def _call(self, child: str, weights, *args, **kwargs):

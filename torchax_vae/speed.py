@@ -56,14 +56,16 @@ class SpeedCase:
 MAIN_CASES = [SpeedCase("official", "decode", 9, 64, 96), SpeedCase("official", "encode", 9, 64, 96)]
 
 
-def default_cases() -> list[SpeedCase]:
-    """The main case, longer videos, a larger frame (untiled and tiled), and bf16."""
+def default_cases(long: bool = False) -> list[SpeedCase]:
+    """The main case, a longer video, a tiled larger frame, bf16; `long` adds 49 frames and 240x360 (slow on CPU)."""
+    both = ("decode", "encode")
     cases = list(MAIN_CASES)
-    for frames in (17, 49):
-        cases += [SpeedCase("official", kind, frames, 64, 96) for kind in ("decode", "encode")]
-    cases += [SpeedCase("official", kind, 9, 240, 360) for kind in ("decode", "encode")]
-    cases += [SpeedCase("official", kind, 9, 240, 360, tile=(128, 192)) for kind in ("decode", "encode")]
-    cases += [SpeedCase("official", kind, 9, 64, 96, dtype="bf16") for kind in ("decode", "encode")]
+    cases += [SpeedCase("official", kind, 17, 64, 96) for kind in both]
+    cases += [SpeedCase("official", kind, 9, 128, 192, tile=(64, 96)) for kind in both]
+    cases += [SpeedCase("official", kind, 9, 64, 96, dtype="bf16") for kind in both]
+    if long:
+        cases += [SpeedCase("official", kind, 49, 64, 96) for kind in both]
+        cases += [SpeedCase("official", kind, 9, 240, 360) for kind in both]
     return cases
 
 
@@ -258,14 +260,16 @@ def _median_time(fn, repeats: int) -> float:
 def conv_profile(case: SpeedCase, repeats: int = 3) -> dict:
     """Every convolution of the case's call timed alone, per distinct shape, in PyTorch and in XLA.
 
-    The XLA side is `lax.conv_general_dilated` in NCDHW/OIDHW, as torchax lowers
-    `F.conv3d`. Returns per-shape rows and the sums (count x median seconds).
+    XLA runs each as torchax lowers it (one `lax.conv_general_dilated`) and, for
+    3-D ones, as TorchaxVAE does on CPU (`patches.frame_conv.conv3d_by_frames`).
+    Returns per-shape rows and the sums (count x median seconds).
     """
     import jax
     import torch
     import torch.nn.functional as F
 
     from .parity import random_vae
+    from .patches.frame_conv import conv3d_by_frames
 
     vae = random_vae(case.config)
     x = make_input(case, vae.config)
@@ -286,16 +290,86 @@ def conv_profile(case: SpeedCase, repeats: int = 3) -> dict:
             a, b, stride, [(p, p) for p in padding], dimension_numbers=dims))
         xj, wj = jax.numpy.asarray(xs.numpy()), jax.numpy.asarray(ws.numpy())
         xla_s = _median_time(lambda: fn(xj, wj).block_until_ready(), repeats)
+        if len(shape) == 5:
+            frames_fn = jax.jit(lambda a, b: conv3d_by_frames(a, b, stride=stride, padding=padding))
+            frames_s = _median_time(lambda: frames_fn(xj, wj).block_until_ready(), repeats)
+        else:
+            frames_s = xla_s
         flops = _conv_flops(shape, wshape, stride, padding)
         rows.append({"input": shape, "weight": wshape, "count": count, "gflop": flops / 1e9,
-                     "torch_seconds": torch_s, "xla_seconds": xla_s})
+                     "torch_seconds": torch_s, "xla_seconds": xla_s, "xla_by_frames_seconds": frames_s})
     return {
         "case": case.label,
         "convs": rows,
         "torch_seconds": sum(r["count"] * r["torch_seconds"] for r in rows),
         "xla_seconds": sum(r["count"] * r["xla_seconds"] for r in rows),
+        "xla_by_frames_seconds": sum(r["count"] * r["xla_by_frames_seconds"] for r in rows),
         "conv_flops": counter.flops,
     }
+
+
+TRACE_FLAG = "--xla_cpu_enable_xprof_traceme=true"  # XLA:CPU thunks emit profiler events
+
+
+def op_profile(case: SpeedCase) -> dict:
+    """In this process (XLA_FLAGS with TRACE_FLAG): seconds per XLA op kind in one steady TorchaxVAE call.
+
+    Runs the call once to compile, then once under `jax.profiler.trace` and sums
+    the thunk events of the trace by name without its numeric suffix
+    ("transpose_copy_fusion.12" -> "transpose_copy_fusion"). On XLA:CPU the 2-D
+    convolutions and dots run as "ynn_fusion" (YNNPACK); 3-D convolutions run in
+    Eigen's pool and show only partly.
+    """
+    import collections
+    import glob
+    import gzip
+    import re
+
+    import jax
+    import torch
+
+    from .parity import random_vae
+    from .vae import TorchaxVAE
+
+    vae = random_vae(case.config)
+    x = make_input(case, vae.config)
+    ours = TorchaxVAE(vae, dtype=torch.bfloat16 if case.dtype == "bf16" else torch.float32)
+    ours.tiling_mode = "off"
+    if case.tile:
+        ours.enable_tiling(tile_sample_min_height=case.tile[0], tile_sample_min_width=case.tile[1])
+    call = (lambda: ours.decode(x)) if case.kind == "decode" else (lambda: ours.encode(x))
+    call()
+    with tempfile.TemporaryDirectory(prefix="torchax-vae-trace-") as tmp:
+        with jax.profiler.trace(tmp, create_perfetto_trace=True):
+            start = time.perf_counter()
+            call()
+            seconds = time.perf_counter() - start
+        (path,) = glob.glob(os.path.join(tmp, "**", "*.trace.json.gz"), recursive=True)
+        with gzip.open(path) as f:
+            events = json.load(f)["traceEvents"]
+    totals, counts = collections.Counter(), collections.Counter()
+    for e in events:
+        name = e.get("name", "")
+        if e.get("ph") != "X" or name.startswith(("ThunkExecutor", "$", "end: ")) or "::" in name or name[:1].isupper():
+            continue
+        kind = re.sub(r"\.\d+$", "", name)
+        totals[kind] += e["dur"] / 1e6
+        counts[kind] += 1
+    ops = [{"op": k, "seconds": v, "count": counts[k]} for k, v in totals.most_common()]
+    return {"case": case.label, "seconds": seconds, "ops": ops}
+
+
+def run_op_profile(case: SpeedCase, timeout: float = 3600) -> dict:
+    """op_profile() in a fresh subprocess with XLA:CPU's thunk events on."""
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), TRACE_FLAG]))
+    result = subprocess.run(
+        [sys.executable, "-P", "-m", "torchax_vae.speed", "--op-profile", json.dumps(dataclasses.asdict(case))],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"op profile of {case.label} failed:\n{result.stderr[-4000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def _conv_flops(shape, wshape, stride, padding) -> int:
@@ -303,15 +377,22 @@ def _conv_flops(shape, wshape, stride, padding) -> int:
     return 2 * shape[0] * wshape[0] * int(np.prod(spatial)) * wshape[1] * int(np.prod(wshape[2:]))
 
 
-def main_worker(argv) -> int:
-    side, fields, repeats, out_path = argv
+def _case(fields: str) -> SpeedCase:
     fields = json.loads(fields)
     fields["tile"] = tuple(fields["tile"]) if fields["tile"] else None
-    print(json.dumps(measure(side, SpeedCase(**fields), int(repeats), out_path)))
+    return SpeedCase(**fields)
+
+
+def main_worker(argv) -> int:
+    side, fields, repeats, out_path = argv
+    print(json.dumps(measure(side, _case(fields), int(repeats), out_path)))
     return 0
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
         sys.exit(main_worker(sys.argv[2:]))
+    if sys.argv[1:2] == ["--op-profile"]:
+        print(json.dumps(op_profile(_case(sys.argv[2]))))
+        sys.exit(0)
     sys.exit("usage: scripts/bench.py --speed (this module's command line is internal)")

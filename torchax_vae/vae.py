@@ -97,7 +97,7 @@ class TorchaxVAE:
         self._device = vae.device
         self.config = vae.config
         self._placement = Placement(None if mesh is None else check_mesh(mesh))
-        self._lowered = LoweredVAE(vae, mesh)
+        self._lowered = LoweredVAE(vae, mesh, self._placement.local_device().platform)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         self._programs = Programs()
         self.memory_budget = memory_budget

@@ -1,0 +1,110 @@
+"""3-D convolutions as sums of per-frame 2-D convolutions, on XLA:CPU.
+
+Upstream: torchax lowers `F.conv3d` (every CogVideoXSafeConv3d) to one
+`lax.conv_general_dilated` with three spatial dimensions. XLA:CPU runs that
+through a generic path: the official decoder's 3x3x3 convolutions of 128
+channels at 64x96 run at about 92 GFLOP/s on a 2-core x86 CPU, where PyTorch's
+oneDNN kernel gets about 225 (`scripts/bench.py --speed --profile`); they are
+87 % of a decode.
+
+Here: for a time kernel of kt taps, `conv3d_by_frames` slices the kt
+time-shifted frame stacks, runs each as a batch of 2-D convolutions (N x T
+frames, which XLA:CPU lowers to its optimized 2-D kernel: about 150 GFLOP/s on
+the same shapes) and sums them, accumulating in float32. The plain reference is
+the 3-D convolution itself (`conv3d_reference`).
+
+Only while tracing for a CPU device (`by_frames(True)`, set by the lowering):
+accelerators get the stock 3-D convolution, which their compilers handle
+natively and which this was not measured against.
+
+Still needed while torchax lowers F.conv3d to a single 3-D convolution
+(tests/test_patches.py::test_stock_conv3d_is_one_3d_convolution).
+"""
+
+import contextlib
+import contextvars
+import functools
+
+import jax
+import jax.numpy as jnp
+import torch
+from torch import nn
+
+from .safe_conv3d import PlainConv3d
+from .torchax_torch213 import import_torchax
+
+_BY_FRAMES = contextvars.ContextVar("conv3d_by_frames", default=False)
+
+CPU_ONLY = ("cpu",)  # platforms whose programs get the per-frame lowering
+
+
+@contextlib.contextmanager
+def by_frames(enabled: bool):
+    """Inside, FrameConv3d layers traced through torchax use `conv3d_by_frames` if `enabled`."""
+    token = _BY_FRAMES.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _BY_FRAMES.reset(token)
+
+
+def conv3d_reference(x, w, b=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1):
+    """F.conv3d of NCTHW x and OITHW w, as torchax lowers it: one 3-D convolution."""
+    out = jax.lax.conv_general_dilated(
+        x, w, tuple(stride), [(p, p) for p in padding], rhs_dilation=tuple(dilation),
+        dimension_numbers=("NCDHW", "OIDHW", "NCDHW"), feature_group_count=groups,
+    )
+    return out if b is None else out + b.reshape(1, -1, 1, 1, 1).astype(out.dtype)
+
+
+def conv3d_by_frames(x, w, b=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1):
+    """`conv3d_reference`, computed as a sum over the kt time taps of 2-D convolutions over all frames."""
+    (st, sh, sw), (pt, ph, pw), (dt, dh, dw) = stride, padding, dilation
+    if pt:
+        x = jnp.pad(x, ((0, 0), (0, 0), (pt, pt), (0, 0), (0, 0)))
+    n, c, t, h, width = x.shape
+    kt = w.shape[2]
+    t_out = (t - dt * (kt - 1) - 1) // st + 1
+    if t_out < 1:
+        raise ValueError(f"conv3d input of {t} frames (padded) is shorter than the kernel's {dt * (kt - 1) + 1}")
+    frames = x.transpose(0, 2, 1, 3, 4)  # N, T, C, H, W: a time slice is a stack of whole frames
+    accumulate = jnp.promote_types(x.dtype, jnp.float32)
+    out = None
+    for k in range(kt):
+        taps = jax.lax.slice_in_dim(frames, k * dt, k * dt + st * (t_out - 1) + 1, stride=st, axis=1)
+        y = jax.lax.conv_general_dilated(
+            taps.reshape(n * t_out, c, h, width), w[:, :, k], (sh, sw), [(ph, ph), (pw, pw)],
+            rhs_dilation=(dh, dw), dimension_numbers=("NCHW", "OIHW", "NCHW"), feature_group_count=groups,
+            preferred_element_type=accumulate,
+        )
+        out = y if out is None else out + y
+    out = out.reshape(n, t_out, *out.shape[1:]).transpose(0, 2, 1, 3, 4)
+    if b is not None:
+        out = out + b.reshape(1, -1, 1, 1, 1).astype(accumulate)
+    return out.astype(x.dtype)
+
+
+@functools.cache
+def _torch_conv3d_by_frames():
+    return import_torchax().interop.torch_view(conv3d_by_frames)
+
+
+class FrameConv3d(PlainConv3d):
+    """PlainConv3d whose convolution is `conv3d_by_frames` inside `by_frames(True)`."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if not _BY_FRAMES.get() or self.padding_mode != "zeros" or isinstance(self.padding, str):
+            return super().forward(input)
+        return _torch_conv3d_by_frames()(
+            input, self.weight, self.bias, tuple(self.stride), tuple(self.padding), tuple(self.dilation), self.groups
+        )
+
+
+def patch(model: nn.Module) -> int:
+    """Makes every PlainConv3d in `model` (after `safe_conv3d.patch`) a FrameConv3d; returns how many."""
+    count = 0
+    for module in model.modules():
+        if type(module) is PlainConv3d:
+            module.__class__ = FrameConv3d
+            count += 1
+    return count
