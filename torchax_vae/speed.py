@@ -350,7 +350,8 @@ def op_profile(case: SpeedCase) -> dict:
     totals, counts = collections.Counter(), collections.Counter()
     for e in events:
         name = e.get("name", "")
-        if e.get("ph") != "X" or name.startswith(("ThunkExecutor", "$", "end: ")) or "::" in name or name[:1].isupper():
+        if e.get("ph") != "X" or name.startswith(("ThunkExecutor", "$", "end: ")) or "::" in name or "(" in name \
+                or name[:1].isupper():  # runtime and Python events: keep XLA's own ops
             continue
         kind = re.sub(r"\.\d+$", "", name)
         totals[kind] += e["dur"] / 1e6
