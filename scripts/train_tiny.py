@@ -8,7 +8,7 @@ over the weights. Data are procedural moving-shape clips
 is reproducible from its seed. Adam with warm-up and cosine decay, written out
 below (a dozen lines; no optimizer dependency for one script).
 
-    python scripts/train_tiny.py --workdir /tmp/tiny-train            # 6000 steps, ~2.3 h on 2 cores
+    python scripts/train_tiny.py --workdir /tmp/tiny-train            # 6000 steps, ~50 min on 2 cores
     python scripts/train_tiny.py --workdir /tmp/tiny-train --export   # weights -> package
 
 It checkpoints every --checkpoint-every steps and resumes from the workdir, so

@@ -3,6 +3,7 @@
 import gc
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -176,3 +177,21 @@ def test_demo_pipeline_on_a_random_tiny_model(tmp_path):
     assert result["max_abs_vs_pytorch"] <= ATOL, result
     assert np.isfinite(result["psnr_db"])
     assert imread(tmp_path / "demo.mp4").shape == (17, 96, 256, 3)  # input | reconstruction
+
+
+def test_shipped_demo_runs_offline_and_reaches_25_db(tmp_path):
+    """README command 1: `torchax-vae demo` in an empty folder, hub offline, with the weights in the package."""
+    from torchax_vae.commands import DEMO_MODEL
+
+    weights = sorted(DEMO_MODEL.glob("*.safetensors"))
+    assert weights, f"no shipped weights in {DEMO_MODEL}"
+    assert sum(w.stat().st_size for w in weights) <= 5 * 2**20, "the demo weights must stay within 5 MB"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TORCHAX_VAE_CACHE_DIR="off")
+    proc = subprocess.run([sys.executable, "-P", "-m", "torchax_vae", "demo"], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path, env=env)
+    out = ok(proc)
+    psnr = float(re.search(r"PSNR (\d+\.\d+) dB", out).group(1))
+    max_abs = float(re.search(r"max \|Δ\| vs the same model in PyTorch (\S+);", out).group(1))
+    assert psnr >= 25.0, f"demo PSNR {psnr:.2f} dB < 25"
+    assert max_abs <= ATOL, f"max |Δ| vs PyTorch {max_abs:.3g}"
+    assert imread(tmp_path / "torchax_vae_demo.mp4").shape == (17, 96, 256, 3)
