@@ -9,6 +9,7 @@ diffusers forward code itself runs unmodified on torchax tensors.
 import contextlib
 import copy
 import itertools
+import warnings
 
 import jax
 import torch
@@ -54,7 +55,11 @@ class LoweredVAE:
         tile = contextlib.nullcontext() if valid is None else patches.tile_mask.valid_extent(valid, tuple(size))
         by_frames = patches.frame_conv.by_frames(self.platform in patches.frame_conv.CPU_ONLY)
         with tile, by_frames, patches.sharding_marks.activations_on(self.mesh), self.env, torch.no_grad():
-            yield
+            with warnings.catch_warnings():
+                # torchax asks for torch's int64 index dtype; without jax_enable_x64 JAX makes it int32
+                # (enough for any index here) and warns once per call site.
+                warnings.filterwarnings("ignore", message="Explicitly requested dtype int64", category=UserWarning)
+                yield
 
     def _call(self, child: str, weights, *args, **kwargs):
         module = getattr(self.model, child)
