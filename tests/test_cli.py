@@ -79,8 +79,14 @@ def test_decode_writes_the_mp4_the_pipeline_would(model_dir, cache_dir, tmp_path
     with torch.no_grad():
         expected = to_uint8(vae.decode(z.permute(0, 2, 1, 3, 4) / vae.config.scaling_factor).sample[0])
     files.write_mp4(tmp_path / "expected.mp4", expected)  # PyTorch's frames through the same (lossy) encoder
-    error = np.abs(video.astype(float) - imread(tmp_path / "expected.mp4")).max()
-    assert error <= 2, f"max |Δ| {error} of 255 against PyTorch's frames written the same way"
+    # H.264 is lossy, and a one-level change of a pixel (rounding of a 1e-6 difference) can change its
+    # choices elsewhere: compare with PyTorch's frames within what the codec itself does to them.
+    written = imread(tmp_path / "expected.mp4").astype(float)
+    codec = np.abs(written - expected).max()
+    error = np.abs(video.astype(float) - expected).max()
+    assert error <= codec + 2, f"max |Δ| {error} of 255 against PyTorch's frames; the codec's own {codec}"
+    mean = np.abs(video.astype(float) - written).mean()
+    assert mean <= 0.5, f"mean |Δ| {mean:.3f} of 255 against PyTorch's frames written the same way"
 
 
 def test_decode_batch_of_two_in_vae_layout_writes_two_files(model_dir, tmp_path):
