@@ -142,3 +142,12 @@ def test_speed_flags_disagreeing_outputs(monkeypatch, tmp_path):
     monkeypatch.setattr(speed, "run_side", fake_side)
     row = speed.compare(speed.SpeedCase("tiny", "decode", 9, 32, 48))
     assert not row["numerics_ok"] and abs(row["max_abs_diff"] - 1e-3) < 1e-6
+
+
+def test_bench_speed_rejects_no_repeats(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_info:
+        load("bench").main(["--speed", "--repeats", "0"])
+    assert exit_info.value.code == 2
+    assert "--repeats must be at least 1" in capsys.readouterr().err

@@ -263,6 +263,8 @@ def main(argv=None) -> int:
         print(json.dumps(compile_only(Case(**fields))))
         return 0
     if args.speed:
+        if args.repeats < 1:
+            parser.error(f"--repeats must be at least 1 (a median of timed calls), got {args.repeats}")
         return speed_main(args)
     args.frames = args.frames or 49
     size = tuple(int(n) for n in (args.size or "480x720").split("x"))

@@ -120,8 +120,8 @@ def _peak_rss_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 
 
-def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
-    """In this process: one side's cold and steady seconds for the case; its output goes to out_path (.npy)."""
+def _side(side: str, case: SpeedCase):
+    """(the seeded PyTorch model, the side's model, a call of the case returning a tensor)."""
     import torch
 
     from .parity import random_vae
@@ -130,7 +130,6 @@ def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
     vae = random_vae(case.config)
     x = make_input(case, vae.config)
     dtype = torch.bfloat16 if case.dtype == "bf16" else torch.float32
-    row = {"side": side}
     if side == "torch":
         model = vae.to(dtype)
         x = x.to(dtype)
@@ -145,6 +144,15 @@ def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
             return model.decode(x).sample
         return model.encode(x).latent_dist.mean
 
+    return vae, model, call
+
+
+def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
+    """In this process: one side's cold and steady seconds for the case; its output goes to out_path (.npy)."""
+    import torch
+
+    vae, model, call = _side(side, case)
+    row = {"side": side}
     with torch.no_grad():
         counter = ConvCounter(vae) if side == "torch" else None
         start = time.perf_counter()
@@ -326,18 +334,8 @@ def op_profile(case: SpeedCase) -> dict:
     import re
 
     import jax
-    import torch
 
-    from .parity import random_vae
-    from .vae import TorchaxVAE
-
-    vae = random_vae(case.config)
-    x = make_input(case, vae.config)
-    ours = TorchaxVAE(vae, dtype=torch.bfloat16 if case.dtype == "bf16" else torch.float32)
-    ours.tiling_mode = "off"
-    if case.tile:
-        ours.enable_tiling(tile_sample_min_height=case.tile[0], tile_sample_min_width=case.tile[1])
-    call = (lambda: ours.decode(x)) if case.kind == "decode" else (lambda: ours.encode(x))
+    _, _, call = _side("torchax", case)
     call()
     with tempfile.TemporaryDirectory(prefix="torchax-vae-trace-") as tmp:
         with jax.profiler.trace(tmp, create_perfetto_trace=True):
