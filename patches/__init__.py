@@ -9,6 +9,7 @@ applied; importing this package changes nothing.
 - `safe_conv3d`: CogVideoXSafeConv3d without its cuDNN 2 GB chunking.
 - `frame_conv`: on CPU, 3-D convolutions as sums of per-frame 2-D convolutions (XLA:CPU runs those faster).
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
+- `spatial_norm`: CogVideoXSpatialNorm3D's pointwise convs on the latents before upsampling, not after.
 - `time_pool`: CogVideoXDownsample3D's frame averaging without merging width into the batch axis.
 - `tile_mask`: edge tiles at the full tile shape, with convolutions and GroupNorm limited to the valid region.
 - `sharding_marks`: NCTHW activations split on width over a ('dp', 'tp') mesh while tracing for one.
@@ -16,7 +17,16 @@ applied; importing this package changes nothing.
 
 from torch import nn
 
-from . import frame_conv, group_norm, pointwise_conv_cache, safe_conv3d, sharding_marks, tile_mask, time_pool
+from . import (
+    frame_conv,
+    group_norm,
+    pointwise_conv_cache,
+    safe_conv3d,
+    sharding_marks,
+    spatial_norm,
+    tile_mask,
+    time_pool,
+)
 from .torchax_torch213 import import_torchax
 
 __all__ = ["apply", "import_torchax"]
@@ -33,6 +43,7 @@ def apply(model: nn.Module) -> dict[str, int]:
         "safe_conv3d": safe_conv3d.patch(model),
         "frame_conv": frame_conv.patch(model),  # after safe_conv3d: it refines PlainConv3d
         "pointwise_conv_cache": pointwise_conv_cache.patch(model),
+        "spatial_norm": spatial_norm.patch(model),  # after pointwise_conv_cache: it needs cache-less conv_y, conv_b
         "time_pool": time_pool.patch(model),
         "tile_mask": tile_mask.patch(model),  # after safe_conv3d, frame_conv and time_pool: it refines their classes
         "sharding_marks": sharding_marks.patch(model),  # hooks on the classes the others set

