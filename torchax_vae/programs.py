@@ -70,6 +70,7 @@ class Programs:
 
     def __init__(self):
         self._compiled: dict[tuple, _Entry] = {}
+        self._by_text: dict[tuple, Any] = {}  # (StableHLO text, pytrees) -> compiled program
         self._recording: list[list[ProgramStats]] = []
         self._executing: list[list[ProgramStats]] = []
 
@@ -80,8 +81,8 @@ class Programs:
         self._recording.append(used)
         try:
             yield used
-        finally:
-            self._recording.remove(used)
+        finally:  # by identity: a nested recording may hold equal entries
+            self._recording[:] = [other for other in self._recording if other is not used]
 
     @contextlib.contextmanager
     def executions(self):
@@ -91,7 +92,7 @@ class Programs:
         try:
             yield runs
         finally:
-            self._executing.remove(runs)
+            self._executing[:] = [other for other in self._executing if other is not runs]
 
     def run(self, name: str, fn: Callable, weights, *args):
         entry = self._entry(name, fn, weights, args)
@@ -120,7 +121,12 @@ class Programs:
         t0 = time.perf_counter()
         lowered = jax.jit(fn).lower(weights, *args)
         t1 = time.perf_counter()
-        compiled = lowered.compile()
+        # Programs that lower to the same module (alike layers of torchax_vae.staging) share one compilation.
+        # (with the same argument and result pytrees: the compiled object checks and rebuilds them)
+        same = (lowered.as_text(), lowered.in_tree, lowered.out_tree)
+        compiled = self._by_text.get(same)
+        if compiled is None:
+            compiled = self._by_text[same] = lowered.compile()
         t2 = time.perf_counter()
         memory = compiled.memory_analysis()
         devices = sorted({str(d) for leaf in jax.tree.leaves((weights, args)) for d in leaf.sharding.device_set})
