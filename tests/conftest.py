@@ -19,7 +19,7 @@ def _tiny_torchax_session(tiny_vae):
 def tiny_torchax(_tiny_torchax_session):
     """One wrapper for the session (compiled programs are shared), reset to defaults for each test."""
     vae = _tiny_torchax_session
-    settings = {k: v for k, v in vars(vae).items() if k.startswith(("use_", "tile_", "_tiling", "memory_budget", "uniform_tiles"))}
+    settings = {k: v for k, v in vars(vae).items() if k.startswith(("use_", "tile_", "_tiling", "_split", "memory_budget", "uniform_tiles"))}
     yield vae
     vars(vae).update(settings)
 

@@ -1,5 +1,7 @@
 """Shared test tolerances and assert_close. Seeded models: torchax_vae.parity.random_vae."""
 
+import re
+
 import torch
 
 # Max |Δ| allowed against the same model in plain PyTorch fp32.
@@ -21,3 +23,12 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, atol: float, what
         where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
         raise AssertionError(f"{what}: max |Δ| = {worst:.3g} > {atol:g} at index {where} (shape {tuple(diff.shape)})")
     return worst
+
+
+def batch_program(name: str) -> str:
+    """The frame-batch program a compiled program belongs to: "decoder/tile/stage03.1+conv_cache" -> "decoder/tile+conv_cache".
+
+    With program_split "layer" (the default on CPU) a frame batch is one program per layer
+    (torchax_vae.staging), named after its batch program plus "/stageNN[.sub]".
+    """
+    return re.sub(r"/stage[0-9.]+", "", name)

@@ -3,6 +3,7 @@
 import jax
 import pytest
 import torch
+from helpers import batch_program
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.parity import random_vae
@@ -14,7 +15,7 @@ def fresh():
 
 
 def names(vae):
-    return sorted((s["name"], s["input_shapes"][0]) for s in vae.compile_stats())
+    return sorted({(batch_program(s["name"]), s["input_shapes"][0]) for s in vae.compile_stats()})
 
 
 def test_decode_any_length_reuses_at_most_four_programs(fresh):
@@ -48,6 +49,7 @@ def test_repeated_calls_compile_nothing_new(fresh):
 
 
 def test_compile_stats_report_xla_analysis(fresh):
+    fresh.program_split = "batch"
     fresh.decode(torch.randn(1, 4, 3, 2, 2))
     (stats,) = fresh.compile_stats()
     assert stats["name"] == "decoder"
@@ -64,12 +66,12 @@ def test_conv_cache_stays_on_device(fresh, monkeypatch):
     (On CPU, JAX does not guard device-to-host reads, which are zero-copy there;
     a host round trip of the cache would show up as a host-to-device copy.)
     """
-    calls = []
+    calls = {}  # per program of a batch (one, or one per layer): (conv_cache passed, conv_cache returned) per batch
     run = fresh._programs.run
 
-    def spy(name, fn, weights, chunk, conv_cache):
-        out, new_cache = run(name, fn, weights, chunk, conv_cache)
-        calls.append((conv_cache, new_cache))
+    def spy(name, fn, weights, chunk, conv_cache, *rest):
+        out, new_cache = run(name, fn, weights, chunk, conv_cache, *rest)
+        calls.setdefault(name.removesuffix("+conv_cache"), []).append((conv_cache, new_cache))
         return out, new_cache
 
     monkeypatch.setattr(fresh._programs, "run", spy)
@@ -82,10 +84,12 @@ def test_conv_cache_stays_on_device(fresh, monkeypatch):
         out = fresh.decode(z_device).sample
     assert type(out) is type(z_device)
     assert torch.equal(torch.from_numpy(jax.device_get(out._elem).copy()), expected)
-    assert len(calls) == 3 and calls[0][0] is None
-    for (_, returned), (passed, _) in zip(calls, calls[1:]):
-        assert all(a is b for a, b in zip(jax.tree.leaves(returned), jax.tree.leaves(passed), strict=True))
-        assert all(isinstance(a, jax.Array) for a in jax.tree.leaves(passed))
+    assert len(calls) == len(fresh._lowered.stages["decoder"])  # the default on CPU: a program per layer
+    for batches in calls.values():
+        assert len(batches) == 3 and batches[0][0] is None
+        for (_, returned), (passed, _) in zip(batches, batches[1:]):
+            assert all(a is b for a, b in zip(jax.tree.leaves(returned), jax.tree.leaves(passed), strict=True))
+            assert all(isinstance(a, jax.Array) for a in jax.tree.leaves(passed))
 
 
 def test_sliced_device_input_is_split_on_the_device(fresh):
@@ -105,4 +109,6 @@ def test_executions_count_every_run(fresh):
         fresh.precompile("decode", (1, 4, 7, 2, 2))
         assert runs == []
         fresh.decode(torch.randn(1, 4, 7, 2, 2))  # 7 latent frames: batches of 3, 2 and 2
-    assert [(s.name, s.input_shapes[0][2]) for s in runs] == [("decoder", 3), ("decoder+conv_cache", 2), ("decoder+conv_cache", 2)]
+    per_batch = len(fresh._lowered.stages["decoder"])  # programs per frame batch (the default on CPU: one per layer)
+    expected = [("decoder", 3)] * per_batch + [("decoder+conv_cache", 2)] * (2 * per_batch)
+    assert [(batch_program(s.name), s.input_shapes[0][2]) for s in runs] == expected

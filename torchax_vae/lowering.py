@@ -8,6 +8,7 @@ diffusers forward code itself runs unmodified on torchax tensors.
 
 import contextlib
 import copy
+import functools
 import itertools
 import warnings
 
@@ -15,7 +16,7 @@ import jax
 import torch
 from torch import nn
 
-from . import convert, patches
+from . import convert, patches, staging
 
 
 def private_copy(model: nn.Module) -> nn.Module:
@@ -49,6 +50,8 @@ class LoweredVAE:
         self.mesh = mesh  # activations are marked for this jax.sharding.Mesh (patches/sharding_marks.py)
         # the JAX platform the programs are for (default: JAX's default backend); picks CPU-only lowerings
         self.platform = platform or jax.default_backend()
+        # stage modules of the encoder and decoder, for one program per block (torchax_vae/staging.py)
+        self.stages = {role: staging.install(getattr(self.model, role)) for role in ("encoder", "decoder")}
 
     @contextlib.contextmanager
     def _tracing(self, valid, size):
@@ -86,3 +89,36 @@ class LoweredVAE:
                 latents = self._call("post_quant_conv", weights, latents)
             frames, conv_cache = self._call("decoder", weights, latents, conv_cache=conv_cache)
         return self.env.t2j_iso((frames, conv_cache))
+
+    # ----- one program per stage (torchax_vae/staging.py) -----
+
+    def stage_weights(self, role: str, stage: staging.Stage, weights) -> dict:
+        """The weights a stage's program reads: its top-level stage module's (named relative to it), and the quant conv."""
+        subset = {role: staging.weights_of(stage.path, weights[role])}
+        for child in ("post_quant_conv",) if role == "decoder" else ("quant_conv",):
+            if child in weights:
+                subset[child] = weights[child]
+        return subset
+
+    def encode_stage(self, stage, weights, frames, conv_cache, given, valid=None):
+        """One stage of one encoder call: (its output, its conv_cache); given = (previous stage's, sub-stage's output)."""
+        weights, frames, conv_cache, given = self.env.j2t_iso((weights, frames, conv_cache, given))
+        weights = {**weights, "encoder": staging.rooted(stage.path, weights["encoder"])}
+        stages = self.stages["encoder"]
+        with self._tracing(valid, frames.shape[3:]):
+            forward = functools.partial(self._call, "encoder", weights, frames, conv_cache=None)
+            h, conv_cache = staging.run(stages, stage, *given, conv_cache, forward)
+            if stage == stages[-1] and self.model.quant_conv is not None:
+                h = self._call("quant_conv", weights, h)
+        return self.env.t2j_iso((h, conv_cache))
+
+    def decode_stage(self, stage, weights, latents, conv_cache, given, valid=None):
+        """One stage of one decoder call: (its output, its conv_cache); given = (previous stage's, sub-stage's output)."""
+        weights, latents, conv_cache, given = self.env.j2t_iso((weights, latents, conv_cache, given))
+        weights = {**weights, "decoder": staging.rooted(stage.path, weights["decoder"])}
+        with self._tracing(valid, latents.shape[3:]):
+            if self.model.post_quant_conv is not None:  # the decoder's zq: every stage's spatial norms read it
+                latents = self._call("post_quant_conv", weights, latents)
+            forward = functools.partial(self._call, "decoder", weights, latents, conv_cache=None)
+            h, conv_cache = staging.run(self.stages["decoder"], stage, *given, conv_cache, forward)
+        return self.env.t2j_iso((h, conv_cache))

@@ -56,13 +56,21 @@ class TorchaxVAE:
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module
     tree (with the patches in `torchax_vae.patches`) is what gets traced. Each
-    encoder or decoder frame batch is one jitted program, compiled once per
+    encoder or decoder frame batch runs as jitted programs compiled once per
     input shape; the conv_cache stays on the device between frame batches.
+
+    How a frame batch is split into programs (`program_split`): "batch", one
+    program for the whole encoder or decoder; "layer", a chain of programs, one
+    per resnet convolution (with the norm before it), sampler and top-level
+    layer (`torchax_vae.staging`), which bounds what one program holds (a
+    480x720 decoder batch: 7.7 GB of XLA temp memory instead of 48); "auto",
+    the default: "layer" on CPU, where it is also faster, "batch" on accelerators.
 
     Tiling has three modes (`tiling_mode`): "on" (`enable_tiling()`, or the
     wrapped model had it on), "off" (`disable_tiling()`), and "auto", the default:
     an input larger than one tile is tiled when its untiled first frame batch
-    would need more memory (XLA's temp + output bytes) than is free.
+    would need more memory than is free (XLA's temp + output bytes; with
+    "layer" programs, of the largest program with its inputs).
     With `uniform_tiles` (default True) the short right, bottom and corner
     tiles run zero-padded through the interior tile's programs (two programs
     per tiled call instead of up to eight, at the price of computing the
@@ -103,6 +111,7 @@ class TorchaxVAE:
         self.memory_budget = memory_budget
         self.uniform_tiles = True
         self._auto_tiling_logged = False
+        self.program_split = "auto"
         self._on_batch = None  # called after each frame batch program is run or (in precompile) compiled
         # diffusers' frame batching and tiling settings, as the wrapped instance has them.
         self.num_sample_frames_batch_size = vae.num_sample_frames_batch_size
@@ -197,6 +206,23 @@ class TorchaxVAE:
     @use_tiling.setter
     def use_tiling(self, value: bool) -> None:
         self._tiling = "on" if value else "off"
+
+    @property
+    def program_split(self) -> str:
+        """"batch", "layer", or "auto" ("layer" on CPU, "batch" on accelerators): programs per frame batch."""
+        return self._split
+
+    @program_split.setter
+    def program_split(self, split: str) -> None:
+        if split not in ("batch", "layer", "auto"):
+            raise ValueError(f"program_split must be 'batch', 'layer' or 'auto', got {split!r}")
+        self._split = split
+
+    @property
+    def _layered(self) -> bool:
+        if self._split == "auto":
+            return self._placement.local_device().platform == "cpu"
+        return self._split == "layer"
 
     def enable_slicing(self) -> None:
         """Encode and decode one batch element at a time."""
@@ -304,12 +330,31 @@ class TorchaxVAE:
                 chunk = source.take((start, end))
             else:
                 chunk = source.take((start, end), (block[0], block[2]), (block[1], block[3]))
-            program = name if conv_cache is None else f"{name}+conv_cache"
-            out, conv_cache = self._programs.run(program, step, self._weights, chunk, conv_cache, *extra)
+            if self._layered:
+                out, conv_cache = self._staged_batch(name, chunk, conv_cache, extra)
+            else:
+                program = name if conv_cache is None else f"{name}+conv_cache"
+                out, conv_cache = self._programs.run(program, step, self._weights, chunk, conv_cache, *extra)
             outputs.append(out)
             if self._on_batch is not None:  # progress reporting (torchax_vae.commands)
                 self._on_batch()
         return outputs
+
+    def _staged_batch(self, name, chunk, conv_cache, extra):
+        """One frame batch as one program per stage (torchax_vae/staging.py); conv_cache is a list per stage."""
+        role = name.partition("/")[0]
+        step = self._lowered.encode_stage if role == "encoder" else self._lowered.decode_stage
+        stages = self._lowered.stages[role]
+        caches = conv_cache or [None] * len(stages)
+        given = handed = None  # the previous top-level stage's output; the previous sub-stage's
+        new_caches = []
+        for stage, cache in zip(stages, caches):
+            program = f"{name}/{stage.name}" + ("" if conv_cache is None else "+conv_cache")
+            weights = self._lowered.stage_weights(role, stage, self._weights)
+            out, cache = self._programs.run(program, functools.partial(step, stage), weights, chunk, cache, (given, handed), *extra)
+            new_caches.append(cache)
+            given, handed = (out, None) if stage.last_sub else (given, out)
+        return given, new_caches
 
     def _tiled(self, name, step, source, batch_size, lay: tiling.TileLayout) -> jax.Array:
         """diffusers' tiled_encode/tiled_decode, then the tiles blended on the device.
@@ -344,8 +389,16 @@ class TorchaxVAE:
             return self._tiling == "on"
         first = frame_batches(source.shape[2], batch_size)[0]
         block = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement).take(first)
-        stats = self._programs.compile(name, step, self._weights, block, None)
-        need = stats.temp_bytes + stats.output_bytes
+        if self._layered:
+            with self._programs.recording() as used:
+                _, caches = self._staged_batch(name, block, None, ())
+            # the largest program with its inputs (the hand-over from the one before), and the new
+            # conv_cache of every layer, which stays live from its program to the next frame batch
+            carried = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(caches))
+            need = max(stats.temp_bytes + stats.output_bytes + stats.argument_bytes for stats in used) + carried
+        else:
+            stats = self._programs.compile(name, step, self._weights, block, None)
+            need = stats.temp_bytes + stats.output_bytes
         budget = self.memory_budget
         if budget is None:
             budget = memory.free_bytes(self._placement.local_device())
