@@ -112,3 +112,20 @@ def test_executions_count_every_run(fresh):
     per_batch = len(fresh._lowered.stages["decoder"])  # programs per frame batch (the default on CPU: one per layer)
     expected = [("decoder", 3)] * per_batch + [("decoder+conv_cache", 2)] * (2 * per_batch)
     assert [(batch_program(s.name), s.input_shapes[0][2]) for s in runs] == expected
+
+
+def test_programs_share_a_compilation_only_when_equal():
+    """Alike programs share one compilation; programs that differ only in which argument they read do not."""
+    import jax.numpy as jnp
+
+    from torchax_vae.programs import Programs
+
+    programs = Programs()
+    weights = {"w": jnp.ones(3)}
+    a, b = jnp.arange(3.0), jnp.arange(3.0) + 10
+    first = programs.run("first", lambda w, a, b: a * 2 + w["w"], weights, a, b)
+    second = programs.run("second", lambda w, a, b: b * 2 + w["w"], weights, a, b)
+    alike = programs.run("alike", lambda w, a, b: a * 2 + w["w"], weights, b, a)
+    assert jnp.array_equal(first, a * 2 + 1) and jnp.array_equal(second, b * 2 + 1)
+    assert jnp.array_equal(alike, b * 2 + 1)
+    assert len(programs) == 3 and len(programs._by_text) == 2

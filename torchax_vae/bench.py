@@ -43,12 +43,14 @@ class Case:
     tile: tuple[int, int] | None = None  # tile_sample_min_height/width; None: diffusers' defaults
     dtype: str = "fp32"
     devices: int = 1  # > 1: a (1, devices) mesh of virtual devices
+    split: str = "auto"  # TorchaxVAE.program_split
 
     @property
     def label(self) -> str:
         tile = f" tiles {self.tile[0]}x{self.tile[1]}" if self.tile else ""
         mesh = f" on {self.devices} devices" if self.devices > 1 else ""
-        return f"{self.config} {self.kind} {self.frames}x{self.height}x{self.width} tiling {self.tiling}{tile} {self.dtype}{mesh}"
+        split = "" if self.split == "auto" else f" {self.split} programs"
+        return f"{self.config} {self.kind} {self.frames}x{self.height}x{self.width} tiling {self.tiling}{tile} {self.dtype}{mesh}{split}"
 
 
 def input_shape(case: Case, config) -> tuple[int, ...]:
@@ -79,6 +81,7 @@ def compile_only(case: Case) -> dict:
     if case.tile:
         vae.enable_tiling(tile_sample_min_height=case.tile[0], tile_sample_min_width=case.tile[1])
     vae.tiling_mode = case.tiling
+    vae.program_split = case.split
     shape = input_shape(case, vae.config)
     start = time.perf_counter()
     programs = vae.precompile(case.kind, shape)
@@ -92,6 +95,8 @@ def compile_only(case: Case) -> dict:
         "lower_seconds": sum(p["lower_seconds"] for p in programs),
         "max_temp_bytes": max(p["temp_bytes"] for p in programs),  # per device
         "max_argument_bytes": max(p["argument_bytes"] for p in programs),
+        # the largest program with its inputs and outputs (for "layer" programs: the hand-over between them)
+        "max_live_bytes": max(p["temp_bytes"] + p["argument_bytes"] + p["output_bytes"] for p in programs),
         "flops": sum(p["flops"] for p in programs),
     }
 
@@ -128,6 +133,11 @@ def tiling_cases(config: str = "official", frames: int = 49, size=(480, 720), ti
     ]
 
 
+def memory_cases(config: str = "official", size=(480, 720)) -> list[Case]:
+    """One untiled decoder frame batch (3 latent frames -> 9 frames) as one program, and as one program per layer."""
+    return [Case(config, "decode", 9, *size, tiling="off", split=split) for split in ("batch", "layer")]
+
+
 def device_cases(config: str, frames: int, size, devices=(1, 2, 4, 8)) -> list[Case]:
     """One decode and one encode of a video, on each device count (1: no mesh)."""
     return [Case(config, kind, frames, *size, devices=n) for kind in ("decode", "encode") for n in devices]
@@ -156,13 +166,14 @@ def environment() -> dict:
 
 def markdown(rows: list[dict]) -> str:
     lines = [
-        "| case | scheduler | programs | compile s (sum) | lower s (sum) | max temp GB per program and device |",
-        "|---|---|---|---|---|---|",
+        "| case | scheduler | programs | compile s (sum) | lower s (sum) | max temp GB per program and device "
+        "| max temp + arguments + outputs GB |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['label']} | {r['scheduler']} | {len(r['programs'])} | {r['compile_seconds']:.2f} | "
-            f"{r['lower_seconds']:.2f} | {r['max_temp_bytes'] / 1e9:.3f} |"
+            f"{r['lower_seconds']:.2f} | {r['max_temp_bytes'] / 1e9:.3f} | {r['max_live_bytes'] / 1e9:.3f} |"
         )
     return "\n".join(lines)
 
@@ -246,6 +257,8 @@ def main(argv=None) -> int:
     parser.add_argument("--tile", default=None, help="tile HEIGHTxWIDTH (default: half the size)")
     parser.add_argument("--schedulers", default="default,concurrency_off", help=f"comma list of {sorted(SCHEDULERS)}")
     parser.add_argument("--devices", default=None, help="comma list of device counts: memory scaling over a mesh instead")
+    parser.add_argument("--memory", action="store_true",
+                        help="instead: one untiled decoder frame batch (9 frames at --size), one program vs one per layer")
     parser.add_argument("--cache-start", action="store_true",
                         help="instead: the untiled decode twice in fresh processes, cold and from a new compilation cache")
     parser.add_argument("--speed", action="store_true",
@@ -272,7 +285,12 @@ def main(argv=None) -> int:
     if args.cache_start:
         return cache_start(Case(args.config, "decode", args.frames, *size), args.json)
     devices = [int(n) for n in args.devices.split(",")] if args.devices else None
-    cases = device_cases(args.config, args.frames, size, devices) if devices else tiling_cases(args.config, args.frames, size, tile)
+    if devices:
+        cases = device_cases(args.config, args.frames, size, devices)
+    elif args.memory:
+        cases = memory_cases(args.config, size)
+    else:
+        cases = tiling_cases(args.config, args.frames, size, tile)
     schedulers = args.schedulers.split(",")
     by_scheduler = {}
     for scheduler in schedulers:
@@ -291,6 +309,14 @@ def main(argv=None) -> int:
     print(markdown(rows))
     print()
     for scheduler in schedulers:
+        if args.memory:
+            batch, layer = by_scheduler[scheduler]
+            print(
+                f"{scheduler} scheduler: {layer['label']}: max temp per program {layer['max_temp_bytes'] / 1e9:.3f} GB = "
+                f"{layer['max_temp_bytes'] / batch['max_temp_bytes']:.3f}x one program per batch "
+                f"({batch['max_temp_bytes'] / 1e9:.3f} GB)"
+            )
+            continue
         if devices:
             for r in by_scheduler[scheduler]:
                 base = next(b for b in by_scheduler[scheduler] if b["case"]["kind"] == r["case"]["kind"])

@@ -119,7 +119,8 @@ class Programs:
 
     def _compile(self, name, fn, weights, args) -> _Entry:
         t0 = time.perf_counter()
-        lowered = jax.jit(fn).lower(weights, *args)
+        # keep_unused: every argument is in the module text, so equal text means an equal program (below)
+        lowered = jax.jit(fn, keep_unused=True).lower(weights, *args)
         t1 = time.perf_counter()
         # Programs that lower to the same module (alike layers of torchax_vae.staging) share one compilation.
         # (with the same argument and result pytrees: the compiled object checks and rebuilds them)

@@ -46,23 +46,27 @@ class SpeedCase:
     width: int
     dtype: str = "fp32"
     tile: tuple[int, int] | None = None  # tiling on, with these tile_sample_min_height/width (both sides)
+    split: str = "auto"  # TorchaxVAE.program_split ("auto": one program per layer on CPU)
 
     @property
     def label(self) -> str:
         tile = f" tiled {self.tile[0]}x{self.tile[1]}" if self.tile else ""
-        return f"{self.config} {self.kind} {self.frames}x{self.height}x{self.width}{tile} {self.dtype}"
+        split = "" if self.split == "auto" else f" {self.split} programs"
+        return f"{self.config} {self.kind} {self.frames}x{self.height}x{self.width}{tile} {self.dtype}{split}"
 
 
 MAIN_CASES = [SpeedCase("official", "decode", 9, 64, 96), SpeedCase("official", "encode", 9, 64, 96)]
 
 
 def default_cases(long: bool = False) -> list[SpeedCase]:
-    """The main case, a longer video, a tiled larger frame, bf16; `long` adds 49 frames and 240x360 (slow on CPU)."""
+    """The main case, a longer video, a tiled larger frame, bf16, the main case as one program per frame batch;
+    `long` adds 49 frames and 240x360 (slow on CPU)."""
     both = ("decode", "encode")
     cases = list(MAIN_CASES)
     cases += [SpeedCase("official", kind, 17, 64, 96) for kind in both]
     cases += [SpeedCase("official", kind, 9, 96, 144, tile=(64, 96)) for kind in both]  # 2x2 tiles
     cases += [SpeedCase("official", kind, 9, 64, 96, dtype="bf16") for kind in both]
+    cases += [SpeedCase("official", kind, 9, 64, 96, split="batch") for kind in both]
     if long:
         cases += [SpeedCase("official", kind, 49, 64, 96) for kind in both]
         cases += [SpeedCase("official", kind, 9, 240, 360) for kind in both]
@@ -136,6 +140,7 @@ def _side(side: str, case: SpeedCase):
     else:
         model = TorchaxVAE(vae, dtype=dtype)
         model.tiling_mode = "off"  # the same call as PyTorch's unless the case tiles
+        model.program_split = case.split
     if case.tile:
         model.enable_tiling(tile_sample_min_height=case.tile[0], tile_sample_min_width=case.tile[1])
 
