@@ -5,6 +5,9 @@ import json
 import re
 from pathlib import Path
 
+from torchax_vae import staging
+from torchax_vae.parity import random_vae
+
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
@@ -50,8 +53,10 @@ def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
             "tiny decode 9x64x96 tiling off tiles 32x48 fp32",
         )
     ]
-    assert [r[2] for r in rows[:4]] == ["1", "1", "2", "1"]  # 9 frames: one frame batch of 3 latent frames
-    assert re.search(r"default scheduler: tiled .* compiles 1 programs in \d+\.\d\d s = \d+\.\d\dx", out)
+    # 9 frames: one frame batch of 3 latent frames; 13: two batch shapes. A program per layer (the CPU default).
+    n = len(staging.plan(random_vae("tiny").decoder))
+    assert [r[2] for r in rows[:4]] == [str(n), str(n), str(2 * n), str(n)]
+    assert re.search(rf"default scheduler: tiled .* compiles {n} programs in \d+\.\d\d s = \d+\.\d\dx", out)
     records = [json.loads(line) for line in out_json.read_text().splitlines()]
     assert len(records) == 8 and all(r["environment"]["jax"] for r in records)
     for scheduler in ("default", "concurrency_off"):
@@ -120,9 +125,13 @@ def test_bench_speed_times_both_sides(capsys, tmp_path):
             assert len(r[side]["seconds"]) == 2 and r[side]["peak_rss_bytes"] > 1e8
             assert r[side]["median_seconds"] > 0 and r[side]["cold_seconds"] > 0
         assert r["torch"]["peak_rss_bytes"] != r["torchax"]["peak_rss_bytes"]  # separate processes
-        # XLA counts every op of the executed programs; the convolutions are part of them
-        assert 0 < r["conv_flops"] <= r["torchax"]["xla_flops"]
-        assert r["torchax"]["programs_run"] == 1 and r["torchax"]["max_temp_bytes"] > 0
+        # XLA counts every op of the executed programs. The analytic count is of PyTorch's convolutions:
+        # patches/spatial_norm.py runs the spatial norms' pointwise ones at the latents' size, so fewer.
+        assert 0 < 0.8 * r["conv_flops"] <= r["torchax"]["xla_flops"]
+        # one frame batch, as one program per layer (the CPU default)
+        role = "decoder" if r["case"]["kind"] == "decode" else "encoder"
+        assert r["torchax"]["programs_run"] == len(staging.plan(getattr(random_vae("tiny"), role)))
+        assert r["torchax"]["max_temp_bytes"] > 0
     conv_profiles, op_profiles = profiles[:2], profiles[2:]
     assert all(p["convs"] and p["conv_flops"] == t["conv_flops"] for p, t in zip(conv_profiles, timed))
     assert len(op_profiles) == 2 and all(p["ops"] and p["seconds"] > 0 for p in op_profiles)

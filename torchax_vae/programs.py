@@ -53,6 +53,10 @@ def _cost(compiled) -> dict:
     return cost or {}
 
 
+# (StableHLO text, pytrees, shardings) -> compiled program, shared by every Programs in the process.
+_SHARED: dict[tuple, Any] = {}
+
+
 @dataclasses.dataclass(frozen=True)
 class _Entry:
     compiled: Any
@@ -70,7 +74,7 @@ class Programs:
 
     def __init__(self):
         self._compiled: dict[tuple, _Entry] = {}
-        self._by_text: dict[tuple, Any] = {}  # (StableHLO text, pytrees) -> compiled program
+        self._by_text: set[tuple] = set()  # the keys of _SHARED this cache's programs use
         self._recording: list[list[ProgramStats]] = []
         self._executing: list[list[ProgramStats]] = []
 
@@ -122,12 +126,16 @@ class Programs:
         # keep_unused: every argument is in the module text, so equal text means an equal program (below)
         lowered = jax.jit(fn, keep_unused=True).lower(weights, *args)
         t1 = time.perf_counter()
-        # Programs that lower to the same module (alike layers of torchax_vae.staging) share one compilation.
-        # (with the same argument and result pytrees: the compiled object checks and rebuilds them)
-        same = (lowered.as_text(), lowered.in_tree, lowered.out_tree)
-        compiled = self._by_text.get(same)
+        # Programs that lower to the same module share one compilation: alike layers of torchax_vae.staging,
+        # and the same programs of another TorchaxVAE of the same architecture in this process. Also keyed:
+        # the argument and result pytrees (the compiled object checks and rebuilds them) and the shardings
+        # (which devices it runs on).
+        shardings = tuple(getattr(leaf, "sharding", None) for leaf in jax.tree.leaves((weights, args)))
+        same = (lowered.as_text(), lowered.in_tree, lowered.out_tree, shardings)
+        compiled = _SHARED.get(same)
         if compiled is None:
-            compiled = self._by_text[same] = lowered.compile()
+            compiled = _SHARED[same] = lowered.compile()
+        self._by_text.add(same)
         t2 = time.perf_counter()
         memory = compiled.memory_analysis()
         devices = sorted({str(d) for leaf in jax.tree.leaves((weights, args)) for d in leaf.sharding.device_set})

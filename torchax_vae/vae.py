@@ -64,7 +64,8 @@ class TorchaxVAE:
     per resnet convolution (with the norm before it), sampler and top-level
     layer (`torchax_vae.staging`), which bounds what one program holds (a
     480x720 decoder batch: 7.7 GB of XLA temp memory instead of 48); "auto",
-    the default: "layer" on CPU, where it is also faster, "batch" on accelerators.
+    the default: "layer" on a CPU device, where it is also faster, "batch" on
+    accelerators and meshes.
 
     Tiling has three modes (`tiling_mode`): "on" (`enable_tiling()`, or the
     wrapped model had it on), "off" (`disable_tiling()`), and "auto", the default:
@@ -209,7 +210,7 @@ class TorchaxVAE:
 
     @property
     def program_split(self) -> str:
-        """"batch", "layer", or "auto" ("layer" on CPU, "batch" on accelerators): programs per frame batch."""
+        """"batch", "layer", or "auto" ("layer" on one CPU device, else "batch"): programs per frame batch."""
         return self._split
 
     @program_split.setter
@@ -220,8 +221,8 @@ class TorchaxVAE:
 
     @property
     def _layered(self) -> bool:
-        if self._split == "auto":
-            return self._placement.local_device().platform == "cpu"
+        if self._split == "auto":  # a mesh of CPU devices is for testing sharding: keep its programs whole
+            return self._placement.local_device().platform == "cpu" and self._placement.mesh is None
         return self._split == "layer"
 
     def enable_slicing(self) -> None:
