@@ -127,40 +127,46 @@ def _check_order(expected: list[str], i: int, path: str) -> None:
         raise RuntimeError(f"stage call {i} is {path}, expected {want}: the forward calls its layers in another order")
 
 
+def _call(forward, path, args, kwargs, expected, position, traced, stand_in, cache):
+    """The `position`-th call of a stage module (at `expected[position]`) while stage `traced` of that level is traced.
+
+    Before it: `stand_in` replaces the module's output; after it: the trace ends;
+    at it: the module runs, with `cache` as its conv_cache. Returns the output.
+    """
+    _check_order(expected, position, path)
+    cached = "conv_cache" in kwargs  # diffusers' convention: a layer called with a conv_cache returns (output, cache)
+    if position < traced:
+        return (stand_in, None) if cached else stand_in
+    if position > traced:
+        raise _Stop
+    if cached:
+        kwargs["conv_cache"] = cache
+    return forward(*args, **kwargs)
+
+
 def _top_forward(forward, path, *args, **kwargs):
     trace = _ACTIVE.get()
     if trace is None:
         return forward(*args, **kwargs)
-    i = trace.calls
     trace.calls += 1
-    _check_order(trace.paths, i, path)
-    cached = "conv_cache" in kwargs  # diffusers' convention: a layer called with a conv_cache returns (output, cache)
-    if i < trace.stage.index:
-        return (trace.given, None) if cached else trace.given
-    if i > trace.stage.index:
-        raise _Stop
-    if cached:  # a split stage's sub-stages get their caches from _sub_forward
-        kwargs["conv_cache"] = trace.cache if trace.stage.sub is None else None
-    trace.output = forward(*args, **kwargs)
-    return trace.output
+    # a split stage's sub-stages get their caches from _sub_forward
+    cache = trace.cache if trace.stage.sub is None else None
+    output = _call(forward, path, args, kwargs, trace.paths, trace.calls - 1, trace.stage.index, trace.given, cache)
+    if trace.calls - 1 == trace.stage.index:
+        trace.output = output
+    return output
 
 
 def _sub_forward(forward, path, *args, **kwargs):
     trace = _ACTIVE.get()
     if trace is None:
         return forward(*args, **kwargs)
-    j = trace.sub_calls
     trace.sub_calls += 1
-    _check_order(trace.subs, j, path)
-    cached = "conv_cache" in kwargs
-    if j < trace.stage.sub:
-        return (trace.handed, None) if cached else trace.handed
-    if j > trace.stage.sub:
-        raise _Stop
-    if cached:
-        kwargs["conv_cache"] = trace.cache
-    trace.sub_output = forward(*args, **kwargs)
-    return trace.sub_output
+    output = _call(forward, path, args, kwargs, trace.subs, trace.sub_calls - 1, trace.stage.sub, trace.handed,
+                   trace.cache)
+    if trace.sub_calls - 1 == trace.stage.sub:
+        trace.sub_output = output
+    return output
 
 
 def _split(output):
