@@ -13,6 +13,10 @@ applied; importing this package changes nothing.
 - `time_pool`: CogVideoXDownsample3D's frame averaging without merging width into the batch axis.
 - `tile_mask`: edge tiles at the full tile shape, with convolutions and GroupNorm limited to the valid region.
 - `sharding_marks`: NCTHW activations split on width over a ('dp', 'tp') mesh while tracing for one.
+- `wan_upsample`: WanUpsample's cast back to bf16 through `.to` (torchax 0.0.13's `type_as` works in place).
+
+Each patch replaces modules by class, so `apply` fits any family: a model without a patch's
+classes gets none of it (a Wan model only `wan_upsample`).
 """
 
 from torch import nn
@@ -26,6 +30,7 @@ from . import (
     spatial_norm,
     tile_mask,
     time_pool,
+    wan_upsample,
 )
 from .torchax_torch213 import import_torchax
 
@@ -47,4 +52,5 @@ def apply(model: nn.Module) -> dict[str, int]:
         "time_pool": time_pool.patch(model),
         "tile_mask": tile_mask.patch(model),  # after safe_conv3d, frame_conv and time_pool: it refines their classes
         "sharding_marks": sharding_marks.patch(model),  # hooks on the classes the others set
+        "wan_upsample": wan_upsample.patch(model),
     }

@@ -28,6 +28,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import torch
+from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
 from torch import nn
 
 from .safe_conv3d import PlainConv3d
@@ -130,22 +131,42 @@ def _torch_conv3d_by_frames():
     return import_torchax().interop.torch_view(conv3d_by_frames)
 
 
+def _forward(conv: nn.Conv3d, input: torch.Tensor, stock) -> torch.Tensor:
+    """conv(input) by `conv3d_by_frames` inside `by_frames(True)`, else by `stock` (nn.Conv3d's forward)."""
+    if not _BY_FRAMES.get() or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+        return stock(input)
+    return _torch_conv3d_by_frames()(
+        input, conv.weight, conv.bias, tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation), conv.groups
+    )
+
+
 class FrameConv3d(PlainConv3d):
     """PlainConv3d whose convolution is `conv3d_by_frames` inside `by_frames(True)`."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        if not _BY_FRAMES.get() or self.padding_mode != "zeros" or isinstance(self.padding, str):
-            return super().forward(input)
-        return _torch_conv3d_by_frames()(
-            input, self.weight, self.bias, tuple(self.stride), tuple(self.padding), tuple(self.dilation), self.groups
-        )
+        return _forward(self, input, super().forward)
+
+
+class _ByFramesConv3d(nn.Conv3d):
+    """nn.Conv3d's forward, by frames inside `by_frames(True)`: what WanCausalConv3d's `super().forward` reaches."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return _forward(self, input, super().forward)
+
+
+class FrameWanCausalConv3d(WanCausalConv3d, _ByFramesConv3d):
+    """diffusers' WanCausalConv3d, unchanged (causal padding, cache), whose convolution runs by frames."""
+
+
+_REPLACE = {PlainConv3d: FrameConv3d, WanCausalConv3d: FrameWanCausalConv3d}
 
 
 def patch(model: nn.Module) -> int:
-    """Makes every PlainConv3d in `model` (after `safe_conv3d.patch`) a FrameConv3d; returns how many."""
+    """Makes every PlainConv3d (after `safe_conv3d.patch`) a FrameConv3d, and every WanCausalConv3d a
+    FrameWanCausalConv3d; returns how many."""
     count = 0
     for module in model.modules():
-        if type(module) is PlainConv3d:
-            module.__class__ = FrameConv3d
+        if type(module) in _REPLACE:
+            module.__class__ = _REPLACE[type(module)]
             count += 1
     return count

@@ -1,5 +1,6 @@
-"""Shared test tolerances and assert_close. Seeded models: torchax_vae.parity.random_vae."""
+"""Shared test tolerances, assert_close and the parity checks. Seeded models: torchax_vae.parity.random_vae."""
 
+import copy
 import re
 
 import torch
@@ -32,3 +33,32 @@ def batch_program(name: str) -> str:
     (torchax_vae.staging), named after its batch program plus "/stageNN[.sub]".
     """
     return re.sub(r"/stage[0-9.]+", "", name)
+
+
+def check_encode_decode(vae, ours, x, what):
+    """Posterior mean, logvar, sample(generator), mode, and decode of the mean, all within fp32 tolerance."""
+    expected = vae.encode(x).latent_dist
+    actual = ours.encode(x).latent_dist
+    assert actual.mean.dtype == x.dtype and actual.mean.device == x.device
+    assert_close(actual.mean, expected.mean, TOLERANCE[torch.float32], f"{what} posterior mean")
+    assert_close(actual.logvar, expected.logvar, TOLERANCE[torch.float32], f"{what} posterior logvar")
+    assert_close(actual.mode(), expected.mode(), TOLERANCE[torch.float32], f"{what} posterior mode")
+    sample_expected = expected.sample(generator=torch.Generator().manual_seed(7))
+    sample_actual = actual.sample(generator=torch.Generator().manual_seed(7))
+    assert_close(sample_actual, sample_expected, TOLERANCE[torch.float32], f"{what} posterior sample(generator)")
+    decoded = ours.decode(expected.mean).sample
+    assert_close(decoded, vae.decode(expected.mean).sample, TOLERANCE[torch.float32], f"{what} decode")
+
+
+def bf16_check(vae, ours_bf16, x, what):
+    """Our bf16 error against fp32 PyTorch is at most BF16_ERROR_RATIO x PyTorch bf16's own."""
+    torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
+    reference = vae.encode(x).latent_dist.mean
+    for stage, ref, theirs, ours in [
+        ("encode", reference, torch_bf16.encode(x.bfloat16()).latent_dist.mean, ours_bf16.encode(x).latent_dist.mean),
+        ("decode", vae.decode(reference).sample, torch_bf16.decode(reference.bfloat16()).sample, ours_bf16.decode(reference).sample),
+    ]:
+        their_err, our_err = max_abs_diff(theirs, ref), max_abs_diff(ours, ref)
+        assert our_err <= BF16_ERROR_RATIO * their_err, (
+            f"{what} bf16 {stage}: max |Δ| vs fp32 = {our_err:.3g}, PyTorch bf16's = {their_err:.3g}"
+        )

@@ -1,10 +1,8 @@
 """TorchaxVAE against the same diffusers model in plain PyTorch: encode, sample, decode, forward."""
 
-import copy
-
 import pytest
 import torch
-from helpers import BF16_ERROR_RATIO, TOLERANCE, assert_close, max_abs_diff
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode
 
 FP32 = TOLERANCE[torch.float32]
 FRAMES = [1, 5, 9, 13, 17, 33]
@@ -12,21 +10,6 @@ FRAMES = [1, 5, 9, 13, 17, 33]
 
 def video(batch, frames, size, seed=0):
     return torch.randn(batch, 3, frames, size, size, generator=torch.Generator().manual_seed(seed))
-
-
-def check_encode_decode(vae, ours, x, what):
-    """Posterior mean, logvar, sample(generator), mode, and decode of the mean, all within fp32 tolerance."""
-    expected = vae.encode(x).latent_dist
-    actual = ours.encode(x).latent_dist
-    assert actual.mean.dtype == x.dtype and actual.mean.device == x.device
-    assert_close(actual.mean, expected.mean, FP32, f"{what} posterior mean")
-    assert_close(actual.logvar, expected.logvar, FP32, f"{what} posterior logvar")
-    assert_close(actual.mode(), expected.mode(), FP32, f"{what} posterior mode")
-    sample_expected = expected.sample(generator=torch.Generator().manual_seed(7))
-    sample_actual = actual.sample(generator=torch.Generator().manual_seed(7))
-    assert_close(sample_actual, sample_expected, FP32, f"{what} posterior sample(generator)")
-    decoded = ours.decode(expected.mean).sample
-    assert_close(decoded, vae.decode(expected.mean).sample, FP32, f"{what} decode")
 
 
 @pytest.mark.parametrize("slicing", [False, True], ids=["whole", "sliced"])
@@ -56,20 +39,6 @@ def test_tiny_return_dict_false(tiny_vae, tiny_torchax):
     (decoded,) = tiny_torchax.decode(posterior.mean, return_dict=False)
     (expected,) = tiny_vae.decode(tiny_vae.encode(x).latent_dist.mean, return_dict=False)
     assert_close(decoded, expected, FP32, "return_dict=False")
-
-
-def bf16_check(vae, ours_bf16, x, what):
-    """Our bf16 error against fp32 PyTorch is at most BF16_ERROR_RATIO x PyTorch bf16's own."""
-    torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
-    reference = vae.encode(x).latent_dist.mean
-    for stage, ref, theirs, ours in [
-        ("encode", reference, torch_bf16.encode(x.bfloat16()).latent_dist.mean, ours_bf16.encode(x).latent_dist.mean),
-        ("decode", vae.decode(reference).sample, torch_bf16.decode(reference.bfloat16()).sample, ours_bf16.decode(reference).sample),
-    ]:
-        their_err, our_err = max_abs_diff(theirs, ref), max_abs_diff(ours, ref)
-        assert our_err <= BF16_ERROR_RATIO * their_err, (
-            f"{what} bf16 {stage}: max |Δ| vs fp32 = {our_err:.3g}, PyTorch bf16's = {their_err:.3g}"
-        )
 
 
 @pytest.mark.parametrize("frames", [1, 9, 17])

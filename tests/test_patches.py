@@ -28,6 +28,7 @@ from torchax_vae.patches import (
     tile_mask,
     time_pool,
     torchax_torch213,
+    wan_upsample,
 )
 
 # |Δ| <= atol + rtol * |reference|; bf16: the output's own rounding (half an ulp, 2^-9 relative).
@@ -135,6 +136,29 @@ def test_stock_group_norm_still_loops():
     layer = nn.GroupNorm(2, 8)
     group_norm.patch(layer)
     assert "stablehlo.while" not in lowered_hlo(layer, (1, 8, 3, 4, 4))
+
+
+# ----- wan_upsample -----
+
+
+def test_torchax_type_as_still_works_in_place():
+    env = patches.import_torchax().default_env()
+    a = env.j2t_iso(jnp.ones((2, 2), jnp.float32))
+    b = env.j2t_iso(jnp.ones((2, 2), jnp.bfloat16))
+    with env:
+        assert a.type_as(b) is a, "torchax's type_as returns a new tensor now: patches/wan_upsample.py may go"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_wan_upsample_equals_upstream(dtype):
+    from diffusers.models.autoencoders.autoencoder_kl_wan import WanUpsample
+
+    module = nn.Sequential(WanUpsample(scale_factor=(2.0, 2.0), mode="nearest-exact"))
+    x = torch.randn(2, 3, 5, 7).to(dtype)
+    expected = module(x)
+    assert wan_upsample.patch(module) == 1
+    actual = module(x)
+    assert actual.dtype == dtype and torch.equal(actual, expected)
 
 
 # ----- safe_conv3d -----
@@ -415,11 +439,14 @@ def test_apply_counts_and_leaves_users_model_alone():
     vae = random_vae("tiny")
     classes_before = [type(m) for m in vae.modules()]
     counts = patches.apply(vae)
-    assert all(counts[name] > 0 for name in counts), counts
     assert set(counts) == {
         "group_norm", "safe_conv3d", "frame_conv", "pointwise_conv_cache", "spatial_norm", "time_pool", "tile_mask",
-        "sharding_marks",
+        "sharding_marks", "wan_upsample",
     }
+    assert all(counts[name] > 0 for name in counts if name != "wan_upsample"), counts
+    assert counts["wan_upsample"] == 0
+    wan_counts = patches.apply(random_vae("wan-tiny"))  # the same patches, by class: a Wan model gets its own
+    assert {name for name, n in wan_counts.items() if n} == {"frame_conv", "wan_upsample"}, wan_counts
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE
 

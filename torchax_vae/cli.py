@@ -25,7 +25,8 @@ def _shape(text: str) -> tuple[int, int, int]:
 
 
 def _model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
-    p.add_argument("--model", required=required, help="CogVideoX checkpoint: local folder or hub id (cached)")
+    p.add_argument("--model", required=required,
+                   help="CogVideoX or Wan checkpoint, local folder or hub id (cached); the VAE class is read from its config")
     p.add_argument("--subfolder", default="vae", help="the VAE's folder inside --model (default: vae)")
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="compute dtype (default: fp32)")
     p.add_argument("--tiling", action="store_true", help="force spatial tiling (default: only when it would not fit)")
@@ -41,12 +42,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="torchax-vae", description="CogVideoX's video VAE on JAX through torchax.")
+    top = argparse.ArgumentParser(prog="torchax-vae", description="diffusers video VAEs (CogVideoX, Wan) on JAX through torchax.")
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="{decode,encode,demo,warmup}")
 
     p = sub.add_parser("decode", help="stage 3: latents from stage 2 -> MP4")
-    p.add_argument("latents", help=".pt, .safetensors or .npy, as CogVideoXPipeline(output_type='latent') returns them")
+    p.add_argument("latents", help=".pt, .safetensors or .npy, as a CogVideoX or Wan pipeline with output_type='latent' returns them")
     p.add_argument("-o", "--output", required=True, help="MP4 to write (batch > 1: NAME_0.mp4, NAME_1.mp4, ...)")
     _model_args(p)
     p.add_argument("--fps", type=float, default=8.0, help="frames per second of the MP4 (default: 8)")

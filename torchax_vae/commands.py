@@ -28,23 +28,27 @@ DEMO_MODEL = pathlib.Path(__file__).resolve().parent / "assets" / "tiny_vae"
 DEMO_CLIP = {"seed": 3 * 10**9, "frames": 17, "height": 96, "width": 128}
 
 
-def load_vae(model: str, subfolder: str | None = "vae") -> AutoencoderKLCogVideoX:
-    """An AutoencoderKLCogVideoX from a local folder or a hub id (diffusers' cache, no download offline).
+def load_vae(model: str, subfolder: str | None = "vae"):
+    """A supported diffusers VAE from a local folder or a hub id (diffusers' cache, no download offline).
 
-    A local folder that holds the VAE itself (config.json at its top) works with
-    or without `subfolder`.
+    The class (AutoencoderKLCogVideoX, AutoencoderKLWan) is the one the folder's
+    config.json names. A local folder that holds the VAE itself (config.json at
+    its top) works with or without `subfolder`.
     """
+    from .models import wrapper_for_config
+
     local = pathlib.Path(model).expanduser()
     if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
         subfolder = None
+    where = f"{model} (subfolder {subfolder!r})" if subfolder else model
+    source = str(local) if local.exists() else model
     try:
-        return AutoencoderKLCogVideoX.from_pretrained(
-            str(local) if local.exists() else model, subfolder=subfolder, low_cpu_mem_usage=False
-        )
+        config = AutoencoderKLCogVideoX.load_config(source, subfolder=subfolder)
+        model_class = wrapper_for_config(config.get("_class_name", "")).model_class
+        return model_class.from_pretrained(source, subfolder=subfolder, low_cpu_mem_usage=False)
     except Exception as e:
-        where = f"{model} (subfolder {subfolder!r})" if subfolder else model
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"cannot load a CogVideoX VAE from {where}: {first}") from e
+        raise InputError(f"cannot load a VAE from {where}: {first}") from e
 
 
 def psnr(reference: np.ndarray, test: np.ndarray, peak: float = 2.0) -> float:
@@ -80,9 +84,11 @@ def _progress(vae: TorchaxVAE, total: int, desc: str, enabled: bool):
 def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
     """TorchaxVAE's own input checks, as InputError (they would raise the same inside encode/decode)."""
     encode = kind == "encode"
-    channels = vae.config.in_channels if encode else vae.config.latent_channels
+    channels = vae.video_channels if encode else vae.latent_channels
     try:
         validation.check_video(x, name=what, channels=channels, role="encoder" if encode else "decoder")
+        if encode:
+            vae._check_video(tuple(x.shape), what)
     except (TypeError, ValueError) as e:
         raise InputError(str(e)) from e
 
@@ -126,15 +132,15 @@ def decode_file(
     for path in paths:
         files.check_writable(path)
     vae = load_vae(model, subfolder)
-    channels = vae.config.latent_channels
+    ours = _make_vae(vae, dtype, tiling)
+    channels = ours.latent_channels
     if z.shape[1] != channels:
         shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
         raise InputError(
             f"{latents}: latents have {z.shape[1]} channels (layout {shown}, shape {tuple(z.shape)}); "
             f"this model's decoder takes {channels}. Wrong --layout?"
         )
-    z = z / vae.config.scaling_factor  # as CogVideoXPipeline.decode_latents
-    ours = _make_vae(vae, dtype, tiling)
+    z = ours.unscale_latents(z)  # as the family's pipelines do before decoding
     _check(z, ours, "decode", f"latents in {latents}")
     compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape))
     start = time.perf_counter()
@@ -162,7 +168,7 @@ def encode_file(
     layout: str = "BFCHW", posterior: str = "mean", seed: int = 0, max_frames: int | None = None,
     progress: bool = True,
 ) -> dict:
-    """A video file -> scaled latents as stage 2 would hold them ([B, F, C, H, W] by default)."""
+    """A video file -> normalized latents as stage 2 would hold them ([B, F, C, H, W] by default)."""
     if posterior not in ("mean", "sample"):
         raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")
     out = files.check_writable(out)
@@ -179,7 +185,7 @@ def encode_file(
         dist = ours.encode(x).latent_dist
         z = dist.mean if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start
-    z = z.float() * vae.config.scaling_factor  # as the video-to-video pipeline scales them
+    z = ours.scale_latents(z.float())  # as the family's video-to-video pipeline normalizes them
     files.save_latents(out, z, layout)
     return {
         "output": str(out),
@@ -240,16 +246,13 @@ def warmup(model: str, shape, *, subfolder: str | None = "vae", dtype: str = "fp
     frames, height, width = shape
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
-    spatial = 2 ** (len(vae.config.block_out_channels) - 1)
-    temporal = vae.config.temporal_compression_ratio
+    spatial = ours.spatial_compression_ratio
     if height % spatial or width % spatial:
         raise InputError(f"--shape height and width must be multiples of {spatial}, got {height}x{width}")
+    video_shape = (batch, ours.video_channels, frames, height, width)
     result = {}
     for kind in kinds:
-        if kind == "decode":
-            input_shape = (batch, vae.config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
-        else:
-            input_shape = (batch, vae.config.in_channels, frames, height, width)
+        input_shape = ours.latent_shape(video_shape) if kind == "decode" else video_shape
         seconds, _, stats = _precompile(ours, kind, input_shape)
         result[kind] = {"input_shape": list(input_shape), "programs": len(stats), "seconds": seconds}
     return result

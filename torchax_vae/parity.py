@@ -4,7 +4,7 @@ import copy
 import dataclasses
 
 import torch
-from diffusers import AutoencoderKLCogVideoX
+from diffusers import AutoencoderKLCogVideoX, AutoencoderKLWan
 
 from .vae import TorchaxVAE
 
@@ -26,9 +26,37 @@ CONFIGS = {
 }
 
 
-def random_vae(config: str, seed: int = 0) -> AutoencoderKLCogVideoX:
-    """A model of a named config with weights from a fixed seed."""
+def _normalization(z_dim: int) -> dict:
+    """Placeholder latents_mean/latents_std of the right length (the released values matter only with real weights)."""
+    return {
+        "latents_mean": [round(0.1 * (i % 7) - 0.3, 4) for i in range(z_dim)],
+        "latents_std": [round(1.0 + 0.25 * (i % 5), 4) for i in range(z_dim)],
+    }
+
+
+# AutoencoderKLWan: diffusers' own test config; a small Wan 2.2-style one (residual blocks,
+# patchified, decoder wider than the encoder); the released Wan 2.1 VAE's architecture (the
+# class defaults, 127 M parameters) and Wan 2.2 TI2V-5B's (Wan-AI/Wan2.2-TI2V-5B-Diffusers).
+WAN_CONFIGS = {
+    "wan-tiny": {"base_dim": 3, "z_dim": 16, "dim_mult": [1, 1, 1, 1], "num_res_blocks": 1},
+    "wan2.2-tiny": {
+        "base_dim": 8, "decoder_base_dim": 12, "z_dim": 4, "dim_mult": [1, 2, 2, 2], "num_res_blocks": 1,
+        "is_residual": True, "patch_size": 2, "in_channels": 12, "out_channels": 12, "scale_factor_spatial": 16,
+        **_normalization(4),
+    },
+    "wan2.1": {},
+    "wan2.2": {
+        "base_dim": 160, "decoder_base_dim": 256, "z_dim": 48, "is_residual": True, "patch_size": 2,
+        "in_channels": 12, "out_channels": 12, "scale_factor_spatial": 16, **_normalization(48),
+    },
+}
+
+
+def random_vae(config: str, seed: int = 0) -> AutoencoderKLCogVideoX | AutoencoderKLWan:
+    """A model of a named config (CONFIGS: CogVideoX; WAN_CONFIGS: Wan) with weights from a fixed seed."""
     torch.manual_seed(seed)
+    if config in WAN_CONFIGS:
+        return AutoencoderKLWan(**WAN_CONFIGS[config]).eval()
     return AutoencoderKLCogVideoX(**CONFIGS[config]).eval()
 
 

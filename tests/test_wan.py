@@ -1,0 +1,201 @@
+"""AutoencoderKLWan (Wan 2.1 and 2.2) through TorchaxVAE against the same model in plain PyTorch."""
+
+import pytest
+import torch
+from diffusers.models.autoencoders.autoencoder_kl_wan import WanResample
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode
+
+from torchax_vae import TorchaxVAE
+from torchax_vae.models.wan import WanVAE, encode_chunks
+from torchax_vae.parity import random_vae
+
+FP32 = TOLERANCE[torch.float32]
+TINY = ["wan-tiny", "wan2.2-tiny"]
+SETTINGS = ("use_slicing", "use_tiling", "tile_sample_min_height", "tile_sample_min_width",
+            "tile_sample_stride_height", "tile_sample_stride_width")
+
+
+@pytest.fixture(scope="module")
+def _models():
+    models = {}
+    for name in TINY:
+        vae = random_vae(name)
+        models[name] = (vae, TorchaxVAE(vae))
+    return models
+
+
+@pytest.fixture(params=TINY)
+def pair(request, _models):
+    """(diffusers' model, our wrapper of it), shared by the module; settings restored after each test."""
+    vae, ours = _models[request.param]
+    saved = [{k: getattr(m, k) for k in SETTINGS} for m in (vae, ours)]
+    yield vae, ours
+    for model, settings in zip((vae, ours), saved):
+        for key, value in settings.items():
+            setattr(model, key, value)
+
+
+def video(vae, batch, frames, height, width, seed=0):
+    patch = vae.config.patch_size or 1
+    channels = vae.config.in_channels // (patch * patch)  # Wan 2.2 patchifies 3 channels into 12
+    return torch.randn(batch, channels, frames, height, width, generator=torch.Generator().manual_seed(seed))
+
+
+def test_dispatch_picks_the_wan_adapter(_models):
+    vae, ours = _models["wan-tiny"]
+    assert type(ours) is WanVAE and isinstance(ours, TorchaxVAE)
+    assert ours.config is vae.config and ours.z_dim == vae.z_dim
+    assert ours.temperal_downsample == vae.temperal_downsample and ours.temperal_upsample == vae.temperal_upsample
+    assert ours.spatial_compression_ratio == vae.spatial_compression_ratio
+
+
+@pytest.mark.parametrize("frames", [1, 5, 9, 17])
+def test_tiny_fp32(pair, frames):
+    vae, ours = pair
+    check_encode_decode(vae, ours, video(vae, 1, frames, 32, 48), f"{vae.config.z_dim}ch {frames}f")
+
+
+@pytest.mark.parametrize("frames", [2, 6])
+def test_frames_past_the_last_chunk_are_dropped_as_diffusers_does(pair, frames):
+    vae, ours = pair
+    x = video(vae, 1, frames, 32, 32, seed=frames)
+    expected = vae.encode(x).latent_dist.mean
+    assert expected.shape[2] == len(encode_chunks(frames))
+    assert_close(ours.encode(x).latent_dist.mean, expected, FP32, f"{frames} frames")
+
+
+def test_odd_sizes(pair):
+    vae, ours = pair
+    # Wan 2.1 takes any size; Wan 2.2's encoder needs multiples of 16 (diffusers' too)
+    height, width = (26, 38) if not vae.config.is_residual else (48, 80)
+    check_encode_decode(vae, ours, video(vae, 1, 5, height, width, seed=2), "odd size")
+    z = torch.randn(1, vae.config.z_dim, 2, 3, 5)
+    assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "odd latent size")
+
+
+@pytest.mark.parametrize("slicing", [False, True], ids=["whole", "sliced"])
+def test_batch_of_two(pair, slicing):
+    vae, ours = pair
+    if slicing:
+        vae.enable_slicing()
+        ours.enable_slicing()
+    check_encode_decode(vae, ours, video(vae, 2, 5, 32, 32, seed=3), f"batch 2 slicing={slicing}")
+
+
+def test_forward_sample_and_return_dict(pair):
+    vae, ours = pair
+    x = video(vae, 1, 5, 32, 32, seed=4)
+    expected = vae(x, sample_posterior=True, generator=torch.Generator().manual_seed(3)).sample
+    actual = ours(x, sample_posterior=True, generator=torch.Generator().manual_seed(3)).sample
+    assert_close(actual, expected, FP32, "forward(sample_posterior=True)")
+    (posterior,) = ours.encode(x, return_dict=False)
+    (decoded,) = ours.decode(posterior.mean, return_dict=False)
+    (reference,) = vae.decode(vae.encode(x).latent_dist.mean, return_dict=False)
+    assert_close(decoded, reference, FP32, "return_dict=False")
+
+
+@pytest.mark.parametrize("name", TINY)
+def test_bf16(name):
+    vae = random_vae(name)
+    bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(vae, 1, 9, 32, 32), f"{name} 9f")
+
+
+def test_any_length_compiles_two_programs_each_way(pair):
+    vae, ours = pair
+    ours = TorchaxVAE(vae)  # a fresh cache of programs
+    for frames in range(1, 6):
+        ours.decode(torch.randn(1, vae.config.z_dim, frames, 2, 3))
+    names = sorted(s["name"] for s in ours.compile_stats())
+    assert names == ["decoder", "decoder+feat_cache"]
+    for frames in (6, 9, 13):
+        ours.decode(torch.randn(1, vae.config.z_dim, frames, 2, 3))
+    for frames in (1, 5, 9, 17, 21):
+        ours.encode(video(vae, 1, frames, 32, 32))
+    names = sorted(s["name"] for s in ours.compile_stats())
+    assert names == ["decoder", "decoder+feat_cache", "encoder", "encoder+feat_cache"], names
+
+
+def test_precompile_compiles_what_a_call_needs(pair):
+    vae, ours = pair
+    ours = TorchaxVAE(vae)
+    stats = ours.precompile("decode", (1, vae.config.z_dim, 4, 2, 3))
+    assert sorted(s["name"] for s in stats) == ["decoder", "decoder+feat_cache"]
+    before = len(ours.compile_stats())
+    z = torch.randn(1, vae.config.z_dim, 4, 2, 3)
+    assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "decode after precompile")
+    assert len(ours.compile_stats()) == before
+
+
+@pytest.mark.parametrize("what", ["encode", "decode"])
+def test_tiling_equals_diffusers_tiled_including_edge_tiles(pair, what):
+    vae, ours = pair
+    patch = vae.config.patch_size or 1
+    # sample tiles of 32 every 24 (patchified units for Wan 2.2's encoder, as diffusers counts them):
+    # grids whose right and bottom tiles are cut short by the edge, so every tile shape runs
+    for model in (vae, ours):
+        model.enable_tiling(tile_sample_min_height=32, tile_sample_min_width=32,
+                            tile_sample_stride_height=24, tile_sample_stride_width=24)
+    if what == "encode":
+        x = video(vae, 1, 5, 48 * patch, 40 * patch, seed=5)
+        expected, actual = vae.encode(x).latent_dist.mean, ours.encode(x).latent_dist.mean
+    else:
+        ratio = vae.config.scale_factor_spatial
+        z = torch.randn(1, vae.config.z_dim, 2, 48 // ratio, 40 // ratio)
+        expected, actual = vae.decode(z).sample, ours.decode(z).sample
+    assert_close(actual, expected, FP32, f"tiled {what}")
+    assert any("/tile" in s["name"] for s in ours.compile_stats()), "no tile program ran"
+
+
+def test_bad_input_is_refused_before_compiling(_models):
+    vae, ours = _models["wan2.2-tiny"]
+    fresh = TorchaxVAE(vae)
+    with pytest.raises(ValueError, match="divisible by 16"):
+        fresh.encode(torch.zeros(1, 3, 1, 32, 33))
+    with pytest.raises(ValueError, match="divisible by 16"):
+        fresh.encode(torch.zeros(1, 3, 1, 40, 32))
+    with pytest.raises(ValueError, match="has 12 channels .* encoder expects 3"):
+        fresh.encode(torch.zeros(1, 12, 1, 32, 32))
+    with pytest.raises(ValueError, match="has 16 channels .* decoder expects 4"):
+        fresh.decode(torch.zeros(1, 16, 1, 2, 2))
+    assert fresh.compile_stats() == []
+
+
+def test_users_module_is_untouched_and_keeps_working():
+    vae = random_vae("wan-tiny")
+    state = {k: v.clone() for k, v in vae.state_dict().items()}
+    ours = TorchaxVAE(vae)
+    z = torch.randn(1, 16, 3, 2, 2)
+    before = ours.decode(z).sample
+    assert all(not m._forward_pre_hooks for m in vae.modules() if isinstance(m, WanResample))
+    assert all(torch.equal(state[k], v) for k, v in vae.state_dict().items())
+    assert not hasattr(vae, "_feat_map")  # diffusers' own cache state never set on the user's module
+    assert_close(before, vae.decode(z).sample, FP32, "decode")
+    with torch.no_grad():
+        for p in vae.parameters():
+            p.mul_(0.5)  # an in-place edit of the user's weights must not reach ours
+    assert torch.equal(ours.decode(z).sample, before)
+
+
+def test_latent_shape_and_normalization_match_the_pipelines(_models):
+    for name in TINY:
+        vae, ours = _models[name]
+        x = video(vae, 1, 9, 64, 96)
+        assert ours.latent_shape(tuple(x.shape)) == tuple(vae.encode(x).latent_dist.mean.shape)
+        z = torch.randn(ours.latent_shape(tuple(x.shape)))
+        shape = (1, vae.config.z_dim, 1, 1, 1)
+        mean = torch.tensor(vae.config.latents_mean).view(shape)
+        inv_std = 1.0 / torch.tensor(vae.config.latents_std).view(shape)
+        assert torch.equal(ours.unscale_latents(z), z / inv_std + mean)  # WanPipeline before decode
+        assert torch.equal(ours.scale_latents(z), (z - mean) * inv_std)  # WanImageToVideoPipeline after encode
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["wan2.1", "wan2.2"])
+def test_official_fp32(name):
+    vae = random_vae(name)
+    ours = TorchaxVAE(vae)
+    patch = vae.config.patch_size or 1
+    for frames in (1, 5, 9, 17):
+        check_encode_decode(vae, ours, video(vae, 1, frames, 16 * patch, 24 * patch, seed=frames),
+                            f"{name} {frames}f")
+    assert len(ours.compile_stats()) == 4

@@ -1,0 +1,301 @@
+"""The CogVideoX family: diffusers' AutoencoderKLCogVideoX.
+
+What diffusers' CogVideoX VAE decides, as this adapter runs it: remainder-first
+frame batches carrying a `conv_cache` (torchax_vae.frames), spatial tiling with
+overlap factors (torchax_vae.tiling, zero-padded uniform tiles through
+patches/tile_mask.py), one program per layer on CPU (torchax_vae.staging), its
+patches (torchax_vae.patches), the latent shape and the pipelines' latent
+scaling (`scaling_factor`).
+"""
+
+import functools
+import logging
+
+import jax
+import torch
+from diffusers import AutoencoderKLCogVideoX
+from jax.sharding import Mesh
+
+from .. import convert, memory, patches, tiling
+from ..frames import frame_batches
+from ..lowering import LoweredVAE, jax_weights
+from ..sources import ShapeSource
+from ..vae import TorchaxVAE, apply, join
+
+logger = logging.getLogger(__name__)
+
+
+class CogVideoXVAE(TorchaxVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLCogVideoX` (CogVideoX 2b/5b, 1.5).
+
+    The PyTorch module passed in is left untouched and keeps working: its weights
+    are copied to the JAX device, and a private, storage-less copy of its module
+    tree (with the patches in `torchax_vae.patches`) is what gets traced. Each
+    encoder or decoder frame batch runs as jitted programs compiled once per
+    input shape; the conv_cache stays on the device between frame batches.
+
+    How a frame batch is split into programs (`program_split`): "batch", one
+    program for the whole encoder or decoder; "layer", a chain of programs, one
+    per resnet convolution (with the norm before it), sampler and top-level
+    layer (`torchax_vae.staging`), which bounds what one program holds (a
+    480x720 decoder batch: 7.7 GB of XLA temp memory instead of 48); "auto",
+    the default: "layer" on a CPU device, where it is also faster, "batch" on
+    accelerators and meshes.
+
+    Tiling has three modes (`tiling_mode`): "on" (`enable_tiling()`, or the
+    wrapped model had it on), "off" (`disable_tiling()`), and "auto", the default:
+    an input larger than one tile is tiled when its untiled first frame batch
+    would need more memory than is free (XLA's temp + output bytes; with
+    "layer" programs, of the largest program with its inputs).
+    With `uniform_tiles` (default True) the short right, bottom and corner
+    tiles run zero-padded through the interior tile's programs (two programs
+    per tiled call instead of up to eight, at the price of computing the
+    padding); set it False to compile one program per tile shape instead.
+
+    Args:
+        vae (`AutoencoderKLCogVideoX`): the model to run.
+        dtype (`torch.dtype`, *optional*): compute dtype; defaults to the model's.
+        memory_budget (`int`, *optional*): bytes the "auto" tiling mode lets one
+            program use (per device); by default what the device reports free
+            (`memory_stats()`), or on CPU the host's available memory.
+        mesh (`jax.sharding.Mesh`, *optional*): run on all its devices, axes ('dp', 'tp')
+            (`torchax_vae.make_mesh()`): weights replicated, activations split on
+            their width axis (batch over 'dp' when it divides). Under
+            `jax.distributed` a mesh over every process's devices; each process
+            then calls encode/decode with the same input and gets the whole result.
+    """
+
+    model_class = AutoencoderKLCogVideoX
+
+    def __init__(
+        self,
+        vae: AutoencoderKLCogVideoX,
+        *,
+        dtype: torch.dtype | str | None = None,
+        memory_budget: int | None = None,
+        mesh: Mesh | None = None,
+    ):
+        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
+        self._lowered = LoweredVAE(vae, mesh, self._placement.local_device().platform)
+        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
+        self.uniform_tiles = True
+        self._auto_tiling_logged = False
+        self.program_split = "auto"
+        # diffusers' frame batching and tiling settings, as the wrapped instance has them.
+        self.num_sample_frames_batch_size = vae.num_sample_frames_batch_size
+        self.num_latent_frames_batch_size = vae.num_latent_frames_batch_size
+        self.tiling_mode = "on" if vae.use_tiling else "auto"
+        self.tile_sample_min_height = vae.tile_sample_min_height
+        self.tile_sample_min_width = vae.tile_sample_min_width
+        self.tile_latent_min_height = vae.tile_latent_min_height
+        self.tile_latent_min_width = vae.tile_latent_min_width
+        self.tile_overlap_factor_height = vae.tile_overlap_factor_height
+        self.tile_overlap_factor_width = vae.tile_overlap_factor_width
+
+    # ----- the family's shapes and latent scaling -----
+
+    @property
+    def video_channels(self) -> int:
+        return self.config.in_channels
+
+    @property
+    def latent_channels(self) -> int:
+        return self.config.latent_channels
+
+    @property
+    def spatial_compression_ratio(self) -> int:
+        return 2 ** (len(self.config.block_out_channels) - 1)
+
+    def latent_shape(self, video_shape) -> tuple[int, ...]:
+        return latent_shape(self.config, video_shape)
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        return latents * self.config.scaling_factor  # as CogVideoXVideoToVideoPipeline.prepare_latents
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        return latents / self.config.scaling_factor  # as CogVideoXPipeline.decode_latents
+
+
+    def enable_tiling(
+        self,
+        tile_sample_min_height: int | None = None,
+        tile_sample_min_width: int | None = None,
+        tile_overlap_factor_height: float | None = None,
+        tile_overlap_factor_width: float | None = None,
+    ) -> None:
+        """Tiled encode and decode (mode "on"), with the same arguments and meaning as diffusers'."""
+        self.tiling_mode = "on"
+        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
+        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
+        factor = 2 ** (len(self.config.block_out_channels) - 1)
+        self.tile_latent_min_height = int(self.tile_sample_min_height / factor)
+        self.tile_latent_min_width = int(self.tile_sample_min_width / factor)
+        self.tile_overlap_factor_height = tile_overlap_factor_height or self.tile_overlap_factor_height
+        self.tile_overlap_factor_width = tile_overlap_factor_width or self.tile_overlap_factor_width
+
+    def disable_tiling(self) -> None:
+        """Never tile (mode "off"), even where the untiled programs would not fit."""
+        self.tiling_mode = "off"
+
+    @property
+    def tiling_mode(self) -> str:
+        """"on", "off", or "auto" (tile an input larger than a tile only when it would not fit untiled)."""
+        return self._tiling
+
+    @tiling_mode.setter
+    def tiling_mode(self, mode: str) -> None:
+        if mode not in ("on", "off", "auto"):
+            raise ValueError(f"tiling_mode must be 'on', 'off' or 'auto', got {mode!r}")
+        self._tiling = mode
+
+    @property
+    def use_tiling(self) -> bool:
+        """diffusers' flag: True when tiling is forced on."""
+        return self._tiling == "on"
+
+    @use_tiling.setter
+    def use_tiling(self, value: bool) -> None:
+        self._tiling = "on" if value else "off"
+
+    @property
+    def program_split(self) -> str:
+        """"batch", "layer", or "auto" ("layer" on one CPU device, else "batch"): programs per frame batch."""
+        return self._split
+
+    @program_split.setter
+    def program_split(self, split: str) -> None:
+        if split not in ("batch", "layer", "auto"):
+            raise ValueError(f"program_split must be 'batch', 'layer' or 'auto', got {split!r}")
+        self._split = split
+
+    @property
+    def _layered(self) -> bool:
+        if self._split == "auto":  # a mesh of CPU devices is for testing sharding: keep its programs whole
+            return self._placement.local_device().platform == "cpu" and self._placement.mesh is None
+        return self._split == "layer"
+    def _encode(self, source) -> jax.Array:
+        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
+        return self._run("encoder", self._lowered.encode_step, source, self.num_sample_frames_batch_size, sample_tile, latent_tile)
+
+    def _decode(self, source) -> jax.Array:
+        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
+        return self._run("decoder", self._lowered.decode_step, source, self.num_latent_frames_batch_size, latent_tile, sample_tile)
+
+    def _run(self, name, step, source, batch_size, in_tile, out_tile) -> jax.Array:
+        """Frame-batched `step` over the source, tiled when tiling is on (or needed) and the input exceeds in_tile."""
+        height, width = source.shape[3:]
+        if (height > in_tile[0] or width > in_tile[1]) and self._should_tile(name, step, source, batch_size, in_tile):
+            overlap = (self.tile_overlap_factor_height, self.tile_overlap_factor_width)
+            lay = tiling.layout(*in_tile, *out_tile, *overlap)
+            return self._tiled(name, step, source, batch_size, lay)
+        return apply(join, self._frames(name, step, source, batch_size), axis=2)
+
+    def _frames(self, name, step, source, batch_size, block=None, valid=None) -> list:
+        """`step` over diffusers' frame batches, carrying conv_cache on the device; the batch outputs.
+
+        block: (row, col, height, width) of a tile to cut from each frame batch
+        (default: the whole frame). valid: that tile's (height, width) inside the
+        video when the block is a zero-padded full-size tile (patches/tile_mask.py).
+        """
+        conv_cache = None
+        outputs = []
+        extra = ()
+        if valid is not None:
+            name = f"{name}/tile"
+            extra = (source.indices(valid),)
+        for start, end in frame_batches(source.shape[2], batch_size):
+            if block is None:
+                chunk = source.take((start, end))
+            else:
+                chunk = source.take((start, end), (block[0], block[2]), (block[1], block[3]))
+            if self._layered:
+                out, conv_cache = self._staged_batch(name, chunk, conv_cache, extra)
+            else:
+                program = name if conv_cache is None else f"{name}+conv_cache"
+                out, conv_cache = self._programs.run(program, step, self._weights, chunk, conv_cache, *extra)
+            outputs.append(out)
+            self._ran_batch()
+        return outputs
+
+    def _staged_batch(self, name, chunk, conv_cache, extra):
+        """One frame batch as one program per stage (torchax_vae/staging.py); conv_cache is a list per stage."""
+        role = name.partition("/")[0]
+        step = self._lowered.encode_stage if role == "encoder" else self._lowered.decode_stage
+        stages = self._lowered.stages[role]
+        caches = conv_cache or [None] * len(stages)
+        given = handed = None  # the previous top-level stage's output; the previous sub-stage's
+        new_caches = []
+        for stage, cache in zip(stages, caches):
+            program = f"{name}/{stage.name}" + ("" if conv_cache is None else "+conv_cache")
+            weights = self._lowered.stage_weights(role, stage, self._weights)
+            out, cache = self._programs.run(program, functools.partial(step, stage), weights, chunk, cache, (given, handed), *extra)
+            new_caches.append(cache)
+            given, handed = (out, None) if stage.last_sub else (given, out)
+        return given, new_caches
+
+    def _tiled(self, name, step, source, batch_size, lay: tiling.TileLayout) -> jax.Array:
+        """diffusers' tiled_encode/tiled_decode, then the tiles blended on the device.
+
+        With uniform_tiles (the default) every tile runs through the same
+        programs at the full tile size; otherwise each tile shape (interior,
+        right, bottom, corner) has its own.
+        """
+        grid = lay.tiles(*source.shape[3:])
+        if self.uniform_tiles:
+            source.pad_to(grid[-1][0].row + lay.tile_height, grid[0][-1].col + lay.tile_width)
+
+        def run(tile: tiling.Tile):
+            if self.uniform_tiles:  # the full-size, zero-padded block, told its valid extent
+                size, valid = (lay.tile_height, lay.tile_width), tile.valid
+            else:  # the tile cut to its own size, as diffusers does
+                size, valid = tile.valid, None
+            batches = self._frames(name, step, source, batch_size, (tile.row, tile.col, *size), valid)
+            out_size = batches[0].shape[3:]
+            # the output diffusers' tile would have had
+            crop = tuple(patches.tile_mask.extent_at(v, n, o) for v, n, o in zip(tile.valid, size, out_size))
+            return batches, crop
+
+        results = [[run(tile) for tile in row] for row in grid]
+        outputs = [[batches for batches, _ in row] for row in results]
+        crops = tuple(tuple(crop for _, crop in row) for row in results)
+        return apply(tiling.assemble, outputs, lay=lay, crops=crops)
+
+    def _should_tile(self, name, step, source, batch_size, in_tile) -> bool:
+        """Forced on or off by enable_tiling/disable_tiling; in "auto", tiles if the untiled program would not fit."""
+        if self._tiling != "auto":
+            return self._tiling == "on"
+        first = frame_batches(source.shape[2], batch_size)[0]
+        block = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement).take(first)
+        if self._layered:
+            with self._programs.recording() as used:
+                _, caches = self._staged_batch(name, block, None, ())
+            # the largest program with its inputs (the hand-over from the one before), and the new
+            # conv_cache of every layer, which stays live from its program to the next frame batch
+            carried = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(caches))
+            need = max(stats.temp_bytes + stats.output_bytes + stats.argument_bytes for stats in used) + carried
+        else:
+            stats = self._programs.compile(name, step, self._weights, block, None)
+            need = stats.temp_bytes + stats.output_bytes
+        budget = self.memory_budget
+        if budget is None:
+            budget = memory.free_bytes(self._placement.local_device())
+        if budget is None or need <= budget:
+            return False
+        if not self._auto_tiling_logged:
+            logger.warning(
+                "TorchaxVAE: the untiled %s needs %.3g GB for input %s, more than the %.3g GB available; "
+                "tiling it in %dx%d tiles. enable_tiling()/disable_tiling() force the choice.",
+                name, need / 1e9, source.shape, budget / 1e9, *in_tile,
+            )
+            self._auto_tiling_logged = True
+        return True
+
+
+def latent_shape(config, video_shape) -> tuple[int, ...]:
+    """[B, latent_channels, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
+    batch, _, frames, height, width = video_shape
+    spatial = 2 ** (len(config.block_out_channels) - 1)
+    temporal = config.temporal_compression_ratio
+    return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)

@@ -1,0 +1,349 @@
+"""The Wan family: diffusers' AutoencoderKLWan (Wan 2.1, and Wan 2.2's residual, patchified VAE).
+
+How diffusers runs it, and how this adapter does:
+
+- Encode: the first frame alone, then chunks of 4 frames (frames past the last
+  whole chunk are dropped, as diffusers drops them); decode: one latent frame
+  per decoder call. Every call reads and writes `feat_cache`, a Python list
+  that diffusers mutates in place, indexed by a `feat_idx=[0]` counter, with
+  one entry per causal convolution: None, the string "Rep" (a temporal
+  upsampler that has seen only the first chunk), or the last frames of that
+  convolution's input.
+- Here each call is a jitted program of (weights, frames, cache); the list is
+  built from the argument inside the trace, diffusers' forward fills it, and
+  the program returns it as a tuple of arrays that stays on the device for the
+  next call. The entries are brought to one shape on the way out, so that the
+  second and every later call are the same program: a one-frame entry gets a
+  zero frame in front (the causal padding it stands in for is zeros), and
+  "Rep" becomes two zero frames (what the upsampler's time convolution pads
+  with when it sees "Rep"). So a video of any length compiles two programs per
+  resolution for decode (the first call, and the rest), and two for encode.
+- Patchify (Wan 2.2) before the encoder, and unpatchify and the clamp to
+  [-1, 1] after the decoder, act on each frame alone, so they run inside the
+  per-chunk programs; with tiling they run after blending, as in diffusers.
+- Tiling: diffusers' tiled_encode/tiled_decode, each tile at its own exact
+  shape (the mid block's spatial attention sees the whole tile, so a
+  zero-padded tile would change the result), a fresh cache per tile, and the
+  blend of torchax_vae.tiling.
+- Latent normalization, as the Wan pipelines apply it: `latents_mean` and
+  `latents_std` from the config.
+"""
+
+import contextlib
+import functools
+import warnings
+
+import jax
+import jax.numpy as jnp
+import torch
+from diffusers import AutoencoderKLWan
+from diffusers.models.autoencoders.autoencoder_kl_wan import WanResample, patchify, unpatchify
+from jax.sharding import Mesh
+
+from .. import convert, patches, tiling
+from ..lowering import jax_weights, private_copy
+from ..vae import TorchaxVAE, apply, join
+
+# diffusers' encoder chunking: the first frame, then this many frames per call
+ENCODE_CHUNK = 4
+
+
+def encode_chunks(num_frames: int) -> list[tuple[int, int]]:
+    """The (start, end) frame ranges diffusers' AutoencoderKLWan._encode passes to one encoder call each."""
+    calls = 1 + (num_frames - 1) // ENCODE_CHUNK
+    return [(0, 1)] + [(1 + ENCODE_CHUNK * (i - 1), 1 + ENCODE_CHUNK * i) for i in range(1, calls)]
+
+
+def latent_shape(config, video_shape) -> tuple[int, ...]:
+    """[B, z_dim, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
+    batch, _, frames, height, width = video_shape
+    temporal, spatial = config.scale_factor_temporal, config.scale_factor_spatial
+    return (batch, config.z_dim, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+
+
+class WanLowered:
+    """A private, patched copy of an AutoencoderKLWan and its per-call step functions, pure in JAX arrays."""
+
+    def __init__(self, vae: AutoencoderKLWan, platform: str | None = None):
+        self.model = private_copy(vae)
+        # the JAX platform the programs are for; on CPU, convolutions run by frames (patches/frame_conv.py)
+        self.platform = platform or jax.default_backend()
+        self.patch_counts = patches.apply(self.model)
+        self.patch = vae.config.patch_size
+        self.counts = dict(vae._cached_conv_counts)  # feat_cache entries of the encoder and decoder
+        self.env = patches.import_torchax().default_env()
+        # While a first decoder call is traced: feat_cache index -> the shape a "Rep" entry stands for.
+        self._rep_shapes: dict[int, tuple] = {}
+        for module in self.model.modules():
+            if isinstance(module, WanResample) and module.mode == "upsample3d":
+                module.register_forward_pre_hook(self._note_rep, with_kwargs=True)
+
+    def _note_rep(self, module, args, kwargs):
+        cache, index = kwargs.get("feat_cache"), kwargs.get("feat_idx")
+        if cache is not None and cache[index[0]] is None:  # diffusers is about to store "Rep" here
+            batch, channels, _, height, width = args[0].shape
+            self._rep_shapes[index[0]] = (batch, channels, 2, height, width)
+
+    @contextlib.contextmanager
+    def _tracing(self):
+        by_frames = patches.frame_conv.by_frames(self.platform in patches.frame_conv.CPU_ONLY)
+        with by_frames, self.env, torch.no_grad(), warnings.catch_warnings():
+            # torchax asks for torch's int64 index dtype; JAX without x64 makes it int32 and warns.
+            warnings.filterwarnings("ignore", message="Explicitly requested dtype int64", category=UserWarning)
+            yield
+
+    def _call(self, child: str, weights, *args, **kwargs):
+        return torch.func.functional_call(getattr(self.model, child), weights[child], args, kwargs)
+
+    def _carried(self, feat_cache: list, like) -> tuple:
+        """feat_cache as the next call's argument, every entry at its steady shape (module docstring)."""
+        carried = []
+        for index, entry in enumerate(feat_cache):
+            if isinstance(entry, str):  # "Rep"
+                entry = like.new_zeros(self._rep_shapes[index])
+            elif entry is not None and entry.shape[2] == 1:
+                entry = torch.cat([torch.zeros_like(entry), entry], dim=2)
+            carried.append(entry)
+        return tuple(carried)
+
+    def _cache_list(self, cache, role: str) -> list:
+        return [None] * self.counts[role] if cache is None else list(cache)
+
+    def encode_step(self, weights, frames, cache):
+        """One encoder call (and quant_conv) on a chunk of frames: (moments, cache); cache None for the first."""
+        weights, frames, cache = self.env.j2t_iso((weights, frames, cache))
+        with self._tracing():
+            x = patchify(frames, self.patch) if self.patch else frames
+            feat_cache = self._cache_list(cache, "encoder")
+            h = self._call("encoder", weights, x, feat_cache=feat_cache, feat_idx=[0])
+            h = self._call("quant_conv", weights, h)
+            carried = self._carried(feat_cache, h)
+        return self.env.t2j_iso((h, carried))
+
+    def decode_step(self, weights, latents, cache, finish: bool = True):
+        """One decoder call on one latent frame: (frames, cache); cache None for the first.
+
+        finish: unpatchify and clamp the output (False for tiles, which diffusers finishes after blending).
+        """
+        weights, latents, cache = self.env.j2t_iso((weights, latents, cache))
+        with self._tracing():
+            x = self._call("post_quant_conv", weights, latents)
+            feat_cache = self._cache_list(cache, "decoder")
+            out = self._call("decoder", weights, x, feat_cache=feat_cache, feat_idx=[0], first_chunk=cache is None)
+            carried = self._carried(feat_cache, out)
+            if finish:
+                out = finish_decoded(out, self.patch)
+        return self.env.t2j_iso((out, carried))
+
+
+def finish_decoded(out, patch):
+    """diffusers' last steps of a decode: unpatchify (Wan 2.2) and clamp to [-1, 1]."""
+    if patch:
+        out = unpatchify(out, patch_size=patch)
+    return torch.clamp(out, min=-1.0, max=1.0)
+
+
+class WanVAE(TorchaxVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLWan` (Wan 2.1, Wan 2.2), as diffusers runs it.
+
+    Each encoder or decoder call of diffusers' loop is one program; a video of
+    any length compiles two per resolution for decode and two for encode (the
+    first call, and the rest). Tiling and slicing follow diffusers' own
+    `enable_tiling(tile_sample_min_height, tile_sample_min_width,
+    tile_sample_stride_height, tile_sample_stride_width)` and `enable_slicing()`.
+    See `torchax_vae.models.wan` for how the cache is carried.
+    """
+
+    model_class = AutoencoderKLWan
+
+    def __init__(
+        self,
+        vae: AutoencoderKLWan,
+        *,
+        dtype: torch.dtype | str | None = None,
+        memory_budget: int | None = None,
+        mesh: Mesh | None = None,
+    ):
+        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
+        self._lowered = WanLowered(vae, self._placement.local_device().platform)
+        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
+        # What diffusers' Wan pipelines and users read off the model.
+        self.z_dim = vae.z_dim
+        self.temperal_downsample = list(vae.temperal_downsample)
+        self.temperal_upsample = list(vae.temperal_upsample)
+        self.use_tiling = vae.use_tiling
+        self.tile_sample_min_height = vae.tile_sample_min_height
+        self.tile_sample_min_width = vae.tile_sample_min_width
+        self.tile_sample_stride_height = vae.tile_sample_stride_height
+        self.tile_sample_stride_width = vae.tile_sample_stride_width
+
+    # ----- the family's shapes and latent normalization -----
+
+    @property
+    def video_channels(self) -> int:
+        patch = self.config.patch_size
+        return self.config.in_channels // (patch * patch) if patch else self.config.in_channels
+
+    @property
+    def latent_channels(self) -> int:
+        return self.config.z_dim
+
+    @property
+    def spatial_compression_ratio(self) -> int:
+        return self.config.scale_factor_spatial
+
+    def latent_shape(self, video_shape) -> tuple[int, ...]:
+        return latent_shape(self.config, video_shape)
+
+    def _normalization(self, latents: torch.Tensor):
+        shape = (1, self.config.z_dim, 1, 1, 1)
+        mean = torch.tensor(self.config.latents_mean).view(shape).to(latents.device, latents.dtype)
+        inv_std = 1.0 / torch.tensor(self.config.latents_std).view(shape).to(latents.device, latents.dtype)
+        return mean, inv_std
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        mean, inv_std = self._normalization(latents)
+        return (latents - mean) * inv_std  # as WanImageToVideoPipeline.prepare_latents
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        mean, inv_std = self._normalization(latents)
+        return latents / inv_std + mean  # as WanPipeline.__call__ before decoding
+
+    def _check_video(self, shape, name: str) -> None:
+        # Patchify needs whole patches; Wan 2.2's residual down blocks (AvgDown3D) average whole 2x2 blocks at
+        # every spatial downsampling, where diffusers fails with a reshape error deep inside the encoder.
+        multiple = self.config.patch_size or 1
+        if self.config.is_residual:
+            multiple *= 2 ** (len(self.config.dim_mult) - 1)
+        if shape[3] % multiple or shape[4] % multiple:
+            raise ValueError(
+                f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); this Wan VAE's encoder needs a height "
+                f"and width divisible by {multiple}"
+            )
+
+    # ----- tiling, with diffusers' arguments -----
+
+    def enable_tiling(
+        self,
+        tile_sample_min_height: int | None = None,
+        tile_sample_min_width: int | None = None,
+        tile_sample_stride_height: int | None = None,
+        tile_sample_stride_width: int | None = None,
+    ) -> None:
+        """Tiled encode and decode, with the same arguments and meaning as diffusers' AutoencoderKLWan."""
+        self.use_tiling = True
+        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
+        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
+        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
+        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
+
+    def disable_tiling(self) -> None:
+        self.use_tiling = False
+
+    # ----- encode / decode -----
+
+    def _encode(self, source) -> jax.Array:
+        height, width = source.shape[3:]
+        if self.use_tiling and (width > self.tile_sample_min_width or height > self.tile_sample_min_height):
+            return self._tiled_encode(source)
+        return apply(join, self._encoder_calls(source), axis=2)
+
+    def _decode(self, source) -> jax.Array:
+        height, width = source.shape[3:]
+        ratio = self.spatial_compression_ratio
+        if self.use_tiling and (
+            width > self.tile_sample_min_width // ratio or height > self.tile_sample_min_height // ratio
+        ):
+            return self._tiled_decode(source)
+        return apply(join, self._decoder_calls(source), axis=2)
+
+    def _encoder_calls(self, source, block=None) -> list:
+        """The outputs of diffusers' encoder calls over the source (or a (row, col, height, width) block of it)."""
+        weights = {k: self._weights[k] for k in ("encoder", "quant_conv")}
+        name = "encoder" if block is None else "encoder/tile"
+        cache, outputs = None, []
+        for frames in encode_chunks(source.shape[2]):
+            chunk = source.take(frames) if block is None else source.take(frames, block[::2], block[1::2])
+            program = name if cache is None else f"{name}+feat_cache"
+            out, cache = self._programs.run(program, self._lowered.encode_step, weights, chunk, cache)
+            outputs.append(out)
+            self._ran_batch()
+        return outputs
+
+    def _decoder_calls(self, source, block=None) -> list:
+        """The outputs of diffusers' decoder calls, one per latent frame; raw (not finished) for a block."""
+        weights = {k: self._weights[k] for k in ("decoder", "post_quant_conv")}
+        step, name = self._lowered.decode_step, "decoder"
+        if block is not None:
+            step, name = functools.partial(self._lowered.decode_step, finish=False), "decoder/tile"
+        cache, outputs = None, []
+        for k in range(source.shape[2]):
+            chunk = source.take((k, k + 1)) if block is None else source.take((k, k + 1), block[::2], block[1::2])
+            program = name if cache is None else f"{name}+feat_cache"
+            out, cache = self._programs.run(program, step, weights, chunk, cache)
+            outputs.append(out)
+            self._ran_batch()
+        return outputs
+
+    def _tiled_encode(self, source) -> jax.Array:
+        """diffusers' AutoencoderKLWan.tiled_encode: tiles of the patchified video, each at its own shape."""
+        patch = self.config.patch_size or 1
+        ratio = self.spatial_compression_ratio // patch
+        height, width = source.shape[3] // patch, source.shape[4] // patch  # patchified, as diffusers tiles it
+        lay = _layout(self.tile_sample_min_height, self.tile_sample_min_width,
+                      self.tile_sample_stride_height, self.tile_sample_stride_width, out_scale=ratio)
+        tiles = [
+            [self._encoder_calls(source, (t.row * patch, t.col * patch, t.valid_height * patch, t.valid_width * patch))
+             for t in row]
+            for row in lay.tiles(height, width)
+        ]
+        return apply(_assemble, tiles, lay=lay, size=(height // ratio, width // ratio), patch=None)
+
+    def _tiled_decode(self, source) -> jax.Array:
+        """diffusers' AutoencoderKLWan.tiled_decode: latent tiles at their own shapes, blended, then finished."""
+        patch = self.config.patch_size or 1
+        ratio = self.spatial_compression_ratio
+        height, width = source.shape[3:]
+        lay = _layout(self.tile_sample_min_height // ratio, self.tile_sample_min_width // ratio,
+                      self.tile_sample_stride_height // ratio, self.tile_sample_stride_width // ratio,
+                      out_scale=ratio // patch,
+                      out_tile=(self.tile_sample_min_height // patch, self.tile_sample_min_width // patch),
+                      out_stride=(self.tile_sample_stride_height // patch, self.tile_sample_stride_width // patch))
+        tiles = [
+            [self._decoder_calls(source, (t.row, t.col, t.valid_height, t.valid_width)) for t in row]
+            for row in lay.tiles(height, width)
+        ]
+        size = (height * ratio // patch, width * ratio // patch)
+        return apply(_assemble, tiles, lay=lay, size=size, patch=self.config.patch_size or 0)
+
+
+def _layout(tile_h, tile_w, stride_h, stride_w, *, out_scale, out_tile=None, out_stride=None) -> tiling.TileLayout:
+    """Input tiles of tile_* every stride_*; outputs blended over (out tile - out stride), keeping out stride."""
+    out_tile = out_tile or (tile_h // out_scale, tile_w // out_scale)
+    out_stride = out_stride or (stride_h // out_scale, stride_w // out_scale)
+    return tiling.TileLayout(
+        tile_height=tile_h,
+        tile_width=tile_w,
+        stride_height=stride_h,
+        stride_width=stride_w,
+        blend_height=out_tile[0] - out_stride[0],
+        blend_width=out_tile[1] - out_stride[1],
+        keep_height=out_stride[0],
+        keep_width=out_stride[1],
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("lay", "size", "patch"))
+def _assemble(tiles, *, lay: tiling.TileLayout, size: tuple[int, int], patch):
+    """Blended tiles cropped to `size`; for a decode (patch not None), unpatchified and clamped as diffusers does."""
+    crops = tuple(tuple(tuple(calls[0].shape[3:]) for calls in row) for row in tiles)
+    out = tiling.assemble(tiles, lay, crops)[:, :, :, : size[0], : size[1]]
+    if patch is None:
+        return out
+    if patch:
+        b, c, f, h, w = out.shape
+        channels = c // (patch * patch)
+        # diffusers' unpatchify: view (b, c, p, p, f, h, w), permute (0, 1, 4, 5, 3, 6, 2)
+        out = out.reshape(b, channels, patch, patch, f, h, w).transpose(0, 1, 4, 5, 3, 6, 2)
+        out = out.reshape(b, channels, f, h * patch, w * patch)
+    return jnp.clip(out, -1.0, 1.0)
