@@ -15,8 +15,11 @@ applied; importing this package changes nothing.
 - `sharding_marks`: NCTHW activations split on width over a ('dp', 'tp') mesh while tracing for one.
 - `wan_upsample`: WanUpsample's cast back to bf16 through `.to` (torchax 0.0.13's `type_as` works in place).
 
+The patched layers read what a trace is for (CPU kernels, mesh, tile extent) from one
+frozen `options.TraceOptions` the lowering sets around each trace.
+
 Each patch replaces modules by class, so `apply` fits any family: a model without a patch's
-classes gets none of it (a Wan model only `wan_upsample`).
+classes gets none of it (a Wan model gets `frame_conv`, `sharding_marks` and `wan_upsample`).
 """
 
 from torch import nn
@@ -24,6 +27,7 @@ from torch import nn
 from . import (
     frame_conv,
     group_norm,
+    options,
     pointwise_conv_cache,
     safe_conv3d,
     sharding_marks,

@@ -13,7 +13,7 @@ frames, which XLA:CPU lowers to its optimized 2-D kernel: about 150 GFLOP/s on
 the same shapes) and sums them, accumulating in float32. The plain reference is
 the 3-D convolution itself (`conv3d_reference`).
 
-Only while tracing for a CPU device (`by_frames(True)`, set by the lowering):
+Only while tracing for a CPU device (`TraceOptions.cpu_kernels`, patches/options.py):
 accelerators get the stock 3-D convolution, which their compilers handle
 natively and which this was not measured against.
 
@@ -21,8 +21,6 @@ Still needed while torchax lowers F.conv3d to a single 3-D convolution
 (tests/test_patches.py::test_stock_conv3d_is_one_3d_convolution).
 """
 
-import contextlib
-import contextvars
 import functools
 
 import jax
@@ -31,23 +29,9 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
 from torch import nn
 
+from .options import current
 from .safe_conv3d import PlainConv3d
 from .torchax_torch213 import import_torchax
-
-_BY_FRAMES = contextvars.ContextVar("conv3d_by_frames", default=False)
-
-CPU_ONLY = ("cpu",)  # platforms whose programs get the per-frame lowering
-
-
-@contextlib.contextmanager
-def by_frames(enabled: bool):
-    """Inside, FrameConv3d layers traced through torchax use `conv3d_by_frames` if `enabled`."""
-    token = _BY_FRAMES.set(bool(enabled))
-    try:
-        yield
-    finally:
-        _BY_FRAMES.reset(token)
-
 
 def conv3d_reference(x, w, b=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1):
     """F.conv3d of NCTHW x and OITHW w, as torchax lowers it: one 3-D convolution."""
@@ -132,8 +116,8 @@ def _torch_conv3d_by_frames():
 
 
 def _forward(conv: nn.Conv3d, input: torch.Tensor, stock) -> torch.Tensor:
-    """conv(input) by `conv3d_by_frames` inside `by_frames(True)`, else by `stock` (nn.Conv3d's forward)."""
-    if not _BY_FRAMES.get() or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+    """conv(input) by `conv3d_by_frames` when tracing with cpu_kernels, else by `stock` (nn.Conv3d's forward)."""
+    if not current().cpu_kernels or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
         return stock(input)
     return _torch_conv3d_by_frames()(
         input, conv.weight, conv.bias, tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation), conv.groups
@@ -141,14 +125,14 @@ def _forward(conv: nn.Conv3d, input: torch.Tensor, stock) -> torch.Tensor:
 
 
 class FrameConv3d(PlainConv3d):
-    """PlainConv3d whose convolution is `conv3d_by_frames` inside `by_frames(True)`."""
+    """PlainConv3d whose convolution is `conv3d_by_frames` when tracing with cpu_kernels."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         return _forward(self, input, super().forward)
 
 
 class _ByFramesConv3d(nn.Conv3d):
-    """nn.Conv3d's forward, by frames inside `by_frames(True)`: what WanCausalConv3d's `super().forward` reaches."""
+    """nn.Conv3d's forward, by frames when tracing with cpu_kernels: what WanCausalConv3d's `super().forward` reaches."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         return _forward(self, input, super().forward)

@@ -76,7 +76,7 @@ def group_norm_reference(x, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 def _group_norm_of_tile(x, num_groups, weight, bias, eps):
-    """`group_norm` over the valid region when traced inside `tile_mask.valid_extent`, else over all."""
+    """`group_norm` over the valid region when traced with a tile extent (TraceOptions.tile_extent), else over all."""
     return group_norm(x, num_groups, weight, bias, eps, mask=tile_mask.spatial_mask(*x.shape[-2:]))
 
 

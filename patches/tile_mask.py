@@ -7,7 +7,7 @@ interior one), so compile time grows with the number of distinct edge sizes.
 
 Here: a tile is always cut at the full tile size, zero-padded past the input's
 edge, and its valid extent (height, width) at the program's input resolution is
-a traced argument. Inside the trace (`valid_extent`), every operation whose
+a traced argument. Inside the trace (`TraceOptions.tile_extent`, patches/options.py), every operation whose
 output at a valid position depends on other positions is made to see exactly
 what it sees on the smaller tile:
 - the input of every convolution with a spatial kernel (the inner conv of each
@@ -19,7 +19,7 @@ what it sees on the smaller tile:
 Pointwise layers, the time axis, and CogVideoXSpatialNorm3D's nearest-neighbour
 resize of the latents (an integer factor) need nothing. Valid outputs equal the
 smaller tile's (tests/test_patches.py::test_masked_tile_equals_smaller_tile_*);
-the rest is cropped away. Outside `valid_extent` the patched layers run as
+the rest is cropped away. Without a tile extent the patched layers run as
 before.
 
 Not an upstream defect but a trade: fewer programs to compile for more work
@@ -28,8 +28,6 @@ shape; `TorchaxVAE.uniform_tiles = False` goes without it
 (tests/test_tiling.py::test_exact_tile_shapes_match_diffusers_with_a_program_per_shape).
 """
 
-import contextlib
-import contextvars
 import functools
 
 import jax.numpy as jnp
@@ -37,49 +35,19 @@ import torch
 from diffusers.models.upsampling import CogVideoXUpsample3D
 from torch import nn
 
+from ..tiling import extent_at
 from .frame_conv import FrameConv3d
+from .options import current
 from .safe_conv3d import PlainConv3d
 from .time_pool import TimePooledDownsample3D
 from .torchax_torch213 import import_torchax
 
-_EXTENT = contextvars.ContextVar("tile_extent", default=None)
-
-
-@contextlib.contextmanager
-def valid_extent(valid, tile_size: tuple[int, int]):
-    """Inside: patched layers see only `valid` = (height, width) of a `tile_size` program input."""
-    token = _EXTENT.set((valid, tuple(tile_size)))
-    try:
-        yield
-    finally:
-        _EXTENT.reset(token)
-
-
-def extent_at(valid, tile: int, size: int):
-    """The valid extent at a resolution `size` of a `tile`-sized input with `valid` valid entries.
-
-    Upsampling multiplies sizes by an integer; downsampling halves them, rounding
-    down (CogVideoXDownsample3D pads by one and convolves with stride 2), and the
-    valid extent of the smaller tile rounds the same way.
-    """
-    if size >= tile:
-        factor, rest = divmod(size, tile)
-        if rest:
-            raise ValueError(f"size {size} is not a multiple of the tile size {tile}")
-        return valid * factor
-    while tile > size:
-        tile, valid = tile // 2, valid // 2
-    if tile != size:
-        raise ValueError(f"size {size} is not the tile size halved (rounding down) from {tile}")
-    return valid
-
-
 def spatial_mask(height: int, width: int):
-    """(height, width) booleans, True inside the valid region; None outside `valid_extent`."""
-    current = _EXTENT.get()
-    if current is None:
+    """(height, width) booleans, True inside the valid region; None without a tile extent."""
+    extent = current().tile_extent
+    if extent is None:
         return None
-    valid, (tile_h, tile_w) = current
+    valid, (tile_h, tile_w) = extent
     rows = jnp.arange(height) < extent_at(valid[0], tile_h, height)
     cols = jnp.arange(width) < extent_at(valid[1], tile_w, width)
     return rows[:, None] & cols[None, :]
@@ -97,7 +65,7 @@ def _torch_zero_outside():
 
 
 def _masked(x: torch.Tensor) -> torch.Tensor:
-    return x if _EXTENT.get() is None else _torch_zero_outside()(x)
+    return x if current().tile_extent is None else _torch_zero_outside()(x)
 
 
 class TileMaskedConv3d(FrameConv3d):

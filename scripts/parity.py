@@ -1,21 +1,84 @@
 """Print max |Δ| of TorchaxVAE against diffusers' PyTorch VAE (fp32) for a grid of cases.
 
-    python scripts/parity.py                       # tiny and official configs, the README's table
+    python scripts/parity.py                       # tiny and official configs, the table in docs/parity.md
     python scripts/parity.py --config tiny --frames 9 17
+    python scripts/parity.py --config wan2.1 wan2.2 --frames 1 5 9 17   # Wan's released architectures
 """
 
 import argparse
+import copy
+import dataclasses
 import sys
 
 import torch
 
 from torchax_vae import TorchaxVAE
-from torchax_vae.parity import CONFIGS, compare, random_vae, table
+from vaes import CONFIGS, WAN_CONFIGS, random_vae
+
+
+@dataclasses.dataclass
+class Row:
+    config: str
+    dtype: str
+    frames: int
+    batch: int
+    slicing: bool
+    size: int
+    mean: float  # max |Δ| against PyTorch fp32
+    logvar: float
+    sample: float
+    decode: float
+    torch_bf16_decode: float | None = None  # PyTorch bf16's own max |Δ| against fp32, for scale
+
+
+def _diff(a, b) -> float:
+    return (a.float() - b.float()).abs().max().item()
+
+
+@torch.no_grad()
+def compare(vae, ours: TorchaxVAE, config: str, frames: int, batch: int, slicing: bool, size: int) -> Row:
+    """One row: encode and decode a seeded random video both ways; max |Δ| of each result."""
+    x = torch.randn(batch, 3, frames, size, size, generator=torch.Generator().manual_seed(frames))
+    for model in (vae, ours):
+        (model.enable_slicing if slicing else model.disable_slicing)()
+    expected, actual = vae.encode(x).latent_dist, ours.encode(x).latent_dist
+    expected_sample = expected.sample(generator=torch.Generator().manual_seed(0))
+    actual_sample = actual.sample(generator=torch.Generator().manual_seed(0))
+    reference = vae.decode(expected.mean).sample
+    row = Row(
+        config=config,
+        dtype=str(ours.dtype).removeprefix("torch."),
+        frames=frames,
+        batch=batch,
+        slicing=slicing,
+        size=size,
+        mean=_diff(actual.mean, expected.mean),
+        logvar=_diff(actual.logvar, expected.logvar),
+        sample=_diff(actual_sample, expected_sample),
+        decode=_diff(ours.decode(expected.mean).sample, reference),
+    )
+    if ours.dtype == torch.bfloat16:
+        torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
+        row.torch_bf16_decode = _diff(torch_bf16.decode(expected.mean.bfloat16()).sample, reference)
+    return row
+
+
+def table(rows: list[Row]) -> str:
+    """A markdown table of the rows."""
+    head = "| config | dtype | frames | batch | slicing | HxW | mean | logvar | sample | decode | PyTorch bf16 decode |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        bf16 = "" if r.torch_bf16_decode is None else f"{r.torch_bf16_decode:.2e}"
+        lines.append(
+            f"| {r.config} | {r.dtype} | {r.frames} | {r.batch} | {'on' if r.slicing else 'off'} | {r.size}x{r.size} "
+            f"| {r.mean:.2e} | {r.logvar:.2e} | {r.sample:.2e} | {r.decode:.2e} | {bf16} |"
+        )
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", choices=sorted(CONFIGS), nargs="+", default=["tiny", "official"])
+    parser.add_argument("--config", choices=sorted(CONFIGS) + sorted(WAN_CONFIGS), nargs="+", default=["tiny", "official"])
     parser.add_argument("--frames", type=int, nargs="+", default=[1, 5, 9, 13, 17, 33])
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--size", type=int, default=32, help="height = width of the test videos")

@@ -33,6 +33,7 @@ import torch
 from diffusers import AutoencoderKLCogVideoX
 
 from torchax_vae.lowering import LoweredVAE, jax_weights
+from torchax_vae.models import cogvideox
 from torchax_vae.synthetic import moving_shapes
 
 # Also written into the exported config.json; the demo reads it from there.
@@ -194,7 +195,7 @@ def train(args) -> None:
     update = make_update(make_loss(lowered, args.kl_weight), args.clip)
     reconstruct = jax.jit(make_reconstruct(lowered))
     val = jnp.asarray(moving_shapes(10**9 + args.seed, 4, args.frames, args.size, args.size))
-    latent_shape = (args.batch, TINY_CONFIG["latent_channels"], (args.frames - 1) // 4 + 1, args.size // 8, args.size // 8)
+    latent_shape = cogvideox.latent_shape(model.config, (args.batch, 3, args.frames, args.size, args.size))
     log_path = workdir / "log.jsonl"
     kept = [line for line in log_path.read_text().splitlines() if json.loads(line)["step"] <= start] if start else []
     log_path.write_text("".join(line + "\n" for line in kept))  # drop what came after the checkpoint

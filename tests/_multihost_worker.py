@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from torchax_vae import TorchaxVAE, make_mesh  # noqa: E402
-from torchax_vae.parity import random_vae  # noqa: E402
+from helpers import random_vae  # noqa: E402
 
 mesh = make_mesh()
 assert mesh.devices.size == len(jax.devices()) > len(jax.local_devices()), (jax.devices(), jax.local_devices())

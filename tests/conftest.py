@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from torchax_vae import TorchaxVAE
-from torchax_vae.parity import random_vae
+from helpers import random_vae
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,23 @@
-"""Shared test tolerances, assert_close and the parity checks. Seeded models: torchax_vae.parity.random_vae."""
+"""Shared test tolerances, assert_close, the parity checks, and the seeded models of named configs.
+
+The model factories live in scripts/vaes.py (the scripts use the same ones);
+this puts that folder on sys.path and re-exports them.
+"""
 
 import copy
 import re
+import sys
+from pathlib import Path
 
 import torch
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+from vaes import CONFIGS, WAN_CONFIGS, random_vae  # noqa: E402
+
+__all__ = ["CONFIGS", "WAN_CONFIGS", "TOLERANCE", "assert_close", "bf16_check", "check_encode_decode", "random_vae"]
 
 # Max |Δ| allowed against the same model in plain PyTorch fp32.
 TOLERANCE = {torch.float32: 1e-4}

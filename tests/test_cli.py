@@ -1,5 +1,6 @@
-"""The `torchax-vae` command, driven end to end in subprocesses on tiny models with random weights."""
+"""The `torchax-vae` command on tiny models with random weights: end to end in subprocesses, bad input in-process."""
 
+import functools
 import gc
 import json
 import os
@@ -14,10 +15,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from helpers import TOLERANCE, assert_close
+from helpers import TOLERANCE, assert_close, random_vae
 from torchax_vae import files, staging
+from torchax_vae.cli import main as cli_main
 from torchax_vae.commands import demo
-from torchax_vae.parity import random_vae
 
 ATOL = TOLERANCE[torch.float32]
 
@@ -130,35 +131,36 @@ def test_warmup_fills_the_cache_that_decode_then_uses(model_dir, tmp_path):
     assert len(list(cache.iterdir())) >= entries  # served from the cache (the uint8 conversion may add one)
 
 
-def _bad(tmp_path, *args, expect: str):
-    proc = cli(*args)
-    assert proc.returncode == 2, f"exit {proc.returncode}: {proc.stderr[-2000:]}"
-    lines = [line for line in proc.stderr.splitlines() if "torchax-vae" in line]
-    assert len(lines) == 1 and expect in lines[0], proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr
+def _bad(capsys, tmp_path, *args, expect: str):
+    """In-process (`cli.main(argv)`): exit status 2, one line naming the problem, no traceback, no output file."""
+    code = cli_main([*map(str, args), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2, f"exit {code}: {err[-2000:]}"
+    lines = [line for line in err.splitlines() if "torchax-vae" in line]
+    assert len(lines) == 1 and expect in lines[0], err[-2000:]
+    assert "Traceback" not in err
     leftovers = [p.name for p in tmp_path.iterdir() if p.suffix == ".mp4" or ".partial" in p.name]
     assert leftovers == [], leftovers
 
 
-def test_bad_inputs_exit_2_with_one_line(model_dir, tmp_path):
+def test_bad_inputs_exit_2_with_one_line(model_dir, tmp_path, capsys):
     good = tmp_path / "latents.pt"
     torch.save(torch.randn(1, 3, 4, 4, 6), good)
     out = tmp_path / "out.mp4"
-    _bad(tmp_path, "decode", tmp_path / "missing.pt", "-o", out, "--model", model_dir, expect="does not exist")
+    bad = functools.partial(_bad, capsys, tmp_path)
+    bad("decode", tmp_path / "missing.pt", "-o", out, "--model", model_dir, expect="does not exist")
     (tmp_path / "garbage.pt").write_bytes(b"not a tensor")
-    _bad(tmp_path, "decode", tmp_path / "garbage.pt", "-o", out, "--model", model_dir, expect="cannot read latents")
+    bad("decode", tmp_path / "garbage.pt", "-o", out, "--model", model_dir, expect="cannot read latents")
     torch.save(torch.randn(4, 4, 6), tmp_path / "flat.pt")
-    _bad(tmp_path, "decode", tmp_path / "flat.pt", "-o", out, "--model", model_dir, expect="must be 5-D")
+    bad("decode", tmp_path / "flat.pt", "-o", out, "--model", model_dir, expect="must be 5-D")
     torch.save(torch.randn(1, 3, 16, 4, 6), tmp_path / "channels.pt")
-    _bad(tmp_path, "decode", tmp_path / "channels.pt", "-o", out, "--model", model_dir, expect="decoder takes 4")
-    _bad(tmp_path, "decode", good, "-o", out, "--model", tmp_path / "no-such-model", expect="cannot load a CogVideoX VAE")
-    _bad(tmp_path, "decode", good, "-o", tmp_path / "no-such-folder" / "out.mp4", "--model", model_dir,
-         expect="does not exist")
-    _bad(tmp_path, "decode", good, "-o", tmp_path, "--model", model_dir, expect="must end in .mp4")
-    _bad(tmp_path, "encode", tmp_path / "missing.mp4", "-o", tmp_path / "z.pt", "--model", model_dir,
-         expect="video file")
-    debug = cli("decode", tmp_path / "missing.pt", "-o", out, "--model", model_dir, "--debug")
-    assert debug.returncode != 0 and "Traceback" in debug.stderr
+    bad("decode", tmp_path / "channels.pt", "-o", out, "--model", model_dir, expect="decoder takes 4")
+    bad("decode", good, "-o", out, "--model", tmp_path / "no-such-model", expect="cannot load a VAE")
+    bad("decode", good, "-o", tmp_path / "no-such-folder" / "out.mp4", "--model", model_dir, expect="does not exist")
+    bad("decode", good, "-o", tmp_path, "--model", model_dir, expect="must end in .mp4")
+    bad("encode", tmp_path / "missing.mp4", "-o", tmp_path / "z.pt", "--model", model_dir, expect="video file")
+    with pytest.raises(files.InputError, match="does not exist"):  # --debug: the exception itself
+        cli_main(["decode", str(tmp_path / "missing.pt"), "-o", str(out), "--model", str(model_dir), "--debug"])
 
 
 def test_atomic_output_leaves_nothing_on_failure(tmp_path):

@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close
+from helpers import TOLERANCE, assert_close, random_vae
 
 from torchax_vae import TorchaxVAE
-from torchax_vae.parity import random_vae
 
 FP32 = TOLERANCE[torch.float32]
 
@@ -105,3 +104,16 @@ def test_slicing_and_tiling_switches(tiny_torchax):
     assert (tiny_torchax.tile_latent_min_height, tiny_torchax.tile_latent_min_width) == (8, 12)
     tiny_torchax.disable_tiling()
     assert not tiny_torchax.use_tiling
+
+
+def test_every_subpackage_ships_in_the_wheel():
+    """pyproject lists packages by hand (patches/ is mapped into the package): a new folder must be listed."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "torchax_vae").rglob("__init__.py")}
+    found |= {"torchax_vae.patches"}  # patches/ at the top, shipped as torchax_vae.patches
+    assert found == listed, f"pyproject packages {sorted(listed)} != folders with __init__.py {sorted(found)}"

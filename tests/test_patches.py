@@ -16,9 +16,9 @@ from diffusers.models.autoencoders.autoencoder_kl_cogvideox import (
 from diffusers.models.downsampling import CogVideoXDownsample3D
 from torch import nn
 
-from torchax_vae import patches
+from torchax_vae import patches, tiling
 from torchax_vae.convert import to_jax
-from torchax_vae.parity import random_vae
+from helpers import random_vae
 from torchax_vae.patches import (
     frame_conv,
     group_norm,
@@ -270,10 +270,10 @@ def test_stock_conv3d_is_one_3d_convolution():
     assert hlo.count("stablehlo.convolution") == 1 and "[b, f, 0, 1, 2]" in hlo, "torchax changed its conv3d lowering"
     safe_conv3d.patch(conv)
     assert frame_conv.patch(conv) == 1 and isinstance(conv, frame_conv.FrameConv3d)
-    with frame_conv.by_frames(True):
+    with patches.options.tracing(patches.options.TraceOptions(cpu_kernels=True)):
         hlo = lowered_hlo(conv, (1, 4, 5, 6, 6))
     assert hlo.count("stablehlo.convolution") == 3 and "[b, f, 0, 1, 2]" not in hlo
-    assert lowered_hlo(conv, (1, 4, 5, 6, 6)).count("stablehlo.convolution") == 1  # outside by_frames: stock
+    assert lowered_hlo(conv, (1, 4, 5, 6, 6)).count("stablehlo.convolution") == 1  # without cpu_kernels: stock
 
 
 def test_lowering_uses_frame_convs_only_on_cpu():
@@ -375,14 +375,14 @@ def test_time_pool_equals_upstream(frames, compress_time):
 
 
 def test_extent_at_follows_up_and_down_sampling():
-    assert tile_mask.extent_at(3, 4, 32) == 24  # decoder: x8
-    assert tile_mask.extent_at(21, 32, 16) == 10  # encoder: halves, rounding down
-    assert tile_mask.extent_at(21, 32, 4) == 2  # 21 -> 10 -> 5 -> 2
-    assert tile_mask.extent_at(7, 7, 7) == 7
+    assert tiling.extent_at(3, 4, 32) == 24  # decoder: x8
+    assert tiling.extent_at(21, 32, 16) == 10  # encoder: halves, rounding down
+    assert tiling.extent_at(21, 32, 4) == 2  # 21 -> 10 -> 5 -> 2
+    assert tiling.extent_at(7, 7, 7) == 7
     with pytest.raises(ValueError, match="not a multiple"):
-        tile_mask.extent_at(3, 4, 30)
+        tiling.extent_at(3, 4, 30)
     with pytest.raises(ValueError, match="halved"):
-        tile_mask.extent_at(3, 32, 12)
+        tiling.extent_at(3, 32, 12)
 
 
 @pytest.fixture(scope="module")
@@ -446,7 +446,7 @@ def test_apply_counts_and_leaves_users_model_alone():
     assert all(counts[name] > 0 for name in counts if name != "wan_upsample"), counts
     assert counts["wan_upsample"] == 0
     wan_counts = patches.apply(random_vae("wan-tiny"))  # the same patches, by class: a Wan model gets its own
-    assert {name for name, n in wan_counts.items() if n} == {"frame_conv", "wan_upsample"}, wan_counts
+    assert {name for name, n in wan_counts.items() if n} == {"frame_conv", "sharding_marks", "wan_upsample"}, wan_counts
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE
 

@@ -11,11 +11,10 @@ from diffusers import (
     CogVideoXTransformer3DModel,
     CogVideoXVideoToVideoPipeline,
 )
-from helpers import assert_close
+from helpers import assert_close, random_vae
 from PIL import Image
 
 from torchax_vae import TorchaxVAE
-from torchax_vae.parity import random_vae
 
 TEXT_DIM, TEXT_LEN = 32, 16
 

@@ -3,10 +3,9 @@
 import jax
 import pytest
 import torch
-from helpers import batch_program
+from helpers import batch_program, random_vae
 
 from torchax_vae import TorchaxVAE
-from torchax_vae.parity import random_vae
 
 
 @pytest.fixture
@@ -129,3 +128,27 @@ def test_programs_share_a_compilation_only_when_equal():
     assert jnp.array_equal(first, a * 2 + 1) and jnp.array_equal(second, b * 2 + 1)
     assert jnp.array_equal(alike, b * 2 + 1)
     assert len(programs) == 3 and len(programs._by_text) == 2
+
+
+def test_shared_table_is_bounded_lru_and_clearable(monkeypatch):
+    """The process-wide table of compilations keeps at most SHARED_LIMIT, dropping the least recently used."""
+    import jax.numpy as jnp
+
+    from torchax_vae import clear_compiled, programs as programs_module
+    from torchax_vae.programs import Programs
+
+    monkeypatch.setattr(programs_module, "SHARED_LIMIT", 2)
+    monkeypatch.setattr(programs_module, "_SHARED", programs_module._SHARED.__class__())
+    shared = programs_module._SHARED
+    w, x = jnp.ones(3), jnp.arange(3.0)
+    fns = {k: (lambda w, a, k=k: a * k + w) for k in (2.0, 3.0, 4.0)}
+    cache, keys = Programs(), {}
+    for k in (2.0, 3.0):
+        cache.run(f"times {k}", fns[k], w, x)
+        keys[k] = next(reversed(shared))
+    Programs().run("times 2 again", fns[2.0], w, x)  # a hit: times 2 becomes the most recently used
+    cache.run("times 4", fns[4.0], w, x)  # over the limit: times 3 goes
+    keys[4.0] = next(reversed(shared))
+    assert list(shared) == [keys[2.0], keys[4.0]]
+    assert jnp.array_equal(cache.run("times 3", fns[3.0], w, x), x * 3 + 1)  # still this cache's own program
+    assert clear_compiled() == 2 and len(shared) == 0

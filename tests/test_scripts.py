@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from torchax_vae import staging
-from torchax_vae.parity import random_vae
+from helpers import random_vae
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
@@ -39,13 +39,14 @@ def test_parity_script_prints_table(capsys):
 
 def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
     out_json = tmp_path / "bench.jsonl"
-    argv = ["--config", "tiny", "--frames", "9", "--size", "64x96", "--tile", "32x48", "--schedulers", "default,concurrency_off"]
+    # One scheduler (the other is an XLA flag in the worker's environment; README's tables come from both).
+    argv = ["--config", "tiny", "--frames", "9", "--size", "64x96", "--tile", "32x48", "--schedulers", "concurrency_off"]
     assert load("bench").main([*argv, "--json", str(out_json)]) == 0
     out = capsys.readouterr().out
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| tiny")]
     assert [(r[0], r[1]) for r in rows] == [
         (label, scheduler)
-        for scheduler in ("default", "concurrency_off")
+        for scheduler in ("concurrency_off",)
         for label in (
             "tiny decode 9x32x48 tiling off tiles 32x48 fp32",
             "tiny decode 9x64x96 tiling on tiles 32x48 fp32",
@@ -56,10 +57,10 @@ def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
     # 9 frames: one frame batch of 3 latent frames; 13: two batch shapes. A program per layer (the CPU default).
     n = len(staging.plan(random_vae("tiny").decoder))
     assert [r[2] for r in rows[:4]] == [str(n), str(n), str(2 * n), str(n)]
-    assert re.search(rf"default scheduler: tiled .* compiles {n} programs in \d+\.\d\d s = \d+\.\d\dx the untiled call", out)
+    assert re.search(rf"concurrency_off scheduler: tiled .* compiles {n} programs in \d+\.\d\d s = \d+\.\d\dx the untiled", out)
     records = [json.loads(line) for line in out_json.read_text().splitlines()]
-    assert len(records) == 8 and all(r["environment"]["jax"] for r in records)
-    for scheduler in ("default", "concurrency_off"):
+    assert len(records) == 4 and all(r["environment"]["jax"] for r in records)
+    for scheduler in ("concurrency_off",):
         one_tile, tiled, _, untiled = (r["max_temp_bytes"] for r in records if r["scheduler"] == scheduler)
         assert one_tile <= tiled <= 1.05 * one_tile < untiled, (scheduler, one_tile, tiled, untiled)
 
@@ -142,7 +143,7 @@ def test_speed_flags_disagreeing_outputs(monkeypatch, tmp_path):
     """The numerics check comes first: a side whose output differs beyond the tolerance fails the row."""
     import numpy as np
 
-    from torchax_vae import speed
+    speed = load("speed")
 
     def fake_side(side, case, repeats, out_path):
         np.save(out_path, np.full((2, 2), 1.0 if side == "torch" else 1.001, np.float32))
@@ -160,3 +161,21 @@ def test_bench_speed_rejects_no_repeats(capsys):
         load("bench").main(["--speed", "--repeats", "0"])
     assert exit_info.value.code == 2
     assert "--repeats must be at least 1" in capsys.readouterr().err
+
+
+def test_bench_wan_memory_and_speed_rows(capsys):
+    """Wan: --memory gives each decoder chunk program's temp memory; --speed times both sides, numerics first."""
+    bench = load("bench")
+    assert bench.main(["--memory", "--config", "wan-tiny", "--size", "64x96", "--schedulers", "default"]) == 0
+    out = capsys.readouterr().out
+    programs = re.findall(r"wan-tiny decode 5x64x96 tiling off fp32: program (\S+) \(input \[1, 16, (\d), 8, 12\]\): "
+                          r"temp (\d+\.\d) MB", out)
+    # 2 latent frames: the first chunk's program and the steady one, one latent frame each
+    assert [(name, frames) for name, frames, _ in programs] == [("decoder", "1"), ("decoder+feat_cache", "1")], out
+    assert all(float(gb) > 0 for _, _, gb in programs)
+    argv = ["--speed", "--config", "wan-tiny", "--frames", "5", "--size", "32x32", "--repeats", "1"]
+    assert bench.main(argv) == 0
+    out = capsys.readouterr().out
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| wan-tiny")]
+    assert [r[0] for r in rows] == ["wan-tiny decode 5x32x32 fp32", "wan-tiny encode 5x32x32 fp32"]
+    assert all(float(r[1]) <= 1e-4 for r in rows), rows

@@ -2,11 +2,10 @@
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close
+from helpers import TOLERANCE, assert_close, random_vae
 
 from torchax_vae import TorchaxVAE, staging
 from torchax_vae.lowering import private_copy
-from torchax_vae.parity import random_vae
 from torchax_vae.patches import frame_conv
 
 FP32 = TOLERANCE[torch.float32]

@@ -5,10 +5,9 @@ import logging
 import jax
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, batch_program
+from helpers import TOLERANCE, assert_close, batch_program, random_vae
 
 from torchax_vae import TorchaxVAE
-from torchax_vae.parity import random_vae
 
 FP32 = TOLERANCE[torch.float32]
 # 32x24 sample tiles (4x3 latent) with overlaps that leave one or two short edge tiles per axis.

@@ -7,10 +7,9 @@ import pytest
 import torch
 from test_cli import imread, to_uint8
 
-from helpers import TOLERANCE, assert_close
+from helpers import TOLERANCE, assert_close, random_vae
 from torchax_vae import cli, files
 from torchax_vae.models.wan import WanVAE
-from torchax_vae.parity import random_vae
 
 ATOL = TOLERANCE[torch.float32]
 

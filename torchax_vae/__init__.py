@@ -6,7 +6,8 @@
 """
 
 from .mesh import make_mesh
+from .programs import clear_shared as clear_compiled
 from .vae import TorchaxVAE
 
 __version__ = "0.1.0"
-__all__ = ["TorchaxVAE", "make_mesh", "__version__"]
+__all__ = ["TorchaxVAE", "clear_compiled", "make_mesh", "__version__"]

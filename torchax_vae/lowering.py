@@ -40,6 +40,16 @@ def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax
     return grouped
 
 
+@contextlib.contextmanager
+def tracing(env, options):
+    """The context a program of a patched model is traced in: torchax's `env`, the patches' `options`."""
+    with patches.options.tracing(options), env, torch.no_grad(), warnings.catch_warnings():
+        # torchax asks for torch's int64 index dtype; without jax_enable_x64 JAX makes it int32
+        # (enough for any index here) and warns once per call site.
+        warnings.filterwarnings("ignore", message="Explicitly requested dtype int64", category=UserWarning)
+        yield
+
+
 class LoweredVAE:
     """Patched private copy of an AutoencoderKLCogVideoX and its JAX step functions."""
 
@@ -53,16 +63,13 @@ class LoweredVAE:
         # stage modules of the encoder and decoder, for one program per block (torchax_vae/staging.py)
         self.stages = {role: staging.install(getattr(self.model, role)) for role in ("encoder", "decoder")}
 
-    @contextlib.contextmanager
     def _tracing(self, valid, size):
-        tile = contextlib.nullcontext() if valid is None else patches.tile_mask.valid_extent(valid, tuple(size))
-        by_frames = patches.frame_conv.by_frames(self.platform in patches.frame_conv.CPU_ONLY)
-        with tile, by_frames, patches.sharding_marks.activations_on(self.mesh), self.env, torch.no_grad():
-            with warnings.catch_warnings():
-                # torchax asks for torch's int64 index dtype; without jax_enable_x64 JAX makes it int32
-                # (enough for any index here) and warns once per call site.
-                warnings.filterwarnings("ignore", message="Explicitly requested dtype int64", category=UserWarning)
-                yield
+        options = patches.options.TraceOptions(
+            cpu_kernels=patches.options.cpu_kernels_for(self.platform),
+            mesh=self.mesh,
+            tile_extent=None if valid is None else (valid, tuple(size)),
+        )
+        return tracing(self.env, options)
 
     def _call(self, child: str, weights, *args, **kwargs):
         module = getattr(self.model, child)

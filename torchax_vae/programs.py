@@ -7,6 +7,7 @@ records the compile time, FLOPs and memory XLA reports, so a user can see why
 memory or compile time is what it is without running anything.
 """
 
+import collections
 import contextlib
 import dataclasses
 import time
@@ -53,8 +54,29 @@ def _cost(compiled) -> dict:
     return cost or {}
 
 
-# (StableHLO text, pytrees, shardings) -> compiled program, shared by every Programs in the process.
-_SHARED: dict[tuple, Any] = {}
+# (StableHLO text, pytrees, shardings) -> compiled program, shared by every Programs in the process,
+# least recently used first. Bounded: each TorchaxVAE keeps its own programs (Programs._compiled), so
+# an evicted entry only stops being shared with TorchaxVAEs made later.
+_SHARED: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+SHARED_LIMIT = 512
+
+
+def clear_shared() -> int:
+    """Forgets the process-wide table of compiled programs (live TorchaxVAEs keep theirs); how many it held."""
+    count = len(_SHARED)
+    _SHARED.clear()
+    return count
+
+
+def _shared_compile(key: tuple, lowered):
+    compiled = _SHARED.get(key)
+    if compiled is None:
+        compiled = _SHARED[key] = lowered.compile()
+        while len(_SHARED) > SHARED_LIMIT:
+            _SHARED.popitem(last=False)
+    else:
+        _SHARED.move_to_end(key)
+    return compiled
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,9 +154,7 @@ class Programs:
         # (which devices it runs on).
         shardings = tuple(getattr(leaf, "sharding", None) for leaf in jax.tree.leaves((weights, args)))
         same = (lowered.as_text(), lowered.in_tree, lowered.out_tree, shardings)
-        compiled = _SHARED.get(same)
-        if compiled is None:
-            compiled = _SHARED[same] = lowered.compile()
+        compiled = _shared_compile(same, lowered)
         self._by_text.add(same)
         t2 = time.perf_counter()
         memory = compiled.memory_analysis()

@@ -120,3 +120,22 @@ def assemble(tiles: list[list[list[jax.Array]]], lay: TileLayout, crops: tuple) 
         jnp.concatenate([t[:, :, :, : lay.keep_height, : lay.keep_width] for t in row], axis=4) for row in blended
     ]
     return jnp.concatenate(rows, axis=3)
+
+
+def extent_at(valid, tile: int, size: int):
+    """The valid extent at a resolution `size` of a `tile`-sized input with `valid` valid entries.
+
+    Upsampling multiplies sizes by an integer; downsampling halves them, rounding
+    down (CogVideoXDownsample3D pads by one and convolves with stride 2), and the
+    valid extent of the smaller tile rounds the same way.
+    """
+    if size >= tile:
+        factor, rest = divmod(size, tile)
+        if rest:
+            raise ValueError(f"size {size} is not a multiple of the tile size {tile}")
+        return valid * factor
+    while tile > size:
+        tile, valid = tile // 2, valid // 2
+    if tile != size:
+        raise ValueError(f"size {size} is not the tile size halved (rounding down) from {tile}")
+    return valid

@@ -10,10 +10,12 @@ Adding a family: a module here with its `TorchaxVAE` subclass, listed in
 `WRAPPERS`, its patches, and its tests.
 """
 
+import sys
+
 from .cogvideox import CogVideoXVAE
 from .wan import WanVAE
 
-__all__ = ["WRAPPERS", "wrapper_for", "wrapper_for_config"]
+__all__ = ["WRAPPERS", "input_shape", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE)
 
@@ -36,3 +38,15 @@ def wrapper_for_config(class_name: str) -> type:
         if wrapper.model_class.__name__ == class_name:
             return wrapper
     raise ValueError(f"the model is a {class_name}; supported VAEs: {supported()}")
+
+
+def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[int, ...]:
+    """What a pipeline passes to `vae.encode` (the video) or `vae.decode` (its latents) for one video of this size.
+
+    The one place outside the adapters that turns a video size into a call's input: the CLI's warm-up,
+    bench, speed and the training script use it, through each family's `video_channels` and `latent_shape`.
+    """
+    wrapper = type(vae) if isinstance(vae, WRAPPERS) else wrapper_for(vae)  # a TorchaxVAE, or diffusers' model
+    family = sys.modules[wrapper.__module__]
+    video = (1, family.video_channels(vae.config), frames, height, width)
+    return video if kind == "encode" else family.latent_shape(vae.config, video)

@@ -96,7 +96,7 @@ class CogVideoXVAE(TorchaxVAE):
 
     @property
     def video_channels(self) -> int:
-        return self.config.in_channels
+        return video_channels(self.config)
 
     @property
     def latent_channels(self) -> int:
@@ -171,7 +171,8 @@ class CogVideoXVAE(TorchaxVAE):
     @property
     def _layered(self) -> bool:
         if self._split == "auto":  # a mesh of CPU devices is for testing sharding: keep its programs whole
-            return self._placement.local_device().platform == "cpu" and self._placement.mesh is None
+            cpu = patches.options.cpu_kernels_for(self._placement.local_device().platform)
+            return cpu and self._placement.mesh is None
         return self._split == "layer"
     def _encode(self, source) -> jax.Array:
         sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
@@ -254,7 +255,7 @@ class CogVideoXVAE(TorchaxVAE):
             batches = self._frames(name, step, source, batch_size, (tile.row, tile.col, *size), valid)
             out_size = batches[0].shape[3:]
             # the output diffusers' tile would have had
-            crop = tuple(patches.tile_mask.extent_at(v, n, o) for v, n, o in zip(tile.valid, size, out_size))
+            crop = tuple(tiling.extent_at(v, n, o) for v, n, o in zip(tile.valid, size, out_size))
             return batches, crop
 
         results = [[run(tile) for tile in row] for row in grid]
@@ -291,6 +292,10 @@ class CogVideoXVAE(TorchaxVAE):
             )
             self._auto_tiling_logged = True
         return True
+
+
+def video_channels(config) -> int:
+    return config.in_channels
 
 
 def latent_shape(config, video_shape) -> tuple[int, ...]:

@@ -29,9 +29,7 @@ How diffusers runs it, and how this adapter does:
   `latents_std` from the config.
 """
 
-import contextlib
 import functools
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -41,7 +39,7 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import WanResample, patchi
 from jax.sharding import Mesh
 
 from .. import convert, patches, tiling
-from ..lowering import jax_weights, private_copy
+from ..lowering import jax_weights, private_copy, tracing
 from ..vae import TorchaxVAE, apply, join
 
 # diffusers' encoder chunking: the first frame, then this many frames per call
@@ -54,6 +52,12 @@ def encode_chunks(num_frames: int) -> list[tuple[int, int]]:
     return [(0, 1)] + [(1 + ENCODE_CHUNK * (i - 1), 1 + ENCODE_CHUNK * i) for i in range(1, calls)]
 
 
+def video_channels(config) -> int:
+    """Channels of the video (Wan 2.2 patchifies 3 into in_channels = 3 x patch^2)."""
+    patch = config.patch_size
+    return config.in_channels // (patch * patch) if patch else config.in_channels
+
+
 def latent_shape(config, video_shape) -> tuple[int, ...]:
     """[B, z_dim, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
     batch, _, frames, height, width = video_shape
@@ -64,8 +68,9 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
 class WanLowered:
     """A private, patched copy of an AutoencoderKLWan and its per-call step functions, pure in JAX arrays."""
 
-    def __init__(self, vae: AutoencoderKLWan, platform: str | None = None):
+    def __init__(self, vae: AutoencoderKLWan, mesh: Mesh | None = None, platform: str | None = None):
         self.model = private_copy(vae)
+        self.mesh = mesh  # activations are width-sharded over it inside the programs (patches/sharding_marks.py)
         # the JAX platform the programs are for; on CPU, convolutions run by frames (patches/frame_conv.py)
         self.platform = platform or jax.default_backend()
         self.patch_counts = patches.apply(self.model)
@@ -84,13 +89,9 @@ class WanLowered:
             batch, channels, _, height, width = args[0].shape
             self._rep_shapes[index[0]] = (batch, channels, 2, height, width)
 
-    @contextlib.contextmanager
     def _tracing(self):
-        by_frames = patches.frame_conv.by_frames(self.platform in patches.frame_conv.CPU_ONLY)
-        with by_frames, self.env, torch.no_grad(), warnings.catch_warnings():
-            # torchax asks for torch's int64 index dtype; JAX without x64 makes it int32 and warns.
-            warnings.filterwarnings("ignore", message="Explicitly requested dtype int64", category=UserWarning)
-            yield
+        options = patches.options.TraceOptions(cpu_kernels=patches.options.cpu_kernels_for(self.platform), mesh=self.mesh)
+        return tracing(self.env, options)
 
     def _call(self, child: str, weights, *args, **kwargs):
         return torch.func.functional_call(getattr(self.model, child), weights[child], args, kwargs)
@@ -165,7 +166,7 @@ class WanVAE(TorchaxVAE):
         mesh: Mesh | None = None,
     ):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = WanLowered(vae, self._placement.local_device().platform)
+        self._lowered = WanLowered(vae, mesh, self._placement.local_device().platform)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         # What diffusers' Wan pipelines and users read off the model.
         self.z_dim = vae.z_dim
@@ -181,8 +182,7 @@ class WanVAE(TorchaxVAE):
 
     @property
     def video_channels(self) -> int:
-        patch = self.config.patch_size
-        return self.config.in_channels // (patch * patch) if patch else self.config.in_channels
+        return video_channels(self.config)
 
     @property
     def latent_channels(self) -> int:

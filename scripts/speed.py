@@ -1,7 +1,7 @@
 """Timed side by side: diffusers' PyTorch VAE and TorchaxVAE on the same calls, in one invocation.
 
-For each case, each side runs in its own fresh subprocess (`python -m
-torchax_vae.speed --worker ...`), so its peak RSS is its own. A side builds the
+For each case, each side runs in its own fresh subprocess (`python
+scripts/speed.py --worker ...`), so its peak RSS is its own. A side builds the
 same seeded model and input, times a first call (TorchaxVAE: tracing and XLA
 compilation included; PyTorch: its first-call overhead), then the median of
 `repeats` further calls (each returns a CPU torch tensor, so it has finished),
@@ -29,6 +29,7 @@ import tempfile
 import time
 
 import numpy as np
+from vaes import configure, input_shape, random_vae
 
 # bf16 outputs must stay within this multiple of PyTorch bf16's own error against PyTorch fp32 (tests/test_parity.py).
 BF16_ERROR_RATIO = 2.0
@@ -39,14 +40,14 @@ FP32_TOLERANCE = 1e-4
 class SpeedCase:
     """One encode or decode call of a video size, timed on both sides."""
 
-    config: str  # a name in torchax_vae.parity.CONFIGS
+    config: str  # a name in scripts/vaes.py: CONFIGS (CogVideoX) or WAN_CONFIGS
     kind: str  # "decode" or "encode"
     frames: int  # video frames (decode: of the output)
     height: int
     width: int
     dtype: str = "fp32"
     tile: tuple[int, int] | None = None  # tiling on, with these tile_sample_min_height/width (both sides)
-    split: str = "auto"  # TorchaxVAE.program_split ("auto": one program per layer on CPU)
+    split: str = "auto"  # CogVideoX's TorchaxVAE.program_split ("auto": one program per layer on CPU)
 
     @property
     def label(self) -> str:
@@ -67,19 +68,18 @@ def default_cases(long: bool = False) -> list[SpeedCase]:
     cases += [SpeedCase("official", kind, 9, 96, 144, tile=(64, 96)) for kind in both]  # 2x2 tiles
     cases += [SpeedCase("official", kind, 9, 64, 96, dtype="bf16") for kind in both]
     cases += [SpeedCase("official", kind, 9, 64, 96, split="batch") for kind in both]
+    cases += [SpeedCase("wan2.1", kind, 9, 64, 96) for kind in both]  # Wan 2.1's architecture, same video
     if long:
         cases += [SpeedCase("official", kind, 49, 64, 96) for kind in both]
         cases += [SpeedCase("official", kind, 9, 240, 360) for kind in both]
     return cases
 
 
-def make_input(case: SpeedCase, config):
-    """The seeded encode video or decode latents of the case, fp32 [1, C, F, H, W]."""
+def make_input(case: SpeedCase, vae):
+    """The seeded encode video or decode latents of the case for diffusers' `vae`, fp32 [1, C, F, H, W]."""
     import torch
 
-    from .bench import input_shape
-
-    shape = input_shape(case, config)
+    shape = input_shape(case, vae)
     return torch.randn(shape, generator=torch.Generator().manual_seed(case.frames))
 
 
@@ -128,21 +128,17 @@ def _side(side: str, case: SpeedCase):
     """(the seeded PyTorch model, the side's model, a call of the case returning a tensor)."""
     import torch
 
-    from .parity import random_vae
-    from .vae import TorchaxVAE
+    from torchax_vae import TorchaxVAE
 
     vae = random_vae(case.config)
-    x = make_input(case, vae.config)
+    x = make_input(case, vae)
     dtype = torch.bfloat16 if case.dtype == "bf16" else torch.float32
     if side == "torch":
         model = vae.to(dtype)
         x = x.to(dtype)
     else:
         model = TorchaxVAE(vae, dtype=dtype)
-        model.tiling_mode = "off"  # the same call as PyTorch's unless the case tiles
-        model.program_split = case.split
-    if case.tile:
-        model.enable_tiling(tile_sample_min_height=case.tile[0], tile_sample_min_width=case.tile[1])
+    configure(model, case)  # tiling only where the case tiles, on both sides
 
     def call():
         if case.kind == "decode":
@@ -194,7 +190,7 @@ def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
 def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: float = 3600) -> dict:
     """measure() in a fresh subprocess."""
     result = subprocess.run(
-        [sys.executable, "-P", "-m", "torchax_vae.speed", "--worker", side, json.dumps(dataclasses.asdict(case)),
+        [sys.executable, __file__, "--worker", side, json.dumps(dataclasses.asdict(case)),
          str(repeats), out_path],
         capture_output=True, text=True, timeout=timeout, env=dict(os.environ),
     )
@@ -207,10 +203,8 @@ def _bf16_reference_error(case: SpeedCase) -> float:
     """PyTorch bf16's own max |Δ| against PyTorch fp32 on the case (the scale for our bf16 error)."""
     import torch
 
-    from .parity import random_vae
-
     vae = random_vae(case.config)
-    x = make_input(case, vae.config)
+    x = make_input(case, vae)
     with torch.no_grad():
         if case.kind == "decode":
             fp32 = vae.decode(x).sample
@@ -281,11 +275,10 @@ def conv_profile(case: SpeedCase, repeats: int = 3) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from .parity import random_vae
-    from .patches.frame_conv import conv3d_by_frames
+    from torchax_vae.patches.frame_conv import conv3d_by_frames
 
     vae = random_vae(case.config)
-    x = make_input(case, vae.config)
+    x = make_input(case, vae)
     counter = ConvCounter(vae)
     with torch.no_grad():
         vae.decode(x) if case.kind == "decode" else vae.encode(x)
@@ -368,7 +361,7 @@ def run_op_profile(case: SpeedCase, timeout: float = 3600) -> dict:
     env = dict(os.environ)
     env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), TRACE_FLAG]))
     result = subprocess.run(
-        [sys.executable, "-P", "-m", "torchax_vae.speed", "--op-profile", json.dumps(dataclasses.asdict(case))],
+        [sys.executable, __file__, "--op-profile", json.dumps(dataclasses.asdict(case))],
         capture_output=True, text=True, timeout=timeout, env=env,
     )
     if result.returncode != 0:
