@@ -8,6 +8,7 @@ extra arguments, so the lowering sets one `TraceOptions` around a trace
   This is the one switch for the CPU-only machinery: `cpu_kernels_for(platform)`
   turns it on for XLA:CPU devices (`CPU_PLATFORMS`), and CogVideoX's
   `program_split="auto"` (one program per layer) follows the same decision.
+  Wan uses it in bf16 only (measured: torchax_vae/models/wan.py, `_tracing`).
 - `mesh` (sharding_marks): mark activations for this ('dp', 'tp') mesh; None: no marks.
 - `tile_extent` (tile_mask): ((valid height, valid width), (tile height, tile width))
   of a zero-padded edge tile; None: the whole input is real.

@@ -93,6 +93,23 @@ def test_forward_sample_and_return_dict(pair):
     assert_close(decoded, reference, FP32, "return_dict=False")
 
 
+def test_cpu_lowering_uses_frame_convs_only_in_bf16():
+    """fp32: XLA:CPU's stock 3-D convolution (faster for Wan); bf16: per-frame ones accumulating in fp32."""
+    import jax
+    import jax.numpy as jnp
+
+    from torchax_vae.lowering import jax_weights
+    from torchax_vae.models.wan import WanLowered
+
+    vae = random_vae("wan-tiny")
+    lowered = WanLowered(vae, platform="cpu")
+    for dtype, three_d in ((jnp.float32, True), (jnp.bfloat16, False)):
+        weights = {k: v for k, v in jax_weights(vae, dtype).items() if k in ("decoder", "post_quant_conv")}
+        z = jax.ShapeDtypeStruct((1, 16, 1, 2, 2), dtype)
+        hlo = jax.jit(lambda w, z: lowered.decode_step(w, z, None)).lower(weights, z).as_text()
+        assert ("[b, f, 0, 1, 2]" in hlo) == three_d, dtype
+
+
 @pytest.mark.parametrize("name", TINY)
 def test_bf16(name):
     vae = random_vae(name)
