@@ -32,8 +32,9 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from torchax_vae.lowering import LoweredVAE, jax_weights
+from torchax_vae.lowering import jax_weights
 from torchax_vae.models import cogvideox
+from torchax_vae.models.cogvideox import LoweredVAE
 from torchax_vae.synthetic import moving_shapes
 
 # Also written into the exported config.json; the demo reads it from there.

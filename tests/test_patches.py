@@ -277,7 +277,8 @@ def test_stock_conv3d_is_one_3d_convolution():
 
 
 def test_lowering_uses_frame_convs_only_on_cpu():
-    from torchax_vae.lowering import LoweredVAE, jax_weights
+    from torchax_vae.lowering import jax_weights
+    from torchax_vae.models.cogvideox import LoweredVAE
 
     vae = random_vae("tiny")
     weights = jax_weights(vae, jnp.float32)
@@ -387,7 +388,8 @@ def test_extent_at_follows_up_and_down_sampling():
 
 @pytest.fixture(scope="module")
 def lowered_tiny():
-    from torchax_vae.lowering import LoweredVAE, jax_weights
+    from torchax_vae.lowering import jax_weights
+    from torchax_vae.models.cogvideox import LoweredVAE
 
     vae = random_vae("tiny", seed=5)
     return vae, LoweredVAE(vae), jax_weights(vae, jnp.float32)

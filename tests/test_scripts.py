@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from torchax_vae import staging
+from torchax_vae.models.cogvideox import STAGES
 from helpers import random_vae
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
@@ -55,7 +56,7 @@ def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
         )
     ]
     # 9 frames: one frame batch of 3 latent frames; 13: two batch shapes. A program per layer (the CPU default).
-    n = len(staging.plan(random_vae("tiny").decoder))
+    n = len(staging.plan(random_vae("tiny").decoder, STAGES))
     assert [r[2] for r in rows[:4]] == [str(n), str(n), str(2 * n), str(n)]
     assert re.search(rf"concurrency_off scheduler: tiled .* compiles {n} programs in \d+\.\d\d s = \d+\.\d\dx the untiled", out)
     records = [json.loads(line) for line in out_json.read_text().splitlines()]
@@ -131,7 +132,7 @@ def test_bench_speed_times_both_sides(capsys, tmp_path):
         assert 0 < 0.8 * r["conv_flops"] <= r["torchax"]["xla_flops"]
         # one frame batch, as one program per layer (the CPU default)
         role = "decoder" if r["case"]["kind"] == "decode" else "encoder"
-        assert r["torchax"]["programs_run"] == len(staging.plan(getattr(random_vae("tiny"), role)))
+        assert r["torchax"]["programs_run"] == len(staging.plan(getattr(random_vae("tiny"), role), STAGES))
         assert r["torchax"]["max_temp_bytes"] > 0
     conv_profiles, op_profiles = profiles[:2], profiles[2:]
     assert all(p["convs"] and p["conv_flops"] == t["conv_flops"] for p, t in zip(conv_profiles, timed))

@@ -21,7 +21,8 @@ from jax.sharding import AxisType, Mesh, PartitionSpec
 
 from helpers import TOLERANCE, assert_close, random_vae
 from torchax_vae import TorchaxVAE, make_mesh
-from torchax_vae.lowering import LoweredVAE, jax_weights
+from torchax_vae.lowering import jax_weights
+from torchax_vae.models.cogvideox import LoweredVAE
 from torchax_vae import mesh as mesh_policy
 
 TESTS = Path(__file__).resolve().parent

@@ -6,6 +6,7 @@ from helpers import TOLERANCE, assert_close, random_vae
 
 from torchax_vae import TorchaxVAE, staging
 from torchax_vae.lowering import private_copy
+from torchax_vae.models.cogvideox import STAGES
 from torchax_vae.patches import frame_conv
 
 FP32 = TOLERANCE[torch.float32]
@@ -13,7 +14,7 @@ FP32 = TOLERANCE[torch.float32]
 
 def test_plan_of_the_official_decoder():
     decoder = random_vae("official").decoder
-    stages = staging.plan(decoder)
+    stages = staging.plan(decoder, STAGES)
     names = [(s.path, s.sub_path) for s in stages]
     assert names[0] == ("conv_in", None) and names[-1] == ("conv_out", None)
     assert names[-3:-1] == [("norm_out", None), ("conv_act", None)]
@@ -37,7 +38,7 @@ def test_wrapped_modules_behave_as_before_outside_a_stage_trace(tiny_vae):
     model.load_state_dict(tiny_vae.state_dict(), assign=True)
     z = torch.randn(1, 4, 3, 4, 6)
     expected, _ = tiny_vae.decoder(z)
-    staging.install(model.decoder)
+    staging.install(model.decoder, STAGES)
     actual, _ = model.decoder(z)
     assert torch.equal(actual, expected)
 
@@ -71,11 +72,11 @@ def test_auto_split_is_layers_on_cpu_and_settable(tiny_vae):
 
 def test_stage_order_is_checked(tiny_vae):
     """A forward that calls its stage modules in another order than registered is an error, not a wrong result."""
-    stages = staging.plan(tiny_vae.decoder)
+    stages = staging.plan(tiny_vae.decoder, STAGES)
     swapped = [stages[1], stages[0], *stages[2:]]
     model = private_copy(tiny_vae)
     model.load_state_dict(tiny_vae.state_dict(), assign=True)
-    staging.install(model.decoder)
+    staging.install(model.decoder, STAGES)
     z = torch.randn(1, 4, 1, 4, 6)
     with pytest.raises(RuntimeError, match="calls its layers in another order"):
         staging.run(swapped, swapped[1], z, None, None, lambda: model.decoder(z))

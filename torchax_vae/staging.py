@@ -27,11 +27,19 @@ import dataclasses
 import functools
 from typing import Any
 
-from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d, CogVideoXResnetBlock3D
 from torch import nn
 
-SPLIT = (CogVideoXResnetBlock3D,)  # top-level stages run as one program per convolution
-_CONVS = (CogVideoXCausalConv3d, nn.Conv3d, nn.Conv2d)
+
+@dataclasses.dataclass(frozen=True)
+class Split:
+    """Where a family's layer programs are cut (the adapter says; e.g. models.cogvideox.STAGES).
+
+    blocks: top-level stage classes that run as one program per convolution;
+    convs: the children of such a block that are each a sub-stage.
+    """
+
+    blocks: tuple[type, ...]
+    convs: tuple[type, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,18 +97,18 @@ def _top_paths(root: nn.Module) -> list[str]:
     return paths
 
 
-def _sub_paths(root: nn.Module, path: str) -> list[str]:
+def _sub_paths(root: nn.Module, path: str, split: Split) -> list[str]:
     module = root.get_submodule(path)
-    if not isinstance(module, SPLIT):
+    if not isinstance(module, split.blocks):
         return []
-    return [f"{path}.{name}" for name, child in module.named_children() if isinstance(child, _CONVS)]
+    return [f"{path}.{name}" for name, child in module.named_children() if isinstance(child, split.convs)]
 
 
-def plan(root: nn.Module) -> list[Stage]:
+def plan(root: nn.Module, split: Split) -> list[Stage]:
     """The stages of root (an encoder or decoder), in the order its forward calls them."""
     stages = []
     for index, path in enumerate(_top_paths(root)):
-        subs = _sub_paths(root, path)
+        subs = _sub_paths(root, path, split)
         if len(subs) < 2:
             stages.append(Stage(index, path))
         else:
@@ -108,9 +116,9 @@ def plan(root: nn.Module) -> list[Stage]:
     return stages
 
 
-def install(root: nn.Module) -> list[Stage]:
-    """Wraps the forward of each of root's stage modules (root is a private copy); returns `plan(root)`."""
-    stages = plan(root)
+def install(root: nn.Module, split: Split) -> list[Stage]:
+    """Wraps the forward of each of root's stage modules (root is a private copy); returns `plan(root, split)`."""
+    stages = plan(root, split)
     for path in dict.fromkeys(s.path for s in stages):
         module = root.get_submodule(path)
         module.forward = functools.partial(_top_forward, module.forward, path)

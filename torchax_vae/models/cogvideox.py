@@ -1,11 +1,12 @@
 """The CogVideoX family: diffusers' AutoencoderKLCogVideoX.
 
 What diffusers' CogVideoX VAE decides, as this adapter runs it: remainder-first
-frame batches carrying a `conv_cache` (torchax_vae.frames), spatial tiling with
+frame batches carrying a `conv_cache` (`frame_batches`), spatial tiling with
 overlap factors (torchax_vae.tiling, zero-padded uniform tiles through
-patches/tile_mask.py), one program per layer on CPU (torchax_vae.staging), its
-patches (torchax_vae.patches), the latent shape and the pipelines' latent
-scaling (`scaling_factor`).
+patches/tile_mask.py), one program per layer on CPU (torchax_vae.staging, cut
+at `STAGES`), the traced model (`LoweredVAE`), its patches
+(torchax_vae.patches), the latent shape and the pipelines' latent scaling
+(`scaling_factor`).
 """
 
 import functools
@@ -14,11 +15,12 @@ import logging
 import jax
 import torch
 from diffusers import AutoencoderKLCogVideoX
+from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d, CogVideoXResnetBlock3D
 from jax.sharding import Mesh
+from torch import nn
 
-from .. import convert, memory, patches, tiling
-from ..frames import frame_batches
-from ..lowering import LoweredVAE, jax_weights
+from .. import convert, memory, patches, staging, tiling
+from ..lowering import jax_weights, private_copy, tracing
 from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply, join
 
@@ -304,3 +306,107 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
     spatial = 2 ** (len(config.block_out_channels) - 1)
     temporal = config.temporal_compression_ratio
     return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+
+
+# ----- frame batches, exactly as diffusers' AutoencoderKLCogVideoX._encode/_decode slice time -----
+# GroupNorm statistics span the frames of one call, so the grouping of frames
+# into calls changes the result: it must match diffusers', not merely be causal.
+# The first batch takes the remainder (num_frames % batch_size) on top of a full
+# batch; the rest are full batches that continue from the carried conv_cache.
+
+
+def frame_batches(num_frames: int, batch_size: int) -> list[tuple[int, int]]:
+    """The (start, end) frame ranges diffusers passes to one encoder/decoder call each."""
+    num_batches = max(num_frames // batch_size, 1)
+    remaining = num_frames % batch_size
+    ranges = []
+    for i in range(num_batches):
+        start = batch_size * i + (0 if i == 0 else remaining)
+        end = min(batch_size * (i + 1) + remaining, num_frames)
+        ranges.append((start, end))
+    return ranges
+
+
+# Layer programs (torchax_vae/staging.py): resnet blocks run as one program per convolution.
+STAGES = staging.Split(blocks=(CogVideoXResnetBlock3D,), convs=(CogVideoXCausalConv3d, nn.Conv3d, nn.Conv2d))
+
+
+class LoweredVAE:
+    """Patched private copy of an AutoencoderKLCogVideoX and its JAX step functions (per frame batch, or per stage)."""
+
+    def __init__(self, vae: nn.Module, mesh=None, platform: str | None = None):
+        self.model = private_copy(vae)
+        self.patch_counts = patches.apply(self.model)
+        self.env = patches.import_torchax().default_env()
+        self.mesh = mesh  # activations are marked for this jax.sharding.Mesh (patches/sharding_marks.py)
+        # the JAX platform the programs are for (default: JAX's default backend); picks CPU-only lowerings
+        self.platform = platform or jax.default_backend()
+        # stage modules of the encoder and decoder, for one program per block (torchax_vae/staging.py)
+        self.stages = {role: staging.install(getattr(self.model, role), STAGES) for role in ("encoder", "decoder")}
+
+    def _tracing(self, valid, size):
+        options = patches.options.TraceOptions(
+            cpu_kernels=patches.options.cpu_kernels_for(self.platform),
+            mesh=self.mesh,
+            tile_extent=None if valid is None else (valid, tuple(size)),
+        )
+        return tracing(self.env, options)
+
+    def _call(self, child: str, weights, *args, **kwargs):
+        module = getattr(self.model, child)
+        return torch.func.functional_call(module, weights[child], args, kwargs)
+
+    def encode_step(self, weights, frames, conv_cache, valid=None):
+        """One encoder call on a frame batch: (moments, conv_cache), as JAX arrays.
+
+        With `valid` (int32 [height, width]), frames is a zero-padded tile of which
+        only that top-left region is real (patches/tile_mask.py).
+        """
+        weights, frames, conv_cache = self.env.j2t_iso((weights, frames, conv_cache))
+        with self._tracing(valid, frames.shape[3:]):
+            h, conv_cache = self._call("encoder", weights, frames, conv_cache=conv_cache)
+            if self.model.quant_conv is not None:
+                h = self._call("quant_conv", weights, h)
+        return self.env.t2j_iso((h, conv_cache))
+
+    def decode_step(self, weights, latents, conv_cache, valid=None):
+        """One decoder call on a latent frame batch: (frames, conv_cache), as JAX arrays; `valid` as above."""
+        weights, latents, conv_cache = self.env.j2t_iso((weights, latents, conv_cache))
+        with self._tracing(valid, latents.shape[3:]):
+            if self.model.post_quant_conv is not None:
+                latents = self._call("post_quant_conv", weights, latents)
+            frames, conv_cache = self._call("decoder", weights, latents, conv_cache=conv_cache)
+        return self.env.t2j_iso((frames, conv_cache))
+
+    # ----- one program per stage (torchax_vae/staging.py) -----
+
+    def stage_weights(self, role: str, stage: staging.Stage, weights) -> dict:
+        """The weights a stage's program reads: its top-level stage module's (named relative to it), and the quant conv."""
+        subset = {role: staging.weights_of(stage.path, weights[role])}
+        for child in ("post_quant_conv",) if role == "decoder" else ("quant_conv",):
+            if child in weights:
+                subset[child] = weights[child]
+        return subset
+
+    def encode_stage(self, stage, weights, frames, conv_cache, given, valid=None):
+        """One stage of one encoder call: (its output, its conv_cache); given = (previous stage's, sub-stage's output)."""
+        weights, frames, conv_cache, given = self.env.j2t_iso((weights, frames, conv_cache, given))
+        weights = {**weights, "encoder": staging.rooted(stage.path, weights["encoder"])}
+        stages = self.stages["encoder"]
+        with self._tracing(valid, frames.shape[3:]):
+            forward = functools.partial(self._call, "encoder", weights, frames, conv_cache=None)
+            h, conv_cache = staging.run(stages, stage, *given, conv_cache, forward)
+            if stage == stages[-1] and self.model.quant_conv is not None:
+                h = self._call("quant_conv", weights, h)
+        return self.env.t2j_iso((h, conv_cache))
+
+    def decode_stage(self, stage, weights, latents, conv_cache, given, valid=None):
+        """One stage of one decoder call: (its output, its conv_cache); given = (previous stage's, sub-stage's output)."""
+        weights, latents, conv_cache, given = self.env.j2t_iso((weights, latents, conv_cache, given))
+        weights = {**weights, "decoder": staging.rooted(stage.path, weights["decoder"])}
+        with self._tracing(valid, latents.shape[3:]):
+            if self.model.post_quant_conv is not None:  # the decoder's zq: every stage's spatial norms read it
+                latents = self._call("post_quant_conv", weights, latents)
+            forward = functools.partial(self._call, "decoder", weights, latents, conv_cache=None)
+            h, conv_cache = staging.run(self.stages["decoder"], stage, *given, conv_cache, forward)
+        return self.env.t2j_iso((h, conv_cache))
