@@ -156,9 +156,9 @@ def test_bad_inputs_exit_2_with_one_line(model_dir, tmp_path, capsys):
     bad("decode", tmp_path / "flat.pt", "-o", out, "--model", model_dir, expect="must be 5-D")
     torch.save(torch.randn(1, 3, 16, 4, 6), tmp_path / "channels.pt")
     bad("decode", tmp_path / "channels.pt", "-o", out, "--model", model_dir, expect="decoder takes 4")
-    bad("decode", good, "-o", out, "--model", tmp_path / "no-such-model", expect="cannot load a VAE")
+    bad("decode", good, "-o", out, "--model", tmp_path / "no-such-model", expect="does not exist")
     bad("decode", good, "-o", tmp_path / "no-such-folder" / "out.mp4", "--model", model_dir, expect="does not exist")
-    bad("decode", good, "-o", tmp_path, "--model", model_dir, expect="must end in .mp4")
+    bad("decode", good, "-o", tmp_path, "--model", model_dir, expect="must end in .mp4 or .npy")
     bad("encode", tmp_path / "missing.mp4", "-o", tmp_path / "z.pt", "--model", model_dir, expect="video file")
     with pytest.raises(files.InputError, match="does not exist"):  # --debug: the exception itself
         cli_main(["decode", str(tmp_path / "missing.pt"), "-o", str(out), "--model", str(model_dir), "--debug"])

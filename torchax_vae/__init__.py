@@ -3,11 +3,34 @@
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
     pipe.vae = TorchaxVAE(pipe.vae, mesh=make_mesh())  # every device, width-sharded
+
+The names below load on first use (PEP 562), so that `torchax-vae` can check
+its arguments before torch, JAX and diffusers are imported.
 """
 
-from .mesh import make_mesh
-from .programs import clear_shared as clear_compiled
-from .vae import TorchaxVAE
+import importlib
+from pathlib import Path
 
 __version__ = "0.1.0"
 __all__ = ["TorchaxVAE", "clear_compiled", "make_mesh", "__version__"]
+
+_LAZY = {"TorchaxVAE": ("vae", "TorchaxVAE"), "make_mesh": ("mesh", "make_mesh"), "clear_compiled": ("programs", "clear_shared")}
+
+# In a source checkout `patches/` sits beside this folder and is installed as torchax_vae.patches; when
+# Python imports this folder itself (run from the repository after a non-editable install), find it there.
+_SOURCE_PATCHES = Path(__file__).resolve().parent.parent / "patches"
+if not (Path(__file__).resolve().parent / "patches").is_dir() and (_SOURCE_PATCHES / "__init__.py").is_file():
+    __path__.append(str(_SOURCE_PATCHES.parent))
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

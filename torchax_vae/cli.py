@@ -1,15 +1,25 @@
 """The `torchax-vae` command (also `python -m torchax_vae`): a thin layer over `torchax_vae.commands`.
 
-Exit status 0 on success, 2 on bad input (one line on stderr; `--debug` shows
-the traceback), 1 on anything unexpected.
+Exit status 0 on success; 2 on bad input (one line on stderr; `--debug` shows
+the traceback); 1 when writing the output failed or on anything unexpected
+(one line); 130 on Ctrl-C. Arguments and input files are checked here, with the
+standard library only, before torch, JAX and diffusers are imported (seconds),
+so mistakes come back at once.
 """
 
 import argparse
 import json
 import logging
+import math
+import os
+import pathlib
 import sys
 
 from . import __version__
+from .errors import InputError, WriteError
+
+LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")  # as torchax_vae.files
+VIDEO_OUTPUTS = (".mp4", ".npy")  # decode: H.264 (lossy) or the exact uint8 frames
 
 __all__ = ["main"]
 
@@ -22,6 +32,19 @@ def _shape(text: str) -> tuple[int, int, int]:
     if min(frames, height, width) < 1:
         raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
     return frames, height, width
+
+
+def _positive(kind):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}") from None
+        if not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"must be a positive {kind.__name__}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -42,15 +65,21 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="torchax-vae", description="diffusers video VAEs (CogVideoX, Wan) on JAX through torchax.")
+    top = argparse.ArgumentParser(
+        prog="torchax-vae",
+        description="diffusers video VAEs (CogVideoX, Wan) on JAX through torchax. Stage 3 of a text-to-video "
+                    "pipeline: decode the latents a pipeline saved (output_type='latent') into a video.",
+    )
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="{decode,encode,demo,warmup}")
 
     p = sub.add_parser("decode", help="stage 3: latents from stage 2 -> MP4")
     p.add_argument("latents", help=".pt, .safetensors or .npy, as a CogVideoX or Wan pipeline with output_type='latent' returns them")
-    p.add_argument("-o", "--output", required=True, help="MP4 to write (batch > 1: NAME_0.mp4, NAME_1.mp4, ...)")
+    p.add_argument("-o", "--output", required=True,
+                   help="NAME.mp4 (H.264, lossy) or NAME.npy (the exact uint8 frames [F, H, W, 3], lossless); "
+                        "batch > 1: NAME_0.mp4, NAME_1.mp4, ...")
     _model_args(p)
-    p.add_argument("--fps", type=float, default=8.0, help="frames per second of the MP4 (default: 8)")
+    p.add_argument("--fps", type=_positive(float), default=8.0, help="frames per second of the MP4 (default: 8)")
     p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default="BFCHW",
                    help="how the file stores the latents (default: BFCHW, the pipeline's)")
     _common(p)
@@ -62,7 +91,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default="BFCHW", help="layout to write (default: BFCHW)")
     p.add_argument("--posterior", choices=("mean", "sample"), default="mean", help="latents to keep (default: mean)")
     p.add_argument("--seed", type=int, default=0, help="for --posterior sample")
-    p.add_argument("--frames", type=int, default=None, help="read at most this many frames")
+    p.add_argument("--frames", type=_positive(int), default=None, help="read at most this many frames")
     _common(p)
 
     p = sub.add_parser("demo", help="offline: the shipped tiny VAE reconstructs a synthetic clip")
@@ -73,16 +102,66 @@ def parser() -> argparse.ArgumentParser:
     _model_args(p)
     p.add_argument("--shape", type=_shape, required=True, help="video FRAMES,HEIGHT,WIDTH, e.g. 49,480,720")
     p.add_argument("--kind", choices=("decode", "encode", "both"), default="decode")
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--batch", type=_positive(int), default=1)
     _common(p)
     return top
 
 
+def _local_model(model: str) -> bool:
+    """Whether --model names a local folder (a hub id is ORG/NAME: one slash, no leading ./, / or ~)."""
+    return model.startswith((".", "/", "~")) or model.count("/") != 1 or os.path.exists(model)
+
+
+def _check_output(path: str, suffixes) -> None:
+    out = pathlib.Path(path)
+    if out.suffix.lower() not in suffixes:
+        raise InputError(f"output {out} must end in {' or '.join(suffixes)}")
+    if out.is_dir():
+        raise InputError(f"cannot write {out}: it is a folder")
+    if not out.parent.is_dir():
+        raise InputError(f"cannot write {out}: folder {out.parent} does not exist")
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write {out}: folder {out.parent} is not writable")
+
+
+def preflight(args) -> None:
+    """Every check that needs no model: input files, outputs, the model folder, the cache folder (InputError)."""
+    if args.command == "decode":
+        latents = pathlib.Path(args.latents)
+        if not latents.is_file():
+            raise InputError(f"latents file {latents} does not exist")
+        if latents.suffix not in LATENT_SUFFIXES:
+            raise InputError(f"latents file {latents}: unknown type {latents.suffix!r}; expected one of {LATENT_SUFFIXES}")
+        _check_output(args.output, VIDEO_OUTPUTS)
+    elif args.command == "encode":
+        if not pathlib.Path(args.video).is_file():
+            raise InputError(f"video file {args.video} does not exist")
+        _check_output(args.output, LATENT_SUFFIXES)
+    elif args.command == "demo":
+        _check_output(args.output, (".mp4",))
+    model = getattr(args, "model", None)
+    if model and _local_model(model):
+        folder = pathlib.Path(model).expanduser()
+        if not folder.is_dir():
+            raise InputError(f"model folder {model} does not exist (a hub id is ORG/NAME)")
+        if not any((folder / name / "config.json").is_file() for name in (args.subfolder or "", "")):
+            raise InputError(f"model folder {model} has no {args.subfolder or '.'}/config.json: not a diffusers VAE or pipeline")
+    if args.cache_dir and not args.no_cache:
+        for part in (pathlib.Path(args.cache_dir).expanduser(), *pathlib.Path(args.cache_dir).expanduser().parents):
+            if part.exists():
+                if not part.is_dir():
+                    raise InputError(f"--cache-dir {args.cache_dir}: {part} is a file, not a folder")
+                break
+
+
 def _run(args) -> dict:
+    preflight(args)
+    progress = not args.no_progress and sys.stderr.isatty()
+    if progress:  # the imports and the model take seconds before the progress bar appears
+        print("loading torch, JAX and the model ...", file=sys.stderr, flush=True)
     from . import cache, commands
 
     cache.enable(cache.resolve(args.cache_dir, args.no_cache))
-    progress = not args.no_progress and sys.stderr.isatty()
     if args.command == "decode":
         return commands.decode_file(
             args.latents, args.output, args.model, subfolder=args.subfolder or None, dtype=args.dtype,
@@ -122,15 +201,24 @@ def _report(command: str, result: dict) -> str:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    from .files import InputError
 
     try:
         result = _run(args)
-    except (InputError, FileNotFoundError, PermissionError) as e:
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print(f"torchax-vae {args.command}: interrupted; no output written", file=sys.stderr)
+        return 130
+    except (InputError, FileNotFoundError, PermissionError, NotADirectoryError) as e:
         if args.debug:
             raise
         print(f"torchax-vae {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except WriteError as e:
+        if args.debug:
+            raise
+        print(f"torchax-vae {args.command}: error: {e}", file=sys.stderr)
+        return 1
     except Exception as e:  # a bug or an environment problem, not the input: say so, keep it short
         if args.debug:
             raise

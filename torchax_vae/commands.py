@@ -93,8 +93,13 @@ def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
         raise InputError(str(e)) from e
 
 
-def _precompile(vae: TorchaxVAE, kind: str, shape) -> tuple[float, int, list]:
+def _precompile(vae: TorchaxVAE, kind: str, shape, progress: bool = False) -> tuple[float, int, list]:
     """Compiles every program the call needs; (seconds, frame batches it will run, program stats)."""
+    if progress:
+        import sys
+
+        print(f"compiling the {kind} programs for input {tuple(shape)} (cached after the first run) ...",
+              file=sys.stderr, flush=True)
     count = [0]
     vae._on_batch = lambda: count.__setitem__(0, count[0] + 1)
     start = time.perf_counter()
@@ -123,10 +128,14 @@ def decode_file(
     latents: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
     tiling: bool = False, fps: float = 8, layout: str = "BFCHW", progress: bool = True,
 ) -> dict:
-    """Stage 3: latents saved by stage 2 -> one H.264 MP4 per video, decoded by TorchaxVAE."""
+    """Stage 3: latents saved by stage 2 -> one video per batch element, decoded by TorchaxVAE.
+
+    `out` ending in .mp4: H.264 (yuv420p, CRF 12: lossy); in .npy: the exact
+    uint8 frames [F, H, W, 3] the pipeline's video processor would give (lossless).
+    """
     out = pathlib.Path(out)
-    if out.suffix.lower() != ".mp4":
-        raise InputError(f"output {out} must end in .mp4")
+    if out.suffix.lower() not in (".mp4", ".npy"):
+        raise InputError(f"output {out} must end in .mp4 or .npy")
     z = files.load_latents(latents, layout)
     paths = _outputs(out, z.shape[0])
     for path in paths:
@@ -142,14 +151,17 @@ def decode_file(
         )
     z = ours.unscale_latents(z)  # as the family's pipelines do before decoding
     _check(z, ours, "decode", f"latents in {latents}")
-    compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape))
+    compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape), progress)
     start = time.perf_counter()
     with _progress(ours, batches, "decode", progress):
         video = ours.decode(_on_device(z)).sample
         frames = np.asarray(jax.device_get(_to_uint8(video._elem)))
     decode_seconds = time.perf_counter() - start
     for path, clip in zip(paths, frames):
-        files.write_mp4(path, clip, fps=fps)
+        if path.suffix.lower() == ".npy":
+            files.write_frames(path, clip)
+        else:
+            files.write_mp4(path, clip, fps=fps)
     total = frames.shape[0] * frames.shape[1]
     return {
         "outputs": [str(p) for p in paths],
@@ -179,7 +191,7 @@ def encode_file(
     x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0  # [1, 3, F, H, W] in [-1, 1]
     ours = _make_vae(vae, dtype, tiling)
     _check(x, ours, "encode", f"video {video}")
-    compile_seconds, batches, stats = _precompile(ours, "encode", tuple(x.shape))
+    compile_seconds, batches, stats = _precompile(ours, "encode", tuple(x.shape), progress)
     start = time.perf_counter()
     with _progress(ours, batches, "encode", progress):
         dist = ours.encode(x).latent_dist

@@ -9,20 +9,22 @@ import contextlib
 import gc
 import os
 import pathlib
+import subprocess
 import tempfile
 import warnings
 
 import numpy as np
 import torch
 
-__all__ = ["InputError", "check_writable", "atomic_output", "load_latents", "save_latents", "write_mp4", "read_video"]
+from .errors import InputError, WriteError
+
+__all__ = [
+    "InputError", "WriteError", "check_writable", "atomic_output", "load_latents", "save_latents", "write_mp4",
+    "write_frames", "read_video",
+]
 
 LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")
 LAYOUTS = ("BFCHW", "BCFHW")  # stage 2's output_type="latent" gives [B, F, C, H, W]
-
-
-class InputError(ValueError):
-    """A user-facing problem with a file or argument; its message is one line saying what and what was expected."""
 
 
 def check_writable(path) -> pathlib.Path:
@@ -43,7 +45,8 @@ def atomic_output(path):
     """Yields a temporary path in `path`'s folder; renamed to `path` if the block succeeds, removed if not."""
     path = check_writable(path)
     folder = path.parent
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".partial" + path.suffix)
+    remove_stale_partials(path)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=".partial" + path.suffix)
     os.close(fd)
     try:
         yield pathlib.Path(tmp)
@@ -53,6 +56,29 @@ def atomic_output(path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def remove_stale_partials(path) -> list[pathlib.Path]:
+    """Removes temporary files of `atomic_output` for `path` whose writing process is gone (killed with -9)."""
+    path = pathlib.Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{path.name}.*.partial{path.suffix}"):
+        pid = tmp.name[len(path.name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+                removed.append(tmp)
+    return removed
 
 
 def _single_tensor(found: dict, path) -> torch.Tensor:
@@ -89,10 +115,17 @@ def load_latents(path, layout: str = "BFCHW") -> torch.Tensor:
             data = torch.load(path, map_location="cpu", weights_only=True)
             if isinstance(data, dict):
                 data = _single_tensor(data, path)
+            elif isinstance(data, (tuple, list)):  # what `return_dict=False` hands back: (latents,)
+                if len(data) != 1 or not isinstance(data[0], torch.Tensor):
+                    raise InputError(f"{path}: expected a tensor or a 1-tuple of one (return_dict=False), "
+                                     f"found a {type(data).__name__} of {len(data)}")
+                data = data[0]
     except InputError:
         raise
     except Exception as e:  # unreadable, truncated, wrong format: say which file and why
         raise InputError(f"cannot read latents from {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    if not isinstance(data, (torch.Tensor, np.ndarray)):
+        raise InputError(f"{path}: expected a tensor of latents, found a {type(data).__name__}")
     tensor = torch.as_tensor(data)
     if not tensor.is_floating_point():
         raise InputError(f"{path}: latents must be floating point, got {tensor.dtype}")
@@ -144,29 +177,62 @@ def _ffmpeg():
 
 
 def write_mp4(path, frames: np.ndarray, fps: float = 8) -> None:
-    """uint8 frames [F, H, W, 3] as an H.264 MP4 (imageio-ffmpeg), atomically.
+    """uint8 frames [F, H, W, 3] as an H.264 MP4 (lossy: yuv420p, CRF 12), atomically.
 
-    H.264 with yuv420p needs even sizes: odd heights or widths are padded by
-    one edge pixel (a warning says so).
+    ffmpeg (imageio-ffmpeg's binary) reads the frames on its stdin; its exit
+    status is checked, and any failure (a full disk, an option it refuses)
+    raises WriteError with ffmpeg's own last message, leaving the target as it
+    was. Odd heights or widths are padded by one edge pixel (yuv420p needs even).
     """
     import imageio_ffmpeg
 
     if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3:
         raise InputError(f"frames must be uint8 [F, H, W, 3], got {frames.dtype} {frames.shape}")
+    if not (fps > 0 and np.isfinite(fps)):
+        raise InputError(f"fps must be a positive number, got {fps}")
     pad_h, pad_w = frames.shape[1] % 2, frames.shape[2] % 2
     if pad_h or pad_w:
         frames = np.pad(frames, ((0, 0), (0, pad_h), (0, pad_w), (0, 0)), mode="edge")
     height, width = frames.shape[1:3]
-    with atomic_output(path) as tmp, _ffmpeg():
-        writer = imageio_ffmpeg.write_frames(
-            str(tmp), (width, height), fps=fps, codec="libx264", pix_fmt_out="yuv420p", quality=None,
-            output_params=["-crf", "12", "-f", "mp4"], macro_block_size=1, ffmpeg_log_level="error",
-        )
-        writer.send(None)
-        for frame in frames:
-            writer.send(np.ascontiguousarray(frame))
-        writer.close()
-        del writer
+    with atomic_output(path) as tmp:
+        command = [
+            imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-v", "error", "-hide_banner",
+            "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-r", repr(float(fps)), "-i", "-",
+            "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", "-f", "mp4", str(tmp),
+        ]
+        _run_ffmpeg(command, frames, path)
+
+
+def _run_ffmpeg(command: list[str], frames: np.ndarray, path) -> None:
+    """Feeds frames to ffmpeg; WriteError naming ffmpeg's message unless it wrote them all and exited 0."""
+    with _ffmpeg(), tempfile.TemporaryFile() as log:
+        # stderr to a file: a chatty ffmpeg cannot block on a full pipe while we write its stdin
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            try:
+                for frame in frames:
+                    proc.stdin.write(np.ascontiguousarray(frame).tobytes())
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # ffmpeg stopped reading: its exit status and message say why
+            status = proc.wait()
+        finally:
+            if proc.poll() is None:  # interrupted: ffmpeg must not outlive this call
+                proc.kill()
+                proc.wait()
+        if status != 0:
+            log.seek(0)
+            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+            reason = lines[-1] if lines else f"exit status {status}"
+            raise WriteError(f"cannot write {path}: ffmpeg failed: {reason}")
+
+
+def write_frames(path, frames: np.ndarray) -> None:
+    """uint8 frames [F, H, W, 3] as a .npy file, exactly (the lossless output), atomically."""
+    if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3:
+        raise InputError(f"frames must be uint8 [F, H, W, 3], got {frames.dtype} {frames.shape}")
+    with atomic_output(path) as tmp, open(tmp, "wb") as f:
+        np.save(f, frames)
 
 
 def read_video(path, frames: int | None = None) -> tuple[np.ndarray, float]:

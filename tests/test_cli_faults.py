@@ -1,0 +1,200 @@
+"""`torchax-vae` under faults: failing ffmpeg, bad arguments, interrupts, slow imports, missing models, lossless output."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from test_cli import to_uint8
+
+from helpers import random_vae
+from torchax_vae import files
+from torchax_vae.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("checkpoint")
+    random_vae("tiny").save_pretrained(root / "vae")
+    return root
+
+
+@pytest.fixture
+def latents(tmp_path):
+    path = tmp_path / "latents.pt"
+    torch.save(torch.randn(1, 2, 4, 4, 6, generator=torch.Generator().manual_seed(0)), path)  # [B, F, C, H, W]
+    return path
+
+
+def run(capsys, *args) -> tuple[int, list[str]]:
+    """cli.main in this process: (exit status, the stderr lines naming the command)."""
+    code = cli_main([*map(str, args)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return code, [line for line in err.splitlines() if "torchax-vae" in line]
+
+
+def fake_ffmpeg(tmp_path, message: str) -> str:
+    """An ffmpeg that reads a little of its input, says `message` on stderr and exits 1 (a full disk, say)."""
+    exe = tmp_path / "ffmpeg"
+    exe.write_text(f"#!/bin/sh\nhead -c 1000 > /dev/null\necho '{message}' >&2\nexit 1\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+# ----- 1. ffmpeg failures -----
+
+
+def test_a_failing_ffmpeg_is_an_error_and_leaves_the_target_alone(tmp_path, monkeypatch):
+    import imageio_ffmpeg
+
+    monkeypatch.setattr(imageio_ffmpeg, "get_ffmpeg_exe", lambda: fake_ffmpeg(tmp_path, "No space left on device"))
+    target = tmp_path / "video.mp4"
+    target.write_bytes(b"old")
+    frames = np.zeros((3, 16, 16, 3), np.uint8)
+    with pytest.raises(files.WriteError, match="ffmpeg failed: No space left on device"):
+        files.write_mp4(target, frames)
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ffmpeg", "video.mp4"]  # no partial file
+
+
+def test_decode_exits_1_with_ffmpegs_message(model_dir, latents, tmp_path, monkeypatch, capsys):
+    import imageio_ffmpeg
+
+    monkeypatch.setattr(imageio_ffmpeg, "get_ffmpeg_exe", lambda: fake_ffmpeg(tmp_path, "No space left on device"))
+    out = tmp_path / "video.mp4"
+    out.write_bytes(b"old")
+    code, lines = run(capsys, "decode", latents, "-o", out, "--model", model_dir, "--no-cache")
+    assert code == 1 and len(lines) == 1 and "No space left on device" in lines[0], lines
+    assert out.read_bytes() == b"old"
+    assert not [p for p in tmp_path.iterdir() if ".partial" in p.name]
+
+
+def test_stale_partial_files_of_dead_writers_are_removed(tmp_path):
+    target = tmp_path / "video.mp4"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".video.mp4.{dead.pid}.abc123.partial.mp4"  # what `kill -9` during a write leaves
+    mine = tmp_path / f".video.mp4.{os.getpid()}.def456.partial.mp4"  # a live writer's: kept
+    other = tmp_path / f".other.mp4.{dead.pid}.abc123.partial.mp4"  # another target's: kept
+    for path in (stale, mine, other):
+        path.write_bytes(b"x")
+    files.write_mp4(target, np.zeros((2, 16, 16, 3), np.uint8))
+    assert not stale.exists() and mine.exists() and other.exists() and target.stat().st_size > 0
+
+
+# ----- 2. exit codes: every user error is 2, before anything loads -----
+
+
+@pytest.mark.parametrize("fps", ["nan", "inf", "0", "-1", "fast"])
+def test_bad_fps_is_refused_up_front(latents, tmp_path, capsys, fps):
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(["decode", str(latents), "-o", str(tmp_path / "v.mp4"), "--model", "x/y", f"--fps={fps}"])
+    assert exit_info.value.code == 2 and "--fps" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [["warmup", "--model", "x/y", "--shape", "9,32,32", "--batch", "0"],
+                                  ["encode", "in.mp4", "-o", "z.pt", "--model", "x/y", "--frames", "0"],
+                                  ["encode", "in.mp4", "-o", "z.pt", "--model", "x/y", "--frames", "-3"]])
+def test_non_positive_counts_are_refused(args, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli_main(args)
+    assert exit_info.value.code == 2 and "must be a positive int" in capsys.readouterr().err
+
+
+def test_cache_dir_below_a_file_is_exit_2(model_dir, latents, tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    code, lines = run(capsys, "decode", latents, "-o", tmp_path / "v.mp4", "--model", model_dir,
+                      "--cache-dir", tmp_path / "file" / "cache")
+    assert code == 2 and len(lines) == 1 and "is a file, not a folder" in lines[0], lines
+
+
+def test_latents_as_return_dict_false_gives_them(model_dir, tmp_path, capsys):
+    z = torch.randn(1, 2, 4, 4, 6, generator=torch.Generator().manual_seed(0))
+    torch.save((z,), tmp_path / "tuple.pt")  # what `pipe(..., return_dict=False)` hands back
+    code, _ = run(capsys, "decode", tmp_path / "tuple.pt", "-o", tmp_path / "v.npy", "--model", model_dir, "--no-cache")
+    assert code == 0
+    torch.save([z, z], tmp_path / "two.pt")
+    code, lines = run(capsys, "decode", tmp_path / "two.pt", "-o", tmp_path / "w.npy", "--model", model_dir)
+    assert code == 2 and "expected a tensor or a 1-tuple" in lines[0], lines
+
+
+# ----- 3. interrupts -----
+
+
+def test_ctrl_c_is_one_line_and_exit_130(model_dir, latents, tmp_path, monkeypatch, capsys):
+    from torchax_vae import commands
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(commands, "decode_file", interrupted)
+    code, lines = run(capsys, "decode", latents, "-o", tmp_path / "v.mp4", "--model", model_dir)
+    assert code == 130 and lines == ["torchax-vae decode: interrupted; no output written"]
+
+
+# ----- 4. errors come back before torch, JAX and diffusers load -----
+
+
+def test_argument_errors_come_back_without_importing_torch_or_jax(tmp_path):
+    code = (
+        "import sys, time; t = time.perf_counter(); from torchax_vae.cli import main; "
+        f"rc = main(['decode', {str(tmp_path / 'missing.pt')!r}, '-o', 'v.mp4', '--model', 'x/y']); "
+        "heavy = [m for m in ('torch', 'jax', 'diffusers') if m in sys.modules]; "
+        "print(rc, heavy, time.perf_counter() - t)"
+    )
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    rc, heavy, seconds = proc.stdout.split(" ", 2) if proc.stdout else ("?", "?", "?")
+    assert (rc, heavy) == ("2", "[]"), proc.stdout + proc.stderr
+    assert float(seconds) < 2.0, seconds
+    assert "latents file" in proc.stderr and "does not exist" in proc.stderr
+
+
+# ----- 5. model and file errors -----
+
+
+def test_model_and_file_errors_say_what_and_what_was_expected(latents, tmp_path, capsys):
+    out = tmp_path / "v.mp4"
+    code, lines = run(capsys, "decode", latents, "-o", out, "--model", tmp_path / "no-such-model")
+    assert code == 2 and "model folder" in lines[0] and "does not exist" in lines[0], lines
+    (tmp_path / "empty").mkdir()
+    code, lines = run(capsys, "decode", latents, "-o", out, "--model", tmp_path / "empty")
+    assert code == 2 and "has no vae/config.json" in lines[0], lines
+    (tmp_path / "text.pt").write_text("hello, not a tensor")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    for bad in ("text.pt", "empty.pt"):
+        code, lines = run(capsys, "decode", tmp_path / bad, "-o", out, "--model", "org/model")
+        assert code == 2 and f"cannot read latents from {tmp_path / bad}" in lines[0], lines
+
+
+# ----- 7. lossless output -----
+
+
+def test_npy_output_is_the_pipelines_frames(model_dir, tmp_path, capsys):
+    vae = random_vae("tiny")
+    z = torch.randn(1, 2, 4, 4, 6, generator=torch.Generator().manual_seed(0))
+    torch.save(z, tmp_path / "latents.pt")
+    code, _ = run(capsys, "decode", tmp_path / "latents.pt", "-o", tmp_path / "video.npy", "--model", model_dir,
+                  "--no-cache")
+    assert code == 0
+    frames = np.load(tmp_path / "video.npy")
+    with torch.no_grad():
+        expected = to_uint8(vae.decode(z.permute(0, 2, 1, 3, 4) / vae.config.scaling_factor).sample[0])
+    assert frames.dtype == np.uint8 and frames.shape == expected.shape
+    differ = np.abs(frames.astype(int) - expected).max()
+    assert differ <= 1, f"max |Δ| {differ} levels: only rounding of a ~1e-6 difference may change a level"
+    assert (frames == expected).mean() > 0.999
+
+
+# ----- 8. importing from the repository folder -----
+
+
+def test_import_from_the_repository_folder_finds_the_patches():
+    code = "import torchax_vae.patches, torchax_vae.models; print(torchax_vae.patches.apply.__module__)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
