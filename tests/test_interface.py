@@ -117,3 +117,15 @@ def test_every_subpackage_ships_in_the_wheel():
     found = {".".join(p.parent.relative_to(root).parts) for p in (root / "torchax_vae").rglob("__init__.py")}
     found |= {"torchax_vae.patches"}  # patches/ at the top, shipped as torchax_vae.patches
     assert found == listed, f"pyproject packages {sorted(listed)} != folders with __init__.py {sorted(found)}"
+
+
+def test_from_pretrained_says_nothing(tmp_path, tiny_vae):
+    """No diffusers advice to install accelerate on every load (it warns once per process: a fresh one here)."""
+    import subprocess
+    import sys
+
+    tiny_vae.save_pretrained(tmp_path / "vae")
+    code = f"from torchax_vae import TorchaxVAE; TorchaxVAE.from_pretrained({str(tmp_path)!r})"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0 and "accelerate" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
+

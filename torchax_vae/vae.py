@@ -126,6 +126,8 @@ class TorchaxVAE:
             mesh (`jax.sharding.Mesh`, *optional*): as for the constructor.
             kwargs: passed to the model class's `from_pretrained`.
         """
+        # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load.
+        kwargs.setdefault("low_cpu_mem_usage", False)
         if cls is TorchaxVAE:
             from diffusers import AutoModel
 
