@@ -16,10 +16,7 @@ import pathlib
 import sys
 
 from . import __version__
-from .errors import InputError, WriteError
-
-LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")  # as torchax_vae.files
-VIDEO_OUTPUTS = (".mp4", ".npy")  # decode: H.264 (lossy) or the exact uint8 frames
+from .checks import LATENT_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError, check_readable, check_writable
 
 __all__ = ["main"]
 
@@ -112,33 +109,16 @@ def _local_model(model: str) -> bool:
     return model.startswith((".", "/", "~")) or model.count("/") != 1 or os.path.exists(model)
 
 
-def _check_output(path: str, suffixes) -> None:
-    out = pathlib.Path(path)
-    if out.suffix.lower() not in suffixes:
-        raise InputError(f"output {out} must end in {' or '.join(suffixes)}")
-    if out.is_dir():
-        raise InputError(f"cannot write {out}: it is a folder")
-    if not out.parent.is_dir():
-        raise InputError(f"cannot write {out}: folder {out.parent} does not exist")
-    if not os.access(out.parent, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write {out}: folder {out.parent} is not writable")
-
-
 def preflight(args) -> None:
     """Every check that needs no model: input files, outputs, the model folder, the cache folder (InputError)."""
     if args.command == "decode":
-        latents = pathlib.Path(args.latents)
-        if not latents.is_file():
-            raise InputError(f"latents file {latents} does not exist")
-        if latents.suffix not in LATENT_SUFFIXES:
-            raise InputError(f"latents file {latents}: unknown type {latents.suffix!r}; expected one of {LATENT_SUFFIXES}")
-        _check_output(args.output, VIDEO_OUTPUTS)
+        check_readable(args.latents, "latents file", LATENT_SUFFIXES)
+        check_writable(args.output, VIDEO_SUFFIXES)
     elif args.command == "encode":
-        if not pathlib.Path(args.video).is_file():
-            raise InputError(f"video file {args.video} does not exist")
-        _check_output(args.output, LATENT_SUFFIXES)
+        check_readable(args.video, "video file")
+        check_writable(args.output, LATENT_SUFFIXES)
     elif args.command == "demo":
-        _check_output(args.output, (".mp4",))
+        check_writable(args.output, (".mp4",))
     model = getattr(args, "model", None)
     if model and _local_model(model):
         folder = pathlib.Path(model).expanduser()

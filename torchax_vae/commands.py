@@ -7,6 +7,7 @@ with files, shapes or models raise `files.InputError` before anything compiles.
 import contextlib
 import math
 import pathlib
+import sys
 import time
 
 import jax
@@ -96,8 +97,6 @@ def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
 def _precompile(vae: TorchaxVAE, kind: str, shape, progress: bool = False) -> tuple[float, int, list]:
     """Compiles every program the call needs; (seconds, frame batches it will run, program stats)."""
     if progress:
-        import sys
-
         print(f"compiling the {kind} programs for input {tuple(shape)} (cached after the first run) ...",
               file=sys.stderr, flush=True)
     count = [0]
@@ -133,9 +132,7 @@ def decode_file(
     `out` ending in .mp4: H.264 (yuv420p, CRF 12: lossy); in .npy: the exact
     uint8 frames [F, H, W, 3] the pipeline's video processor would give (lossless).
     """
-    out = pathlib.Path(out)
-    if out.suffix.lower() not in (".mp4", ".npy"):
-        raise InputError(f"output {out} must end in .mp4 or .npy")
+    out = files.check_writable(out, files.VIDEO_SUFFIXES)
     z = files.load_latents(latents, layout)
     paths = _outputs(out, z.shape[0])
     for path in paths:
@@ -183,9 +180,7 @@ def encode_file(
     """A video file -> normalized latents as stage 2 would hold them ([B, F, C, H, W] by default)."""
     if posterior not in ("mean", "sample"):
         raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")
-    out = files.check_writable(out)
-    if out.suffix not in files.LATENT_SUFFIXES:
-        raise InputError(f"output {out}: unknown type {out.suffix!r}; expected one of {files.LATENT_SUFFIXES}")
+    out = files.check_writable(out, files.LATENT_SUFFIXES)
     frames, fps = files.read_video(video, max_frames)
     vae = load_vae(model, subfolder)
     x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0  # [1, 3, F, H, W] in [-1, 1]

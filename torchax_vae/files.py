@@ -16,28 +16,14 @@ import warnings
 import numpy as np
 import torch
 
-from .errors import InputError, WriteError
+from .checks import LATENT_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError, check_readable, check_writable
 
 __all__ = [
     "InputError", "WriteError", "check_writable", "atomic_output", "load_latents", "save_latents", "write_mp4",
     "write_frames", "read_video",
 ]
 
-LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")
 LAYOUTS = ("BFCHW", "BCFHW")  # stage 2's output_type="latent" gives [B, F, C, H, W]
-
-
-def check_writable(path) -> pathlib.Path:
-    """Raises InputError unless a file can be created at `path` (checked before any long computation)."""
-    path = pathlib.Path(path)
-    folder = path.parent
-    if path.is_dir():
-        raise InputError(f"cannot write {path}: it is a folder")
-    if not folder.is_dir():
-        raise InputError(f"cannot write {path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"cannot write {path}: folder {folder} is not writable")
-    return path
 
 
 @contextlib.contextmanager
@@ -100,10 +86,7 @@ def load_latents(path, layout: str = "BFCHW") -> torch.Tensor:
     path = pathlib.Path(path)
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    if not path.is_file():
-        raise InputError(f"latents file {path} does not exist")
-    if path.suffix not in LATENT_SUFFIXES:
-        raise InputError(f"latents file {path}: unknown type {path.suffix!r}; expected one of {LATENT_SUFFIXES}")
+    check_readable(path, "latents file", LATENT_SUFFIXES)
     try:
         if path.suffix == ".npy":
             data = np.load(path, allow_pickle=False)
@@ -140,9 +123,7 @@ def load_latents(path, layout: str = "BFCHW") -> torch.Tensor:
 
 def save_latents(path, latents: torch.Tensor, layout: str = "BFCHW") -> None:
     """Writes [B, C, F, H, W] latents in `layout` to .pt/.pth, .safetensors or .npy, atomically."""
-    path = pathlib.Path(path)
-    if path.suffix not in LATENT_SUFFIXES:
-        raise InputError(f"output {path}: unknown type {path.suffix!r}; expected one of {LATENT_SUFFIXES}")
+    path = check_writable(path, LATENT_SUFFIXES)
     if layout not in LAYOUTS:
         raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     data = latents.detach().cpu().contiguous()
@@ -211,7 +192,7 @@ def _run_ffmpeg(command: list[str], frames: np.ndarray, path) -> None:
         try:
             try:
                 for frame in frames:
-                    proc.stdin.write(np.ascontiguousarray(frame).tobytes())
+                    proc.stdin.write(np.ascontiguousarray(frame).data)
                 proc.stdin.close()
             except BrokenPipeError:
                 pass  # ffmpeg stopped reading: its exit status and message say why
@@ -239,9 +220,7 @@ def read_video(path, frames: int | None = None) -> tuple[np.ndarray, float]:
     """uint8 frames [F, H, W, 3] and fps from a video file (imageio-ffmpeg); at most `frames` frames."""
     import imageio_ffmpeg
 
-    path = pathlib.Path(path)
-    if not path.is_file():
-        raise InputError(f"video file {path} does not exist")
+    path = check_readable(path, "video file")
     try:
         with _ffmpeg():
             reader = imageio_ffmpeg.read_frames(str(path))
