@@ -1,5 +1,9 @@
 """Import torchax 0.0.13 under torch 2.13, which removed aten overloads torchax names.
 
+Applied only where torchax needs it: torchax before 0.0.14 under torch 2.13 or newer
+(`needed`). The 0.0.14 nightlies and torch 2.11/2.12 import torchax as it is, and
+then nothing here runs.
+
 Upstream: torchax 0.0.13 lists named-dimension ("Dimname") overloads of aten ops
 as keys of its autocast policy table (`torchax/amp.py`: `aten.prod.dim_Dimname`,
 `aten.index_copy.dimname`) and in its decomposition list
@@ -15,11 +19,14 @@ that are not operators). The hook is removed as soon as the import finishes;
 site-packages is not touched. `REMOVED_OVERLOADS` records what was papered over.
 
 Still needed while `import torchax` fails in a fresh interpreter
-(tests/test_patches.py::test_torchax_still_fails_to_import_unpatched).
+(tests/test_patches.py::test_torchax_still_fails_to_import_unpatched; the CI job on
+the newest torchax nightly checks the other path: torchax imported as it is).
 """
 
 import contextlib
 import importlib
+import importlib.metadata
+import re
 import sys
 import threading
 
@@ -74,11 +81,28 @@ def _tolerate_removed_overloads():
         OpOverloadPacket.__getattr__ = original
 
 
+def release(version: str) -> tuple[int, ...]:
+    """The release numbers of a version string: "0.0.14.dev20261026" -> (0, 0, 14), "2.13.0+cpu" -> (2, 13, 0)."""
+    match = re.match(r"\d+(\.\d+)*", version)
+    if match is None:
+        raise ValueError(f"not a version: {version!r}")
+    return tuple(int(part) for part in match.group().split("."))
+
+
+def needed(torchax_version: str, torch_version: str) -> bool:
+    """Whether this torchax names overloads this torch removed: torchax < 0.0.14 under torch >= 2.13."""
+    return release(torchax_version) < (0, 0, 14) and release(torch_version)[:2] >= (2, 13)
+
+
 def import_torchax():
-    """Returns the torchax module, imported so that it works under this torch."""
+    """Returns the torchax module, imported so that it works under this torch.
+
+    Under the hook only where `needed`; otherwise a plain import.
+    """
     if all(name in sys.modules for name in _TORCHAX_MODULES):
         return sys.modules["torchax"]
-    with _lock, _tolerate_removed_overloads():
+    hook = _tolerate_removed_overloads if needed(importlib.metadata.version("torchax"), torch.__version__) else contextlib.nullcontext
+    with _lock, hook():
         for name in _TORCHAX_MODULES:
             importlib.import_module(name)
     return sys.modules["torchax"]

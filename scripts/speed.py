@@ -13,6 +13,15 @@ memory (`compile_stats()`), and the analytic FLOPs of the model's convolutions
 (2 x output elements x input channels x kernel volume, counted with forward
 hooks on the PyTorch model), so achieved GFLOP/s and graph overhead show.
 
+Any JAX backend: the PyTorch side runs on CUDA where torch has it (else CPU),
+and waits with `torch.cuda.synchronize()`; TorchaxVAE gets the same torch
+input (a CUDA tensor reaches JAX's GPU through DLPack) and its results have
+been waited for (`block_until_ready`) before they are handed back. On an
+accelerator each side also reports its peak device memory, and MFU: the
+model's convolution FLOPs per second over the device's peak (`PEAK_TFLOPS`:
+bf16 dense; fp32 against TF32, which both frameworks use for fp32
+convolutions on NVIDIA GPUs by default).
+
 `conv_profile` times every convolution of a call on its own, once per distinct
 shape, in both frameworks: where the time of a call goes.
 `scripts/bench.py --speed` is the command line.
@@ -30,6 +39,33 @@ import time
 
 import numpy as np
 from vaes import configure, input_shape, random_vae
+
+# Dense peak TFLOP/s per device by dtype, from the vendors' data sheets; matched against jax's device_kind.
+PEAK_TFLOPS = {
+    "H100": {"bf16": 989.0, "fp32": 494.0},  # SXM; fp32 as TF32
+    "H200": {"bf16": 989.0, "fp32": 494.0},
+    "A100": {"bf16": 312.0, "fp32": 156.0},
+    "TPU v4": {"bf16": 275.0, "fp32": 275.0},  # TPUs run fp32 convolutions in bf16 passes by default
+    "TPU v5 lite": {"bf16": 197.0, "fp32": 197.0},
+    "TPU v5": {"bf16": 459.0, "fp32": 459.0},
+    "TPU v6": {"bf16": 918.0, "fp32": 918.0},
+}
+
+
+def peak_flops(device_kind: str, dtype: str) -> float | None:
+    """The device's peak FLOP/s for `dtype`, or None where it is not in PEAK_TFLOPS (CPUs)."""
+    for name in sorted(PEAK_TFLOPS, key=len, reverse=True):  # "TPU v5 lite" before "TPU v5"
+        if name in device_kind:
+            return PEAK_TFLOPS[name][dtype] * 1e12
+    return None
+
+
+def torch_device() -> str:
+    """Where the PyTorch side runs: CUDA if torch has it."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
 
 # bf16 outputs must stay within this multiple of PyTorch bf16's own error against PyTorch fp32 (tests/test_parity.py).
 BF16_ERROR_RATIO = 2.0
@@ -131,19 +167,21 @@ def _side(side: str, case: SpeedCase):
     from torchax_vae import TorchaxVAE
 
     vae = random_vae(case.config)
-    x = make_input(case, vae)
+    device = torch_device()
+    x = make_input(case, vae).to(device)  # the pipeline's latents are where its transformer ran
     dtype = torch.bfloat16 if case.dtype == "bf16" else torch.float32
     if side == "torch":
-        model = vae.to(dtype)
+        model = vae.to(device=device, dtype=dtype)
         x = x.to(dtype)
     else:
         model = TorchaxVAE(vae, dtype=dtype)
     configure(model, case)  # tiling only where the case tiles, on both sides
 
     def call():
-        if case.kind == "decode":
-            return model.decode(x).sample
-        return model.encode(x).latent_dist.mean
+        out = model.decode(x).sample if case.kind == "decode" else model.encode(x).latent_dist.mean
+        if out.is_cuda:
+            torch.cuda.synchronize()  # TorchaxVAE's results were ready before the hand-over
+        return out
 
     return vae, model, call
 
@@ -178,13 +216,25 @@ def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
     row["seconds"] = seconds
     row["median_seconds"] = statistics.median(seconds)
     row["peak_rss_bytes"] = _peak_rss_bytes()
+    row["peak_device_bytes"] = _peak_device_bytes(side)
     if side == "torchax":
         stats = model.compile_stats()
         row["compile_seconds"] = sum(s["compile_seconds"] + s["lower_seconds"] for s in stats)
         row["max_temp_bytes"] = max(s["temp_bytes"] for s in stats)
         row["programs"] = len(stats)
-    np.save(out_path, out.float().numpy())
+    np.save(out_path, out.float().cpu().numpy())
     return row
+
+
+def _peak_device_bytes(side: str) -> int | None:
+    """The side's peak accelerator memory, or None on CPU."""
+    import jax
+    import torch
+
+    if side == "torch":
+        return torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
+    stats = jax.devices()[0].memory_stats() if jax.default_backend() != "cpu" else None
+    return (stats or {}).get("peak_bytes_in_use")
 
 
 def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: float = 3600) -> dict:
@@ -232,24 +282,37 @@ def compare(case: SpeedCase, repeats: int = 3) -> dict:
     flops = sides["torch"]["conv_flops"]
     row["conv_flops"] = flops
     row["gflops_per_s"] = {side: flops / r["median_seconds"] / 1e9 for side, r in sides.items()}
+    peak = peak_flops(device_kind(), case.dtype)
+    row["mfu"] = {side: flops / r["median_seconds"] / peak for side, r in sides.items()} if peak else None
     return row
+
+
+def device_kind() -> str:
+    import jax
+
+    return jax.devices()[0].device_kind
 
 
 def markdown(rows: list[dict]) -> str:
     lines = [
         "| case | numerics max \\|Δ\\| | PyTorch s | TorchaxVAE s | ratio | first call s: PyTorch / TorchaxVAE (compile) "
-        "| conv GFLOP | XLA GFLOP | conv GFLOP/s: PyTorch / TorchaxVAE | XLA temp GB | peak RSS GB: PyTorch / TorchaxVAE |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| conv GFLOP | XLA GFLOP | conv GFLOP/s: PyTorch / TorchaxVAE | MFU: PyTorch / TorchaxVAE | XLA temp GB "
+        "| peak RSS GB: PyTorch / TorchaxVAE | peak device GB: PyTorch / TorchaxVAE |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         t, j = r["torch"], r["torchax"]
         check = f"{r['max_abs_diff']:.1e}" + ("" if r["numerics_ok"] else f" FAIL (> {r['tolerance']:.1e})")
+        mfu = f"{r['mfu']['torch']:.1%} / {r['mfu']['torchax']:.1%}" if r.get("mfu") else "n/a"
+        peaks = [s.get("peak_device_bytes") for s in (t, j)]
+        device = " / ".join(f"{b / 1e9:.2f}" for b in peaks) if all(peaks) else "n/a"
         lines.append(
             f"| {r['label']} | {check} | {t['median_seconds']:.2f} | {j['median_seconds']:.2f} | **{r['ratio']:.2f}** "
             f"| {t['cold_seconds']:.2f} / {j['cold_seconds']:.2f} ({j['compile_seconds']:.1f}) "
             f"| {r['conv_flops'] / 1e9:.4g} | {j['xla_flops'] / 1e9:.4g} "
-            f"| {r['gflops_per_s']['torch']:.3g} / {r['gflops_per_s']['torchax']:.3g} | {j['max_temp_bytes'] / 1e9:.2f} "
-            f"| {t['peak_rss_bytes'] / 1e9:.2f} / {j['peak_rss_bytes'] / 1e9:.2f} |"
+            f"| {r['gflops_per_s']['torch']:.3g} / {r['gflops_per_s']['torchax']:.3g} | {mfu} "
+            f"| {j['max_temp_bytes'] / 1e9:.2f} | {t['peak_rss_bytes'] / 1e9:.2f} / {j['peak_rss_bytes'] / 1e9:.2f} "
+            f"| {device} |"
         )
     return "\n".join(lines)
 

@@ -1,5 +1,6 @@
 """Each patch: still needed upstream, correct, and applied only when asked for."""
 
+import importlib.metadata
 import subprocess
 import sys
 
@@ -52,18 +53,48 @@ def lowered_hlo(module: nn.Module, *shapes) -> str:
 # ----- torchax_torch213 -----
 
 
+INSTALLED = importlib.metadata.version("torchax"), torch.__version__
+NEEDED = torchax_torch213.needed(*INSTALLED)
+
+
+@pytest.mark.parametrize(
+    "torchax_version, torch_version, expected",
+    [
+        ("0.0.13", "2.13.0+cpu", True),
+        ("0.0.13", "2.14.1", True),
+        ("0.0.13.dev20260616", "2.13.0", True),
+        ("0.0.13", "2.11.0+cu130", False),
+        ("0.0.14.dev20261026", "2.13.0+cpu", False),
+        ("0.0.14", "2.15.0", False),
+    ],
+)
+def test_the_torch213_patch_is_needed_only_for_old_torchax_under_new_torch(torchax_version, torch_version, expected):
+    assert torchax_torch213.needed(torchax_version, torch_version) is expected
+
+
+@pytest.mark.skipif(not NEEDED, reason=f"torchax {INSTALLED[0]} under torch {INSTALLED[1]} imports as it is")
 def test_torchax_still_fails_to_import_unpatched():
     result = subprocess.run([sys.executable, "-c", "import torchax"], capture_output=True, text=True)
     assert result.returncode != 0, "torchax imports without the patch: drop patches/torchax_torch213.py"
     assert "has no overload name" in result.stderr
 
 
+@pytest.mark.skipif(not NEEDED, reason=f"torchax {INSTALLED[0]} under torch {INSTALLED[1]} imports as it is")
 def test_torchax_imports_with_patch_and_records_removed_overloads():
     torchax = patches.import_torchax()
     torchax.default_env()  # loads torchax's op tables, which name the removed overloads too
     assert {"aten::prod.dim_Dimname", "aten::index_copy.dimname", "aten::std.names_dim"} <= torchax_torch213.REMOVED_OVERLOADS
     with pytest.raises(AttributeError):  # the hook is gone once torchax is imported
         torch.ops.aten.prod.dim_Dimname
+
+
+@pytest.mark.skipif(NEEDED, reason=f"torchax {INSTALLED[0]} under torch {INSTALLED[1]} needs the patch")
+def test_torchax_that_imports_as_it_is_gets_no_hook():
+    # The other path (CI's torchax-nightly job): torchax imports plainly, nothing is papered over.
+    result = subprocess.run([sys.executable, "-c", "import torchax"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    patches.import_torchax().default_env()
+    assert torchax_torch213.REMOVED_OVERLOADS == set()
 
 
 def test_importing_the_package_patches_nothing(tmp_path):

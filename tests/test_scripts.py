@@ -134,6 +134,8 @@ def test_bench_speed_times_both_sides(capsys, tmp_path):
         role = "decoder" if r["case"]["kind"] == "decode" else "encoder"
         assert r["torchax"]["programs_run"] == len(staging.plan(getattr(random_vae("tiny"), role), STAGES))
         assert r["torchax"]["max_temp_bytes"] > 0
+        assert r["mfu"] is None and r["torch"]["peak_device_bytes"] is None  # a CPU has no listed peak
+    assert all(row[-4] == "n/a" and row[-1] == "n/a" for row in rows)  # MFU and device memory columns
     conv_profiles, op_profiles = profiles[:2], profiles[2:]
     assert all(p["convs"] and p["conv_flops"] == t["conv_flops"] for p, t in zip(conv_profiles, timed))
     assert len(op_profiles) == 2 and all(p["ops"] and p["seconds"] > 0 for p in op_profiles)
@@ -153,6 +155,26 @@ def test_speed_flags_disagreeing_outputs(monkeypatch, tmp_path):
     monkeypatch.setattr(speed, "run_side", fake_side)
     row = speed.compare(speed.SpeedCase("tiny", "decode", 9, 32, 48))
     assert not row["numerics_ok"] and abs(row["max_abs_diff"] - 1e-3) < 1e-6
+
+
+def test_speed_reports_mfu_against_the_devices_peak(monkeypatch, tmp_path):
+    import numpy as np
+
+    speed = load("speed")
+    assert speed.peak_flops("TPU v5 lite", "bf16") == 197e12 and speed.peak_flops("TPU v5p", "bf16") == 459e12
+    assert speed.peak_flops("cpu", "fp32") is None
+
+    def fake_side(side, case, repeats, out_path):
+        np.save(out_path, np.zeros((2, 2), np.float32))
+        seconds = 2.0 if side == "torch" else 1.0
+        return {"median_seconds": seconds, "cold_seconds": 1.0, "conv_flops": 989e12, "peak_rss_bytes": 1}
+
+    monkeypatch.setattr(speed, "run_side", fake_side)
+    monkeypatch.setattr(speed, "device_kind", lambda: "NVIDIA H100 80GB HBM3")
+    row = speed.compare(speed.SpeedCase("tiny", "decode", 9, 32, 48))
+    import pytest
+
+    assert row["mfu"] == pytest.approx({"torch": 989 / 494 / 2, "torchax": 989 / 494})  # fp32: against TF32's peak
 
 
 def test_bench_speed_rejects_no_repeats(capsys):

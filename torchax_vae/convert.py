@@ -1,8 +1,16 @@
-"""Copies between torch tensors and JAX arrays, and torch <-> JAX dtypes.
+"""Hand-over between torch tensors and JAX arrays, and torch <-> JAX dtypes.
 
-torchax's own `t2j`/`j2t` go through DLPack, which on CPU makes the JAX array
-share the torch tensor's memory: a later in-place edit of the user's module
-would then change our "immutable" weights. Everything here copies.
+Where the torch tensor and the JAX device share memory (a CPU tensor and JAX's
+CPU, a CUDA tensor and JAX's GPU of the same index: `shares_memory`), data
+crosses through DLPack, with no trip through the host. DLPack aliases: the
+JAX array then *is* the torch tensor's memory. That is what an input wants
+(it is read once, during the call) but not a weight: a later in-place edit of
+the user's module would change our "immutable" weights. So `to_jax` takes
+`alias`: with it the tensor is handed over as it is, without it it is cloned
+first, on its own device. Results come back through DLPack too (`to_torch`):
+the JAX array is ours and dropped, so the torch tensor may own its memory.
+Anything else (another device, float64, another process's shards) is copied
+through the host.
 
 Under `jax.distributed` an array can span devices of other processes; every
 process then holds the same host data, puts its own shards, and gathers the
@@ -35,14 +43,43 @@ def torch_dtype(dtype) -> torch.dtype:
     return _JAX_TO_TORCH[jnp.dtype(dtype)]
 
 
-def to_jax(t: torch.Tensor, dtype=None, device=None) -> jax.Array:
-    """A JAX copy of a (CPU or CUDA) torch tensor, optionally cast, on `device`."""
-    t = t.detach().cpu().contiguous()
-    if t.dtype == torch.bfloat16:
-        host = t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+_DLPACK_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
+
+
+def shares_memory(t_device: torch.device, device: jax.Device) -> bool:
+    """Whether a torch tensor on `t_device` and a JAX array on `device` live in the same memory."""
+    if t_device.type == "cpu":
+        return device.platform == "cpu"
+    if t_device.type == "cuda":  # torch and JAX number the visible GPUs alike (CUDA_VISIBLE_DEVICES)
+        index = getattr(device, "local_hardware_id", None)
+        return device.platform == "gpu" and (device.id if index is None else index) == (t_device.index or 0)
+    return False
+
+
+def _first_device(sharding) -> jax.Device:
+    if sharding is None:
+        return jax.devices()[0]
+    if isinstance(sharding, jax.Device):
+        return sharding
+    return min(sharding.addressable_devices, key=lambda d: d.id)
+
+
+def to_jax(t: torch.Tensor, dtype=None, device=None, *, alias: bool = False) -> jax.Array:
+    """`t` as a JAX array on `device` (a device or sharding), optionally cast.
+
+    Through DLPack where `shares_memory`: aliasing `t` if `alias`, else a clone
+    made on t's own device. Otherwise copied through the host.
+    """
+    t = t.detach()
+    if t.dtype in _DLPACK_DTYPES and shares_memory(t.device, _first_device(device)):
+        t = t.contiguous() if alias else t.clone(memory_format=torch.contiguous_format)
+        arr = jax.dlpack.from_dlpack(t)
+        if device is not None:
+            arr = put(arr, device)
     else:
-        host = t.numpy()
-    arr = put(np.array(host, copy=True), device)
+        t = t.cpu().contiguous()
+        host = t.view(torch.int16).numpy().view(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 else t.numpy()
+        arr = put(np.array(host, copy=True), device)
     return arr if dtype is None else arr.astype(dtype)
 
 
@@ -61,7 +98,21 @@ def to_host(a: jax.Array) -> np.ndarray:
 
 
 def to_torch(a: jax.Array, device=None, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """A torch copy of a JAX array, on `device` (default CPU) and in `dtype` (default its own)."""
+    """`a` as a torch tensor on `device` (default CPU) and in `dtype` (default its own).
+
+    Through DLPack when `a` sits whole on one device whose memory torch's `device`
+    shares (the tensor then owns the array's memory: pass an array nobody else
+    keeps); otherwise copied through the host.
+    """
+    device = torch.device("cpu" if device is None else device)
+    if dtype is not None and dtype in _TORCH_TO_JAX:
+        a = a.astype(_TORCH_TO_JAX[dtype])  # cast where the data is
+    a.block_until_ready()  # the hand-over returns finished results, as the copy through the host did
+    near = [d for d in (a.sharding.device_set if a.is_fully_addressable else ()) if shares_memory(device, d)]
+    if near and a.dtype in _JAX_TO_TORCH:
+        if len(a.sharding.device_set) > 1:  # gathered on the device torch shares, not through the host
+            a = jax.device_put(a, min(near, key=lambda d: d.id))
+        return torch.from_dlpack(a).to(dtype=dtype)
     host = np.array(to_host(a), copy=True)
     if host.dtype == ml_dtypes.bfloat16:
         t = torch.from_numpy(host.view(np.int16)).view(torch.bfloat16)

@@ -19,6 +19,8 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
+from . import gpu_memory
+
 __all__ = ["make_mesh"]
 
 logger = logging.getLogger(__name__)
@@ -33,6 +35,8 @@ def make_mesh(devices=None, *, dp: int = 1) -> Mesh:
     Activations split their width over both axes, or, when the batch divides by
     dp > 1, their batch over 'dp' and their width over 'tp'.
     """
+    if devices is None:
+        gpu_memory.share_gpu_with_torch()  # before jax.devices() starts JAX's backends
     devices = list(jax.devices() if devices is None else devices)
     if not isinstance(dp, int) or dp < 1 or len(devices) % dp:
         raise ValueError(f"dp must be a positive divisor of the device count {len(devices)}, got {dp!r}")

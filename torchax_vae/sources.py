@@ -54,7 +54,7 @@ class HostSource:
         missing_h, missing_w = rows[1] - block.shape[3], cols[1] - block.shape[4]
         if missing_h or missing_w:
             block = torch.nn.functional.pad(block, (0, missing_w, 0, missing_h))
-        return convert.to_jax(block, self._dtype, self._placement.activation(block.shape))
+        return convert.to_jax(block, self._dtype, self._placement.activation(block.shape), alias=True)
 
     def indices(self, values) -> jax.Array:
         return convert.put(np.asarray(values, np.int32), self._placement.replicated)

@@ -20,7 +20,7 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import convert, validation
+from . import convert, gpu_memory, validation
 from .mesh import Placement, check_mesh
 from .programs import Programs
 from .sources import DeviceSource, HostSource, ShapeSource, is_abstract
@@ -102,6 +102,7 @@ class TorchaxVAE:
         if memory_budget is not None and (not isinstance(memory_budget, int) or memory_budget <= 0):
             raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
         self._dtype = _as_dtype(dtype) or vae.dtype
+        gpu_memory.share_gpu_with_torch()  # before the first device query starts JAX's backends
         self._device = vae.device
         self.config = vae.config
         self._placement = Placement(None if mesh is None else check_mesh(mesh))
