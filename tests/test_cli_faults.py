@@ -172,6 +172,60 @@ def test_model_and_file_errors_say_what_and_what_was_expected(latents, tmp_path,
         assert code == 2 and f"cannot read latents from {tmp_path / bad}" in lines[0], lines
 
 
+def test_an_uncached_hub_id_offline_fails_at_once(latents, tmp_path, monkeypatch, capsys):
+    import socket
+    import time
+
+    from huggingface_hub import constants
+
+    def offline(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(socket, "getaddrinfo", offline)
+    start = time.perf_counter()
+    code, lines = run(capsys, "decode", latents, "-o", tmp_path / "v.mp4", "--model", "org/model")
+    assert code == 2 and "not in the Hugging Face cache" in lines[0] and "cannot be reached" in lines[0], lines
+    assert time.perf_counter() - start < 5  # before: ~30 s of retries, then "no file named config.json"
+
+
+def test_a_cached_hub_id_loads_from_the_cache_without_the_network(model_dir, latents, tmp_path, monkeypatch, capsys):
+    import shutil
+    import socket
+
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    repo = cache / "models--org--model"
+    shutil.copytree(model_dir, repo / "snapshots" / "abc123")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: pytest.fail("the network was asked"))
+    code, _ = run(capsys, "decode", latents, "-o", tmp_path / "v.npy", "--model", "org/model")
+    assert code == 0 and (tmp_path / "v.npy").is_file()
+
+
+def test_a_load_error_that_announces_its_details_keeps_the_first():
+    from torchax_vae.commands import summary
+
+    error = RuntimeError("Error(s) in loading state_dict for AutoencoderKLCogVideoX:\n\tsize mismatch for "
+                         "encoder.conv_in.weight: copying a param with shape [8, 3] ...\n\tsize mismatch for b")
+    assert summary(error) == ("Error(s) in loading state_dict for AutoencoderKLCogVideoX: size mismatch for "
+                              "encoder.conv_in.weight: copying a param with shape [8, 3] ... (and 1 more)")
+    assert summary(RuntimeError("")) == "RuntimeError"
+
+
+def test_a_saved_pipeline_output_is_named_without_torchs_weights_only_advice(tmp_path, capsys):
+    from diffusers.pipelines.cogvideo.pipeline_output import CogVideoXPipelineOutput
+
+    saved = tmp_path / "output.pt"
+    torch.save(CogVideoXPipelineOutput(frames=torch.zeros(1, 2, 4, 4, 6)), saved)  # instead of its .frames
+    code, lines = run(capsys, "decode", saved, "-o", tmp_path / "v.mp4", "--model", "org/model")
+    assert code == 2 and "it holds a diffusers.pipelines.cogvideo.pipeline_output.CogVideoXPipelineOutput" in lines[0]
+    assert "weights_only" not in lines[0] and "\x1b" not in lines[0] and ".frames" in lines[0], lines
+
+
 # ----- 7. lossless output -----
 
 

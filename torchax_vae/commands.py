@@ -39,17 +39,55 @@ def load_vae(model: str, subfolder: str | None = "vae"):
     from .models import wrapper_for_config
 
     local = pathlib.Path(model).expanduser()
+    if not local.exists():  # a hub id: its cached snapshot, or say at once that it cannot be had
+        local = _cached_snapshot(model, subfolder)
     if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
         subfolder = None
     where = f"{model} (subfolder {subfolder!r})" if subfolder else model
-    source = str(local) if local.exists() else model
     try:
-        config = AutoencoderKLCogVideoX.load_config(source, subfolder=subfolder)
+        config = AutoencoderKLCogVideoX.load_config(str(local), subfolder=subfolder)
         model_class = wrapper_for_config(config.get("_class_name", "")).model_class
-        return model_class.from_pretrained(source, subfolder=subfolder, low_cpu_mem_usage=False)
+        return model_class.from_pretrained(str(local), subfolder=subfolder, low_cpu_mem_usage=False)
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"cannot load a VAE from {where}: {first}") from e
+        raise InputError(f"cannot load a VAE from {where}: {summary(e)}") from e
+
+
+def summary(error: Exception) -> str:
+    """An error's first line, with the first detail when that line only announces them (ends with ':')."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    if lines[0].endswith(":") and len(lines) > 1:
+        more = f" (and {len(lines) - 2} more)" if len(lines) > 2 else ""
+        return f"{lines[0]} {lines[1]}{more}"
+    return lines[0]
+
+
+def _cached_snapshot(model: str, subfolder: str | None) -> pathlib.Path:
+    """The folder of hub id `model` in the Hugging Face cache (read as a local folder: no network).
+
+    Not cached: InputError at once if the hub's host does not resolve (offline),
+    instead of the hub client's ~30 s of retries and its "no file named config.json".
+    """
+    import socket
+    import urllib.parse
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    for sub in dict.fromkeys([subfolder, None]):
+        found = try_to_load_from_cache(model, f"{sub}/config.json" if sub else "config.json")
+        if isinstance(found, str):  # .../snapshots/<commit>/[sub/]config.json
+            folder = pathlib.Path(found).parent
+            return folder.parent if sub else folder
+    host = urllib.parse.urlparse(constants.ENDPOINT).hostname or ""
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError as e:
+        raise InputError(
+            f"model {model!r} is not a local folder, not in the Hugging Face cache ({constants.HF_HUB_CACHE}), "
+            f"and the hub cannot be reached ({host}: {e.strerror or e}); download it first or pass a local folder"
+        ) from None
+    return pathlib.Path(model)  # diffusers downloads it
 
 
 def psnr(reference: np.ndarray, test: np.ndarray, peak: float = 2.0) -> float:

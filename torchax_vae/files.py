@@ -9,6 +9,8 @@ import contextlib
 import gc
 import os
 import pathlib
+import pickle
+import re
 import subprocess
 import tempfile
 import warnings
@@ -76,6 +78,18 @@ def _single_tensor(found: dict, path) -> torch.Tensor:
     return next(iter(tensors.values()))
 
 
+def _unpickling_reason(error: Exception) -> str:
+    """What torch's weights-only unpickler refused, without its advice and terminal escapes."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    found = re.search(r"WeightsUnpickler error:\s*(.+?)(?: was not an allowed global| Please use|\n|$)", text)
+    if found is None:
+        return "not a torch tensor file"
+    reason = found.group(1).strip().removeprefix("Unsupported global: GLOBAL ")
+    if "Unsupported operand" in reason:
+        return "not a torch tensor file"
+    return f"it holds a {reason}, not tensors only"
+
+
 def load_latents(path, layout: str = "BFCHW") -> torch.Tensor:
     """Latents from .pt/.pth, .safetensors or .npy as a float tensor [B, C, F, H, W].
 
@@ -105,6 +119,9 @@ def load_latents(path, layout: str = "BFCHW") -> torch.Tensor:
                 data = data[0]
     except InputError:
         raise
+    except pickle.UnpicklingError as e:  # not torch.save of tensors; never relay torch's weights_only=False advice
+        raise InputError(f"cannot read latents from {path}: {_unpickling_reason(e)}; expected a file written by "
+                         "torch.save(latents) (a tensor, a dict of one, or a 1-tuple), e.g. the pipeline output's .frames")
     except Exception as e:  # unreadable, truncated, wrong format: say which file and why
         raise InputError(f"cannot read latents from {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     if not isinstance(data, (torch.Tensor, np.ndarray)):
