@@ -76,3 +76,8 @@ def bf16_check(vae, ours_bf16, x, what):
         assert our_err <= BF16_ERROR_RATIO * their_err, (
             f"{what} bf16 {stage}: max |Δ| vs fp32 = {our_err:.3g}, PyTorch bf16's = {their_err:.3g}"
         )
+
+
+def settings(config) -> dict:
+    """A model config without diffusers' bookkeeping keys (_class_name, _name_or_path, ...), tuples as JSON lists."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dict(config).items() if not k.startswith("_")}

@@ -1,9 +1,12 @@
 """What a diffusers user touches besides the numbers: errors, dtype/device, loading, the wrapped module."""
 
+import json
+
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, random_vae
+from helpers import TOLERANCE, assert_close, random_vae, settings
 
 from torchax_vae import TorchaxVAE
 
@@ -125,7 +128,46 @@ def test_from_pretrained_says_nothing(tmp_path, tiny_vae):
     import sys
 
     tiny_vae.save_pretrained(tmp_path / "vae")
-    code = f"from torchax_vae import TorchaxVAE; TorchaxVAE.from_pretrained({str(tmp_path)!r})"
+    # as where accelerate is not installed (the test extra installs it for the offload test)
+    code = f"import sys; sys.modules['accelerate'] = None; from torchax_vae import TorchaxVAE; TorchaxVAE.from_pretrained({str(tmp_path)!r})"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0 and "accelerate" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
 
+
+
+# ----- a TorchaxVAE saves and casts as diffusers' VAE does (issue: drop-in gaps in a pipeline) -----
+
+
+@pytest.mark.parametrize("name", ["tiny", "wan-tiny"])
+def test_save_pretrained_writes_the_diffusers_folder_with_the_same_weights(name, tmp_path):
+    vae = random_vae(name)
+    ours = TorchaxVAE(vae)
+    ours.save_pretrained(tmp_path / "vae")
+    config = json.loads((tmp_path / "vae" / "config.json").read_text())
+    assert config["_class_name"] == type(vae).__name__
+    back = type(vae).from_pretrained(tmp_path / "vae", low_cpu_mem_usage=False)  # diffusers alone
+    expected, saved = vae.state_dict(), back.state_dict()
+    assert saved.keys() == expected.keys()
+    worst = max((saved[k] - expected[k]).abs().max().item() for k in expected)
+    assert worst == 0, f"saved weights differ from the model's: max |Δ| {worst:.3e}"
+    again = TorchaxVAE.from_pretrained(tmp_path / "vae")  # the VAE's own folder: no vae/ subfolder needed
+    assert type(again) is type(ours) and settings(again.config) == settings(ours.config)
+
+
+def test_a_saved_bf16_vae_holds_bf16_weights_and_the_model_given_back_is_a_copy(tmp_path):
+    vae = random_vae("wan-tiny")
+    ours = TorchaxVAE(vae).to(torch.bfloat16)
+    model = ours.diffusers_model()
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+    before = ours.diffusers_model().state_dict()
+    for p in model.parameters():
+        p.data.mul_(0)  # the user's copy: editing it must not reach the weights TorchaxVAE computes with
+    after = ours.diffusers_model().state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_torch_style_casts_recast_the_jax_weights():
+    ours = TorchaxVAE(random_vae("tiny"))
+    assert isinstance(ours, torch.nn.Module)  # so pipelines' .to(), save_pretrained and offload reach it
+    assert ours.bfloat16().dtype == torch.bfloat16 and ours.float().dtype == torch.float32
+    assert {w.dtype for group in ours._weights.values() for w in group.values()} == {jnp.dtype("float32")}

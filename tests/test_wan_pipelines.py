@@ -11,7 +11,7 @@ from diffusers import (
     WanTransformer3DModel,
     WanVideoToVideoPipeline,
 )
-from helpers import assert_close, random_vae
+from helpers import assert_close, random_vae, settings
 from PIL import Image
 
 from torchax_vae import TorchaxVAE
@@ -76,3 +76,52 @@ def test_video_to_video(num_frames):
     actual, expected = run_both(WanVideoToVideoPipeline, video=video, strength=0.8)
     assert actual.shape == (1, num_frames, 3, SIZE, SIZE)
     assert_close(actual, expected, 1e-4, "WanVideoToVideoPipeline frames")
+
+
+def tiny_pipeline(vae) -> WanPipeline:
+    pipe = WanPipeline(tokenizer=None, text_encoder=None, vae=vae, transformer=transformer(16),
+                       scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0))
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def frames(pipe) -> torch.Tensor:
+    torch.manual_seed(1)
+    embeds = dict(prompt_embeds=torch.randn(1, TEXT_LEN, TEXT_DIM), negative_prompt_embeds=torch.randn(1, TEXT_LEN, TEXT_DIM))
+    with torch.no_grad():
+        return pipe(num_inference_steps=2, height=SIZE, width=SIZE, num_frames=5, output_type="pt",
+                    generator=torch.Generator().manual_seed(0), **embeds).frames
+
+
+def test_a_pipeline_holding_a_torchax_vae_saves_it_and_loads_it_back(tmp_path):
+    import json
+
+    from diffusers import AutoencoderKLWan, DiffusionPipeline
+
+    vae = random_vae("wan-tiny")
+    pipe = tiny_pipeline(vae)
+    pipe.vae = TorchaxVAE(vae)
+    pipe.save_pretrained(tmp_path)
+    # Before: "vae": [null, null] and no vae/ folder. Now diffusers' custom-component entry, and a plain diffusers folder.
+    assert json.loads((tmp_path / "model_index.json").read_text())["vae"] == ["torchax_vae.models.wan", "WanVAE"]
+    plain = AutoencoderKLWan.from_pretrained(tmp_path / "vae")
+    assert all(torch.equal(plain.state_dict()[k], v) for k, v in vae.state_dict().items())
+    back = DiffusionPipeline.from_pretrained(tmp_path, tokenizer=None, text_encoder=None)
+    assert isinstance(back.vae, TorchaxVAE) and settings(back.vae.config) == settings(pipe.vae.config)
+    back.set_progress_bar_config(disable=True)
+    assert_close(frames(back), frames(pipe), 1e-6, "frames of the reloaded pipeline")
+
+
+def test_pipe_to_dtype_reaches_the_torchax_vae():
+    pipe = tiny_pipeline(TorchaxVAE(random_vae("wan-tiny")))
+    pipe.to(torch.bfloat16)  # before: the TorchaxVAE stayed float32
+    assert pipe.vae.dtype == torch.bfloat16
+    assert {str(w.dtype) for group in pipe.vae._weights.values() for w in group.values()} == {"bfloat16"}
+
+
+def test_model_cpu_offload_runs_with_the_vae_on_jax():
+    vae = random_vae("wan-tiny")
+    expected = frames(tiny_pipeline(TorchaxVAE(vae)))
+    pipe = tiny_pipeline(TorchaxVAE(vae))
+    pipe.enable_model_cpu_offload(device="cpu")  # accelerate's hooks; the VAE's only record the device
+    assert_close(frames(pipe), expected, 1e-6, "frames with model CPU offload")

@@ -19,7 +19,7 @@ from diffusers import AutoencoderKLCogVideoX
 from . import files, patches, validation
 from .files import InputError
 from .synthetic import moving_shapes
-from .vae import TorchaxVAE
+from .vae import TorchaxVAE, vae_subfolder
 
 __all__ = ["DEMO_MODEL", "load_vae", "decode_file", "encode_file", "demo", "warmup", "psnr"]
 
@@ -41,8 +41,7 @@ def load_vae(model: str, subfolder: str | None = "vae"):
     local = pathlib.Path(model).expanduser()
     if not local.exists():  # a hub id: its cached snapshot, or say at once that it cannot be had
         local = _cached_snapshot(model, subfolder)
-    if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
-        subfolder = None
+    subfolder = vae_subfolder(local, subfolder)
     where = f"{model} (subfolder {subfolder!r})" if subfolder else model
     try:
         config = AutoencoderKLCogVideoX.load_config(str(local), subfolder=subfolder)

@@ -11,10 +11,12 @@ from the type of `vae`.
 import dataclasses
 import functools
 import logging
+import pathlib
 
 import jax
 import jax.numpy as jnp
 import torch
+from diffusers import ModelMixin
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
@@ -56,7 +58,15 @@ def _like(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
     return convert.to_torch(out, device=x.device, dtype=x.dtype)
 
 
-class TorchaxVAE:
+def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
+    """`subfolder`, or None where a local folder holds the VAE itself (its config.json at the top)."""
+    local = pathlib.Path(name_or_path).expanduser()
+    if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
+        return None
+    return subfolder
+
+
+class TorchaxVAE(ModelMixin):
     """A diffusers video VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
@@ -101,6 +111,7 @@ class TorchaxVAE:
             raise TypeError(f"vae must be a diffusers {self.model_class.__name__}, got {type(vae).__name__}")
         if memory_budget is not None and (not isinstance(memory_budget, int) or memory_budget <= 0):
             raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
+        super().__init__()  # a ModelMixin, so pipelines cast, save and offload it (see `save_pretrained`)
         self._dtype = _as_dtype(dtype) or vae.dtype
         gpu_memory.share_gpu_with_torch()  # before the first device query starts JAX's backends
         self._device = vae.device
@@ -129,6 +140,8 @@ class TorchaxVAE:
         """
         # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load.
         kwargs.setdefault("low_cpu_mem_usage", False)
+        subfolder = vae_subfolder(name_or_path, subfolder)
+        name_or_path = str(name_or_path)  # a pathlib.Path too
         if cls is TorchaxVAE:
             from diffusers import AutoModel
 
@@ -136,6 +149,34 @@ class TorchaxVAE:
         else:
             vae = cls.model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
         return cls(vae, dtype=dtype, mesh=mesh)
+
+    def save_pretrained(
+        self, save_directory, safe_serialization: bool = True, variant: str | None = None,
+        max_shard_size: int | str = "10GB", **kwargs,
+    ) -> None:
+        """Writes the wrapped diffusers model's folder, with the weights this TorchaxVAE computes with.
+
+        config.json names diffusers' class (`AutoencoderKLWan`, ...), so diffusers
+        alone loads the folder; `pipe.save_pretrained` calls this for `pipe.vae`.
+        The weights are in this TorchaxVAE's dtype, as diffusers saves a cast model.
+        """
+        self.diffusers_model().save_pretrained(
+            save_directory, safe_serialization=safe_serialization, variant=variant, max_shard_size=max_shard_size, **kwargs
+        )
+
+    def diffusers_model(self) -> nn.Module:
+        """A new diffusers model of the wrapped class on the CPU, holding copies of this TorchaxVAE's weights."""
+        with torch.device("meta"):
+            model = self.model_class.from_config(self.config)
+        keys = set(model.state_dict())
+        state = {
+            f"{child}.{name}": convert.to_torch(array).clone()  # to_torch may alias our array: the copy is the user's
+            for child, group in self._weights.items()
+            for name, array in group.items()
+            if f"{child}.{name}" in keys
+        }
+        model.load_state_dict(state, strict=True, assign=True)
+        return model.eval()
 
     # ----- what each family defines -----
 
@@ -200,6 +241,15 @@ class TorchaxVAE:
 
     def eval(self) -> "TorchaxVAE":
         return self
+
+    def float(self) -> "TorchaxVAE":
+        return self.to(torch.float32)
+
+    def bfloat16(self) -> "TorchaxVAE":
+        return self.to(torch.bfloat16)
+
+    def half(self) -> "TorchaxVAE":
+        return self.to(torch.float16)
 
     def modules(self):
         """Like `nn.Module.modules()`: this wrapper alone (its weights live in JAX, in no torch submodule).

@@ -14,7 +14,9 @@ import logging
 
 import jax
 import torch
-from diffusers import AutoencoderKLCogVideoX
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.cogvideox", "CogVideoXVAE"] entry by
+# looking the base class up in this module (pipelines.pipeline_loading_utils.get_class_obj_and_candidates).
+from diffusers import AutoencoderKLCogVideoX, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d, CogVideoXResnetBlock3D
 from jax.sharding import Mesh
 from torch import nn

@@ -34,7 +34,9 @@ import functools
 import jax
 import jax.numpy as jnp
 import torch
-from diffusers import AutoencoderKLWan
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.wan", "WanVAE"] entry by looking the
+# base class up in this module (pipelines.pipeline_loading_utils.get_class_obj_and_candidates).
+from diffusers import AutoencoderKLWan, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_wan import WanResample, patchify, unpatchify
 from jax.sharding import Mesh
 
