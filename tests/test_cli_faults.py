@@ -206,6 +206,20 @@ def test_a_cached_hub_id_loads_from_the_cache_without_the_network(model_dir, lat
     assert code == 0 and (tmp_path / "v.npy").is_file()
 
 
+def test_a_config_that_does_not_fit_its_weights_names_the_first_mismatch(model_dir, latents, tmp_path, capsys):
+    import json
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(model_dir, bad)
+    config = json.loads((bad / "vae" / "config.json").read_text())
+    config["latent_channels"] *= 2  # the weights were saved for the original count
+    (bad / "vae" / "config.json").write_text(json.dumps(config))
+    code, lines = run(capsys, "decode", latents, "-o", tmp_path / "v.mp4", "--model", bad)
+    # before: "Error(s) in loading state_dict for AutoencoderKLCogVideoX:" with nothing after the colon
+    assert code == 2 and "size mismatch for" in lines[0], lines
+
+
 def test_a_load_error_that_announces_its_details_keeps_the_first():
     from torchax_vae.commands import summary
 
