@@ -83,11 +83,11 @@ def to_jax(t: torch.Tensor, dtype=None, device=None, *, alias: bool = False) -> 
     return arr if dtype is None else arr.astype(dtype)
 
 
-def put(host: np.ndarray, sharding=None) -> jax.Array:
-    """`jax.device_put`, also for a sharding over other processes' devices (each puts its own shards)."""
+def put(data, sharding=None) -> jax.Array:
+    """`jax.device_put` of a host or JAX array, also for a sharding over other processes' devices (each puts its own shards)."""
     if isinstance(sharding, jax.sharding.Sharding) and not sharding.is_fully_addressable:
-        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
-    return jax.device_put(host, sharding)
+        return jax.make_array_from_callback(data.shape, sharding, lambda index: data[index])
+    return jax.device_put(data, sharding)
 
 
 def to_host(a: jax.Array) -> np.ndarray:
@@ -100,9 +100,10 @@ def to_host(a: jax.Array) -> np.ndarray:
 def to_torch(a: jax.Array, device=None, dtype: torch.dtype | None = None) -> torch.Tensor:
     """`a` as a torch tensor on `device` (default CPU) and in `dtype` (default its own).
 
-    Through DLPack when `a` sits whole on one device whose memory torch's `device`
-    shares (the tensor then owns the array's memory: pass an array nobody else
-    keeps); otherwise copied through the host.
+    Through DLPack when one of `a`'s devices shares memory with torch's `device`
+    (a sharded array is first gathered there, device to device; the tensor then
+    owns the array's memory: pass an array nobody else keeps); otherwise copied
+    through the host.
     """
     device = torch.device("cpu" if device is None else device)
     if dtype is not None and dtype in _TORCH_TO_JAX:
