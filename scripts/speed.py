@@ -149,13 +149,11 @@ def _peak_rss_bytes() -> int:
     VmHWM of /proc/self/status (Linux) belongs to the address space exec
     created; getrusage's ru_maxrss would carry over the parent's peak from fork.
     """
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    from torchax_vae.memory import proc_bytes
+
+    peak = proc_bytes("/proc/self/status", "VmHWM")
+    if peak is not None:
+        return peak
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 

@@ -7,14 +7,13 @@ import torch
 
 from helpers import TOLERANCE, assert_close, random_vae
 from torchax_vae import TorchaxVAE
+from torchax_vae.memory import proc_bytes
 
 
 def rss_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
+    rss = proc_bytes("/proc/self/status", "VmRSS")
+    assert rss is not None, "no VmRSS in /proc/self/status"
+    return rss
 
 
 @pytest.mark.parametrize("name", ["tiny", "wan-tiny"])

@@ -174,6 +174,11 @@ def _ffmpeg():
         gc.collect()
 
 
+def _check_frames(frames: np.ndarray) -> None:
+    if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3:
+        raise InputError(f"frames must be uint8 [F, H, W, 3], got {frames.dtype} {frames.shape}")
+
+
 def write_mp4(path, frames: np.ndarray, fps: float = 8) -> None:
     """uint8 frames [F, H, W, 3] as an H.264 MP4 (lossy: yuv420p, CRF 12), atomically.
 
@@ -184,8 +189,7 @@ def write_mp4(path, frames: np.ndarray, fps: float = 8) -> None:
     """
     import imageio_ffmpeg
 
-    if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3:
-        raise InputError(f"frames must be uint8 [F, H, W, 3], got {frames.dtype} {frames.shape}")
+    _check_frames(frames)
     if not (fps > 0 and np.isfinite(fps)):
         raise InputError(f"fps must be a positive number, got {fps}")
     pad_h, pad_w = frames.shape[1] % 2, frames.shape[2] % 2
@@ -227,8 +231,7 @@ def _run_ffmpeg(command: list[str], frames: np.ndarray, path) -> None:
 
 def write_frames(path, frames: np.ndarray) -> None:
     """uint8 frames [F, H, W, 3] as a .npy file, exactly (the lossless output), atomically."""
-    if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3:
-        raise InputError(f"frames must be uint8 [F, H, W, 3], got {frames.dtype} {frames.shape}")
+    _check_frames(frames)
     with atomic_output(path) as tmp, open(tmp, "wb") as f:
         np.save(f, frames)
 

@@ -11,15 +11,23 @@ def device_free_bytes(device) -> int | None:
     return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
 
 
-def host_available_bytes() -> int | None:
-    """MemAvailable from /proc/meminfo (Linux), else free physical pages; None if neither is known."""
+def proc_bytes(path: str, field: str) -> int | None:
+    """A "FIELD:  N kB" line of a Linux /proc file (/proc/meminfo, /proc/self/status) in bytes, or None."""
     try:
-        with open("/proc/meminfo") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
+    return None
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), else free physical pages; None if neither is known."""
+    available = proc_bytes("/proc/meminfo", "MemAvailable")
+    if available is not None:
+        return available
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
