@@ -7,7 +7,7 @@ and one of the two runs out of memory. The variables are read once, when JAX
 starts its backends (at the first `jax.devices()`, not at `import jax`), so
 TorchaxVAE calls `share_gpu_with_torch` before it touches a device:
 
-- the user set either variable: theirs stands;
+- the user set any of `VARIABLES`: theirs stands;
 - torch sees no CUDA GPU: nothing to share, nothing changes;
 - JAX has not started: XLA_PYTHON_CLIENT_PREALLOCATE=false (JAX then takes
   memory as it needs it and keeps it for reuse);
