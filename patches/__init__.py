@@ -7,6 +7,8 @@ applied; importing this package changes nothing.
 - `torchax_torch213`: import torchax 0.0.13 under torch 2.13.
 - `group_norm`: nn.GroupNorm as one vectorized JAX reduction.
 - `safe_conv3d`: CogVideoXSafeConv3d without its cuDNN 2 GB chunking.
+- `gpu_conv`: on GPUs, pointwise convolutions as matmuls and no convolution operand of 2^31 bytes or more
+  (torchax's convolution lowering, taken over only while tracing for a GPU).
 - `frame_conv`: on CPU, 3-D convolutions as sums of per-frame 2-D convolutions (XLA:CPU runs those faster).
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
 - `spatial_norm`: CogVideoXSpatialNorm3D's pointwise convs on the latents before upsampling, not after.
@@ -26,6 +28,7 @@ from torch import nn
 
 from . import (
     frame_conv,
+    gpu_conv,
     group_norm,
     options,
     pointwise_conv_cache,
@@ -48,6 +51,7 @@ def apply(model: nn.Module) -> dict[str, int]:
     """
     import_torchax()
     return {
+        "gpu_conv": gpu_conv.patch(),  # torchax's lowering itself, once per process (0 after the first)
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),
         "frame_conv": frame_conv.patch(model),  # after safe_conv3d: it refines PlainConv3d

@@ -9,6 +9,9 @@ extra arguments, so the lowering sets one `TraceOptions` around a trace
   turns it on for XLA:CPU devices (`CPU_PLATFORMS`), and CogVideoX's
   `program_split="auto"` (one program per layer) follows the same decision.
   Wan uses it in bf16 only (measured: torchax_vae/models/wan.py, `_tracing`).
+- `gpu_conv_limit` (gpu_conv): on GPUs, pointwise convolutions as matmuls and
+  every other convolution in pieces whose operands stay below this many bytes;
+  None (CPU, TPU): torchax's own lowering. `gpu_conv_limit_for(platform)`.
 - `mesh` (sharding_marks): mark activations for this ('dp', 'tp') mesh; None: no marks.
 - `tile_extent` (tile_mask): ((valid height, valid width), (tile height, tile width))
   of a zero-padded edge tile; None: the whole input is real.
@@ -22,6 +25,9 @@ import dataclasses
 from typing import Any
 
 CPU_PLATFORMS = ("cpu",)  # JAX platforms whose programs get the CPU-only lowerings
+# JAX's names for NVIDIA and AMD GPUs: a device's `platform` ("gpu") and lowering platforms ("cuda", "rocm")
+GPU_PLATFORMS = ("gpu", "cuda", "rocm")
+GPU_CONV_LIMIT = 2**31  # bytes (patches/gpu_conv.py)
 
 
 def cpu_kernels_for(platform: str) -> bool:
@@ -29,9 +35,15 @@ def cpu_kernels_for(platform: str) -> bool:
     return platform in CPU_PLATFORMS
 
 
+def gpu_conv_limit_for(platform: str) -> int | None:
+    """The byte bound of patches/gpu_conv.py's rule for programs of a JAX `platform`; None where it does not apply."""
+    return GPU_CONV_LIMIT if platform in GPU_PLATFORMS else None
+
+
 @dataclasses.dataclass(frozen=True)
 class TraceOptions:
     cpu_kernels: bool = False
+    gpu_conv_limit: int | None = None
     mesh: Any = None  # jax.sharding.Mesh
     tile_extent: tuple | None = None
 

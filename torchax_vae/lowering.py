@@ -32,11 +32,18 @@ def private_copy(model: nn.Module) -> nn.Module:
 
 
 def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax.Array]]:
-    """Copies of the model's parameters and buffers as JAX arrays, grouped by top-level child."""
+    """Copies of the model's parameters and buffers as JAX arrays, grouped by top-level child.
+
+    A model on the meta device gives their shapes only (jax.ShapeDtypeStruct): enough to lower and compile.
+    """
     grouped: dict[str, dict[str, jax.Array]] = {}
     for name, t in itertools.chain(model.named_parameters(), model.named_buffers()):
         child, _, rest = name.partition(".")
         cast = dtype if t.is_floating_point() else None
+        if t.is_meta:
+            shape_only = jax.ShapeDtypeStruct(tuple(t.shape), cast or convert.jax_dtype(t.dtype), sharding=device)
+            grouped.setdefault(child, {})[rest] = shape_only
+            continue
         grouped.setdefault(child, {})[rest] = convert.to_jax(t, cast, device)
     return grouped
 

@@ -10,6 +10,7 @@ memory or compile time is what it is without running anything.
 import collections
 import contextlib
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -182,3 +183,29 @@ class Programs:
 
     def __len__(self) -> int:
         return len(self._compiled)
+
+
+class LoweredOnly(Programs):
+    """`Programs` that trace and lower for `platform` without compiling (`TorchaxVAE.lower`); abstract calls only.
+
+    Its stats carry the lowering time and nothing XLA would report after compiling (NaN FLOPs, zero bytes).
+    """
+
+    def __init__(self, platform: str):
+        super().__init__()
+        self.platform = platform
+        self.texts: dict[str, str] = {}  # program name -> StableHLO, first lowering of each name
+
+    def _compile(self, name, fn, weights, args) -> _Entry:
+        t0 = time.perf_counter()
+        # a new function object: jit would otherwise reuse a trace of `fn` made for another platform (and keep
+        # this one for the next real compile of `fn`)
+        traced = jax.jit(functools.partial(fn), keep_unused=True).trace(weights, *args)
+        lowered = traced.lower(lowering_platforms=(self.platform,))
+        self.texts.setdefault(name, lowered.as_text())
+        stats = ProgramStats(
+            name=name, input_shapes=tuple(map(_describe, args)), lower_seconds=time.perf_counter() - t0,
+            compile_seconds=0.0, devices=(self.platform,), flops=float("nan"), temp_bytes=0, argument_bytes=0,
+            output_bytes=0,
+        )
+        return _Entry(None, stats, traced.out_info)

@@ -24,7 +24,7 @@ from torch import nn
 
 from . import convert, gpu_memory, validation
 from .mesh import Placement, check_mesh
-from .programs import Programs
+from .programs import LoweredOnly, Programs
 from .sources import DeviceSource, HostSource, ShapeSource, is_abstract
 
 logger = logging.getLogger(__name__)
@@ -299,11 +299,47 @@ class TorchaxVAE(ModelMixin):
 
         Follows the current tiling and slicing settings. Returns those programs'
         `compile_stats()` entries; later calls with that shape compile nothing.
+        A pipeline that will decode at a known size can call this first, so that
+        the first video does not pay the compilation (docs/performance.md, "The first call").
 
         Args:
             kind (`str`): `"encode"` or `"decode"`.
             shape (`tuple[int, ...]`): the input's [batch, channels, frames, height, width].
         """
+        source = self._shape_source(kind, shape)
+        with self._programs.recording() as used:
+            self._per_sample(self._encode if kind == "encode" else self._decode, source)
+        return [dataclasses.asdict(stats) for stats in used]
+
+    def lower(self, kind: str, shape, platform: str | None = None) -> dict[str, str]:
+        """The StableHLO of every program `encode` or `decode` runs for an input of `shape`, lowered for `platform`.
+
+        Traces and lowers without compiling or running, so a machine without that
+        backend can check what it would get (tests/test_gpu_conv.py lowers every
+        released size for "cuda" on a CPU). Follows the tiling and slicing
+        settings, except that "auto" tiling lowers the untiled programs (its
+        memory check needs a compilation). A model on the meta device works here.
+
+        Args:
+            kind (`str`): `"encode"` or `"decode"`.
+            shape (`tuple[int, ...]`): the input's [batch, channels, frames, height, width].
+            platform (`str`, *optional*): a JAX lowering platform ("cuda", "rocm", "tpu", "cpu");
+                by default this TorchaxVAE's device's.
+        Returns:
+            program name -> StableHLO text, in first-use order.
+        """
+        source = self._shape_source(kind, shape)
+        platform = platform or self._lowered.platform
+        programs, default = LoweredOnly(platform), (self._programs, self._lowered.platform)
+        self._programs, self._lowered.platform = programs, platform  # the adapter's traces read the platform
+        try:
+            self._per_sample(self._encode if kind == "encode" else self._decode, source)
+        finally:
+            self._programs, self._lowered.platform = default
+        return programs.texts
+
+    def _shape_source(self, kind: str, shape) -> ShapeSource:
+        """The shape-only source of an encode or decode input of `shape`, checked as a real input would be."""
         if kind not in ("encode", "decode"):
             raise ValueError(f"kind must be 'encode' or 'decode', got {kind!r}")
         role = "encoder" if kind == "encode" else "decoder"
@@ -311,12 +347,14 @@ class TorchaxVAE(ModelMixin):
         shape = validation.check_shape(shape, name=f"{kind} shape", channels=channels, role=role)
         if kind == "encode":
             self._check_video(shape, f"{kind} shape")
-        source = ShapeSource(shape, convert.jax_dtype(self._dtype), self._placement)
-        with self._programs.recording() as used:
-            self._per_sample(self._encode if kind == "encode" else self._decode, source)
-        return [dataclasses.asdict(stats) for stats in used]
+        return ShapeSource(shape, convert.jax_dtype(self._dtype), self._placement)
 
     def _source(self, x: torch.Tensor):
+        if is_abstract(self._weights):
+            raise ValueError(
+                "this TorchaxVAE wraps a model on the meta device: it has no weights to compute with "
+                "(it can `lower` and `precompile`); wrap a model with real weights to encode or decode"
+            )
         dtype = convert.jax_dtype(self._dtype)
         if _is_torchax(x):
             return DeviceSource(x._elem, dtype, self._placement)

@@ -175,7 +175,7 @@ class CogVideoXVAE(TorchaxVAE):
     @property
     def _layered(self) -> bool:
         if self._split == "auto":  # a mesh of CPU devices is for testing sharding: keep its programs whole
-            cpu = patches.options.cpu_kernels_for(self._placement.local_device().platform)
+            cpu = patches.options.cpu_kernels_for(self._lowered.platform)
             return cpu and self._placement.mesh is None
         return self._split == "layer"
     def _encode(self, source) -> jax.Array:
@@ -349,6 +349,7 @@ class LoweredVAE:
     def _tracing(self, valid, size):
         options = patches.options.TraceOptions(
             cpu_kernels=patches.options.cpu_kernels_for(self.platform),
+            gpu_conv_limit=patches.options.gpu_conv_limit_for(self.platform),
             mesh=self.mesh,
             tile_extent=None if valid is None else (valid, tuple(size)),
         )

@@ -1,0 +1,154 @@
+"""On GPUs: pointwise convolutions as matmuls, and no convolution with an operand of 2^31 bytes or more.
+
+Upstream: torchax lowers every convolution (`aten.convolution`, `aten.conv2d`)
+to one `lax.conv_general_dilated`, which XLA:GPU hands to cuDNN whatever its
+size. diffusers' `CogVideoXSafeConv3d` splits 3-D convolutions along time
+above 2 GB for cuDNN's sake; patches/safe_conv3d.py removes that (right on
+TPU), and Wan's and the upsamplers' convolutions never had it.
+
+What an H100 showed (issue 19, CogVideoX 1.5's 81x768x1360 bf16 decode):
+15.5 s of a 16.0 s frame batch in one launch of cuDNN's
+`conv2d_grouped_direct_kernel_int64`, whose grid was one thread per element
+of a 128x8x768x1360 output. Two layers have that output: the last up block's
+first resnet's 1x1x1 `conv_shortcut` (input 256x8x768x1360, 4.28 GB) and its
+3x3x3 `conv1` (input with the 2 cached frames 256x10x768x1360, 5.35 GB). Both
+are past 2^31 bytes, where cuDNN leaves its implicit-GEMM kernels for a
+64-bit-indexed fallback; XLA does not split a convolution itself.
+
+Here, while tracing for a GPU (`TraceOptions.gpu_conv_limit`, patches/options.py):
+- a pointwise convolution (every kernel extent 1, stride 1, no padding, one
+  group) is a `dot_general` over channels, which XLA:GPU runs as a cuBLAS
+  GEMM: no cuDNN engine choice, no size cliff;
+- any other convolution whose input or output would reach the limit (2^31
+  bytes) is computed in pieces that stay under it, split along the batch
+  axis (frames folded into the batch, as the 2-D upsampler convolutions have
+  them), then along the first spatial axis (time, for 3-D convolutions) with
+  the kernel's overlap; the pieces are exact, so the result is the same.
+The plain reference is torchax's own lowering (`stock`); the rule is tested
+against it on CPU (tests/test_gpu_conv.py), and every released size lowered
+for CUDA is checked to keep it.
+
+TPU and CPU keep their lowerings: the rule is applied only to GPU traces.
+Still needed while torchax lowers every convolution as one
+`conv_general_dilated` (tests/test_gpu_conv.py::test_stock_lowering_is_one_convolution).
+"""
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+
+from .options import GPU_CONV_LIMIT as LIMIT, current
+from .torchax_torch213 import import_torchax
+
+
+def stock(x, w, b, stride, padding, dilation, groups):
+    """torchax's lowering of a (non-transposed) F.conv2d / F.conv3d: one `conv_general_dilated`."""
+    import_torchax()  # before torchax.ops: under torch 2.13 torchax 0.0.13 needs patches/torchax_torch213.py
+    from torchax.ops import jaten
+
+    return jaten._aten_convolution(x, w, b, stride, padding, dilation, False, (0,) * len(stride), groups)
+
+
+def _nbytes(shape, dtype) -> int:
+    return math.prod(shape) * jnp.dtype(dtype).itemsize
+
+
+def _out_extent(size, k, s, p, d) -> int:
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def is_pointwise(w, stride, padding, groups) -> bool:
+    return all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in stride) and not any(padding) and groups == 1
+
+
+def pointwise(x, w, b):
+    """A 1x..x1 convolution of N C *S input as one matmul over channels (what XLA:GPU gives to cuBLAS)."""
+    y = jax.lax.dot_general(w.reshape(w.shape[:2]), x, (((1,), (1,)), ((), ())))  # O, N, *S
+    y = jnp.moveaxis(y, 0, 1)
+    if b is not None:
+        y = y + b.reshape((1, -1) + (1,) * (x.ndim - 2)).astype(y.dtype)
+    return y
+
+
+def bounded(x, w, b, stride, padding, dilation, groups, limit=LIMIT):
+    """`stock`, in pieces whose input and output stay below `limit` bytes where it can (module docstring)."""
+    spatial = x.shape[2:]
+    out_spatial = tuple(map(_out_extent, spatial, w.shape[2:], stride, padding, dilation))
+    out_shape = (x.shape[0], w.shape[0], *out_spatial)
+    if _nbytes(x.shape, x.dtype) < limit and _nbytes(out_shape, x.dtype) < limit:
+        return stock(x, w, b, stride, padding, dilation, groups)
+    args = (w, b, stride, padding, dilation, groups, limit)
+    if x.shape[0] > 1:  # batch pieces: independent
+        per_item = max(_nbytes(x.shape[1:], x.dtype), _nbytes(out_shape[1:], x.dtype))
+        size = max(1, (limit - 1) // per_item)
+        pieces = [bounded(x[i : i + size], *args) for i in range(0, x.shape[0], size)]
+        return jnp.concatenate(pieces, axis=0)
+    if x.ndim < 5 or out_spatial[0] == 1:
+        return stock(x, w, b, stride, padding, dilation, groups)  # one frame past the limit: nothing to split
+    # time pieces of one batch element: pad time once, then each piece reads its frames and the kernel's overlap
+    (kt, st, pt, dt), t_out = (w.shape[2], stride[0], padding[0], dilation[0]), out_spatial[0]
+    if pt:
+        x = jnp.pad(x, ((0, 0), (0, 0), (pt, pt)) + ((0, 0),) * (x.ndim - 3))
+    frame_in, frame_out = _nbytes(x.shape[3:], x.dtype) * x.shape[1], _nbytes(out_spatial[1:], x.dtype) * w.shape[0]
+    span = lambda count: st * (count - 1) + dt * (kt - 1) + 1  # noqa: E731 (input frames of `count` output frames)
+    count = max([c for c in range(1, t_out + 1) if span(c) * frame_in < limit and c * frame_out < limit] or [1])
+    pieces = []
+    for start in range(0, t_out, count):
+        n = min(count, t_out - start)
+        piece = jax.lax.slice_in_dim(x, start * st, start * st + span(n), axis=2)
+        pieces.append(stock(piece, w, b, stride, (0, *padding[1:]), dilation, groups))
+    return jnp.concatenate(pieces, axis=2)
+
+
+def gpu_conv(x, w, b, stride, padding, dilation, groups, limit=LIMIT):
+    """The GPU rule for one non-transposed convolution: a matmul if pointwise, else `bounded`."""
+    if is_pointwise(w, stride, padding, groups):
+        return pointwise(x, w, b)
+    return bounded(x, w, b, stride, padding, dilation, groups, limit)
+
+
+def _ruled(stock_func, transposed_at, rest_count):
+    """torchax's lowering of one aten op, taken over by `gpu_conv` while tracing with a gpu_conv_limit."""
+
+    def lowering(*args, **kwargs):
+        limit = current().gpu_conv_limit
+        if limit is None or kwargs or len(args) != 6 + rest_count:  # not a GPU trace, or not all arguments given
+            return stock_func(*args, **kwargs)
+        x, w, b, stride, padding, dilation, *rest = args
+        transposed = transposed_at is not None and rest[transposed_at]
+        if transposed or isinstance(padding, str) or x.ndim != w.ndim:
+            return stock_func(*args)
+        padding = tuple(padding) * (len(stride) if len(padding) == 1 else 1)
+        return gpu_conv(x, w, b, tuple(stride), padding, tuple(dilation), rest[-1], limit)
+
+    lowering.torchax_vae_stock = stock_func
+    return lowering
+
+
+# aten op -> (where `transposed` sits in the arguments after dilation (None: none), how many follow dilation)
+_OPS = {"convolution": (0, 3), "conv2d": (None, 1)}
+
+
+def patch_env(env) -> int:
+    """Routes torchax's convolution lowerings in `env` through the GPU rule; how many it replaced (0 if done before).
+
+    Outside a GPU trace the replaced lowerings call torchax's own, unchanged.
+    """
+    import torch
+
+    count = 0
+    for name, (transposed_at, rest_count) in _OPS.items():
+        key = getattr(torch.ops.aten, name)
+        op = env._ops[key]  # torchax registers both; a KeyError here means torchax changed how it lowers convolutions
+        if hasattr(op.func, "torchax_vae_stock"):
+            continue
+        env._ops[key] = dataclasses.replace(op, func=_ruled(op.func, transposed_at, rest_count))
+        count += 1
+    return count
+
+
+def patch() -> int:
+    """`patch_env` on torchax's default environment (the one every lowering here traces in)."""
+    return patch_env(import_torchax().default_env())
