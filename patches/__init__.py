@@ -45,13 +45,14 @@ __all__ = ["apply", "import_torchax"]
 
 
 def apply(model: nn.Module) -> dict[str, int]:
-    """Patches `model` (a private copy: its classes change) and makes torchax importable.
+    """Patches `model` (a private copy: its classes change), makes torchax importable and routes its
+    convolution lowering through `gpu_conv` (once per process; stock outside GPU traces).
 
     Returns how many modules each patch replaced.
     """
     import_torchax()
+    gpu_conv.patch()
     return {
-        "gpu_conv": gpu_conv.patch(),  # torchax's lowering itself, once per process (0 after the first)
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),
         "frame_conv": frame_conv.patch(model),  # after safe_conv3d: it refines PlainConv3d

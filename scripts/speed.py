@@ -158,6 +158,9 @@ def _peak_rss_bytes() -> int:
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 
 
+SIDES = ("torch", "torch.compile", "torchax")  # "torchax" runs twice: cold (new cache), then warm (that cache)
+
+
 def _side(side: str, case: SpeedCase):
     """(the seeded PyTorch model, the side's model, a call of the case returning a tensor)."""
     import torch
@@ -168,9 +171,12 @@ def _side(side: str, case: SpeedCase):
     device = torch_device()
     x = make_input(case, vae).to(device)  # the pipeline's latents are where its transformer ran
     dtype = torch.bfloat16 if case.dtype == "bf16" else torch.float32
-    if side == "torch":
+    if side in ("torch", "torch.compile"):
         model = vae.to(device=device, dtype=dtype)
         x = x.to(dtype)
+        if side == "torch.compile":  # what a GPU user would try instead: the encoder and decoder compiled in place
+            model.encoder.compile()
+            model.decoder.compile()
     else:
         model = TorchaxVAE(vae, dtype=dtype)
     configure(model, case)  # tiling only where the case tiles, on both sides
@@ -188,8 +194,9 @@ def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
     """In this process: one side's cold and steady seconds for the case; its output goes to out_path (.npy)."""
     import torch
 
+    start = time.perf_counter()
     vae, model, call = _side(side, case)
-    row = {"side": side}
+    row = {"side": side, "build_seconds": time.perf_counter() - start}
     with torch.no_grad():
         counter = ConvCounter(vae) if side == "torch" else None
         start = time.perf_counter()
@@ -198,6 +205,17 @@ def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
         if counter is not None:
             row["conv_flops"] = counter.flops
             counter.remove()
+        if side == "torchax":  # the first call's seconds by kind: trace and lower (or load), XLA compile, the rest
+            first = model.compile_stats()
+            row["first_call"] = {
+                "trace_lower_seconds": sum(s["lower_seconds"] for s in first),
+                "compile_seconds": sum(s["compile_seconds"] for s in first),
+                "programs": len(first),
+                "from_store": sum(s["from_store"] for s in first),
+            }
+            row["first_call"]["run_seconds"] = (
+                row["cold_seconds"] - row["first_call"]["trace_lower_seconds"] - row["first_call"]["compile_seconds"]
+            )
         seconds = []
         for i in range(repeats):
             if side == "torchax" and i == 0:
@@ -235,12 +253,14 @@ def _peak_device_bytes(side: str) -> int | None:
     return (stats or {}).get("peak_bytes_in_use")
 
 
-def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: float = 3600) -> dict:
-    """measure() in a fresh subprocess."""
+def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: float = 3600, cache_dir=None) -> dict:
+    """measure() in a fresh subprocess; TorchaxVAE's caches in cache_dir (None: off, never the user's own)."""
+    env = dict(os.environ)
+    env["TORCHAX_VAE_CACHE_DIR"] = str(cache_dir) if cache_dir else "off"
     result = subprocess.run(
         [sys.executable, __file__, "--worker", side, json.dumps(dataclasses.asdict(case)),
          str(repeats), out_path],
-        capture_output=True, text=True, timeout=timeout, env=dict(os.environ),
+        capture_output=True, text=True, timeout=timeout, env=env,
     )
     if result.returncode != 0:
         raise RuntimeError(f"{side} worker for {case.label} failed:\n{result.stderr[-4000:]}")
@@ -263,25 +283,45 @@ def _bf16_reference_error(case: SpeedCase) -> float:
     return (fp32 - bf16.float()).abs().max().item()
 
 
-def compare(case: SpeedCase, repeats: int = 3) -> dict:
-    """Both sides of one case, numerics checked; one row."""
+def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False) -> dict:
+    """Both sides of one case, numerics checked; one row.
+
+    TorchaxVAE runs twice, each in a fresh process: with a new, empty cache folder
+    ("cold": tracing and compiling everything), then with that folder ("warm": what
+    a new process finds after one earlier run). torch_compile adds diffusers' model
+    under `torch.compile` as a further side.
+    """
+    names = ("torch", "torch.compile", "torchax", "torchax_warm") if torch_compile else ("torch", "torchax", "torchax_warm")
     with tempfile.TemporaryDirectory(prefix="torchax-vae-speed-") as tmp:
-        paths = {side: os.path.join(tmp, f"{side}.npy") for side in ("torch", "torchax")}
-        sides = {side: run_side(side, case, repeats, path) for side, path in paths.items()}
-        torch_out, ours = np.load(paths["torch"]), np.load(paths["torchax"])
-    row = {"case": dataclasses.asdict(case), "label": case.label, "torch": sides["torch"], "torchax": sides["torchax"]}
+        paths = {name: os.path.join(tmp, f"{name}.npy") for name in names}
+        cache_dir = os.path.join(tmp, "cache")
+        sides = {}
+        for name in names:
+            side = name.removesuffix("_warm")
+            sides[name] = run_side(side, case, repeats, paths[name], cache_dir=cache_dir if side == "torchax" else None)
+        outputs = {name: np.load(path) for name, path in paths.items()}
+    torch_out, ours = outputs["torch"], outputs["torchax"]
+    row = {"case": dataclasses.asdict(case), "label": case.label, **sides}
     row["max_abs_diff"] = float(np.abs(torch_out - ours).max())
+    row["rel_l2"] = float(np.linalg.norm((torch_out - ours).ravel()) / np.linalg.norm(torch_out.ravel()))
+    row["warm_max_abs_diff"] = float(np.abs(outputs["torchax_warm"] - ours).max())  # stored programs: expect 0
+    if torch_compile:
+        row["torch_compile_max_abs_diff"] = float(np.abs(outputs["torch.compile"] - torch_out).max())
     if case.dtype == "fp32":
         row["tolerance"] = FP32_TOLERANCE
     else:  # both sides are bf16: each within its rounding of fp32, so of each other within twice PyTorch's own error
         row["tolerance"] = 2 * BF16_ERROR_RATIO * _bf16_reference_error(case)
-    row["numerics_ok"] = row["max_abs_diff"] <= row["tolerance"]
+    row["numerics_ok"] = row["max_abs_diff"] <= row["tolerance"] and row["warm_max_abs_diff"] <= row["tolerance"]
+    steady, warm = sides["torchax"]["median_seconds"], sides["torchax_warm"]["cold_seconds"]
+    row["warm_target_seconds"] = 1.5 * steady + 1.0  # issue 19: a warm first call within 1.5x steady + 1 s
+    row["warm_target_met"] = warm <= row["warm_target_seconds"]
     row["ratio"] = sides["torch"]["median_seconds"] / sides["torchax"]["median_seconds"]
     flops = sides["torch"]["conv_flops"]
     row["conv_flops"] = flops
-    row["gflops_per_s"] = {side: flops / r["median_seconds"] / 1e9 for side, r in sides.items()}
+    timed = {name: r for name, r in sides.items() if name != "torchax_warm"}
+    row["gflops_per_s"] = {side: flops / r["median_seconds"] / 1e9 for side, r in timed.items()}
     peak = peak_flops(device_kind(), case.dtype)
-    row["mfu"] = {side: flops / r["median_seconds"] / peak for side, r in sides.items()} if peak else None
+    row["mfu"] = {side: flops / r["median_seconds"] / peak for side, r in timed.items()} if peak else None
     return row
 
 
@@ -292,21 +332,31 @@ def device_kind() -> str:
 
 
 def markdown(rows: list[dict]) -> str:
+    """The rows as a markdown table; TorchaxVAE's first call cold (new cache) and warm (a later process)."""
+    compiled = any("torch.compile" in r for r in rows)
     lines = [
-        "| case | numerics max \\|Δ\\| | PyTorch s | TorchaxVAE s | ratio | first call s: PyTorch / TorchaxVAE (compile) "
+        "| case | max \\|Δ\\| / rel. L2 | PyTorch s | TorchaxVAE s | ratio "
+        + ("| torch.compile s: first / steady " if compiled else "")
+        + "| first call s: PyTorch / TorchaxVAE cold (trace, compile) / warm (trace or load, compile) "
         "| conv GFLOP | XLA GFLOP | conv GFLOP/s: PyTorch / TorchaxVAE | MFU: PyTorch / TorchaxVAE | XLA temp GB "
         "| peak RSS GB: PyTorch / TorchaxVAE | peak device GB: PyTorch / TorchaxVAE |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|" + ("---|" if compiled else "") + "---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        t, j = r["torch"], r["torchax"]
-        check = f"{r['max_abs_diff']:.1e}" + ("" if r["numerics_ok"] else f" FAIL (> {r['tolerance']:.1e})")
+        t, j, w = r["torch"], r["torchax"], r["torchax_warm"]
+        check = f"{r['max_abs_diff']:.1e} / {r['rel_l2']:.1e}" + ("" if r["numerics_ok"] else f" FAIL (> {r['tolerance']:.1e})")
         mfu = f"{r['mfu']['torch']:.1%} / {r['mfu']['torchax']:.1%}" if r.get("mfu") else "n/a"
         peaks = [s.get("peak_device_bytes") for s in (t, j)]
         device = " / ".join(f"{b / 1e9:.2f}" for b in peaks) if all(peaks) else "n/a"
+        tc = r.get("torch.compile")
+        compile_cell = f"| {tc['cold_seconds']:.2f} / {tc['median_seconds']:.2f} " if tc else ("| n/a " if compiled else "")
+        jf, wf = j["first_call"], w["first_call"]
         lines.append(
             f"| {r['label']} | {check} | {t['median_seconds']:.2f} | {j['median_seconds']:.2f} | **{r['ratio']:.2f}** "
-            f"| {t['cold_seconds']:.2f} / {j['cold_seconds']:.2f} ({j['compile_seconds']:.1f}) "
+            + compile_cell
+            + f"| {t['cold_seconds']:.2f} / {j['cold_seconds']:.2f} ({jf['trace_lower_seconds']:.1f}, "
+            f"{jf['compile_seconds']:.1f}) / {w['cold_seconds']:.2f} ({wf['trace_lower_seconds']:.2f}, "
+            f"{wf['compile_seconds']:.2f}) "
             f"| {r['conv_flops'] / 1e9:.4g} | {j['xla_flops'] / 1e9:.4g} "
             f"| {r['gflops_per_s']['torch']:.3g} / {r['gflops_per_s']['torchax']:.3g} | {mfu} "
             f"| {j['max_temp_bytes'] / 1e9:.2f} | {t['peak_rss_bytes'] / 1e9:.2f} / {j['peak_rss_bytes'] / 1e9:.2f} "

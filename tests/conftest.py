@@ -1,5 +1,11 @@
+import os
+
 import pytest
 import torch
+
+# The suite never writes to the user's cache folder, and (for speed: exporting every program costs about 9 % of
+# a cold run) runs with the caches off; tests/test_stored.py turns them on in a folder of its own.
+os.environ["TORCHAX_VAE_CACHE_DIR"] = "off"
 
 from torchax_vae import TorchaxVAE
 from helpers import random_vae

@@ -118,15 +118,21 @@ def test_bench_speed_times_both_sides(capsys, tmp_path):
     assert [r[0] for r in rows] == ["tiny decode 9x32x48 fp32", "tiny encode 9x32x48 fp32"]
     assert all(float(r[1]) <= 1e-4 for r in rows), rows
     assert re.search(r"tiny decode 9x32x48 fp32: TorchaxVAE runs at \d+\.\d\dx PyTorch's speed", out)
+    assert re.search(r"tiny encode 9x32x48 fp32: first call [\d.]+ s cold, [\d.]+ s warm \(\d+ of \d+ programs", out)
     assert re.search(r"its \d+ convolutions timed alone take \d+\.\d\d s in PyTorch, \d+\.\d\d s in XLA", out)
     records = [json.loads(line) for line in out_json.read_text().splitlines()]
     timed, profiles = records[:2], records[2:]
     for r in timed:
         assert r["numerics_ok"] and r["environment"]["torch"]
-        for side in ("torch", "torchax"):
+        for side in ("torch", "torchax", "torchax_warm"):
             assert len(r[side]["seconds"]) == 2 and r[side]["peak_rss_bytes"] > 1e8
             assert r[side]["median_seconds"] > 0 and r[side]["cold_seconds"] > 0
         assert r["torch"]["peak_rss_bytes"] != r["torchax"]["peak_rss_bytes"]  # separate processes
+        # cold: every program traced; warm (a new process, the same cache folder): every program from the store,
+        # with the same result
+        cold, warm = r["torchax"]["first_call"], r["torchax_warm"]["first_call"]
+        assert cold["from_store"] == 0 and warm["from_store"] == warm["programs"] == cold["programs"] > 0
+        assert warm["trace_lower_seconds"] < cold["trace_lower_seconds"] and r["warm_max_abs_diff"] == 0.0
         # XLA counts every op of the executed programs. The analytic count is of PyTorch's convolutions:
         # patches/spatial_norm.py runs the spatial norms' pointwise ones at the latents' size, so fewer.
         assert 0 < 0.8 * r["conv_flops"] <= r["torchax"]["xla_flops"]
@@ -148,7 +154,7 @@ def test_speed_flags_disagreeing_outputs(monkeypatch, tmp_path):
 
     speed = load("speed")
 
-    def fake_side(side, case, repeats, out_path):
+    def fake_side(side, case, repeats, out_path, cache_dir=None):
         np.save(out_path, np.full((2, 2), 1.0 if side == "torch" else 1.001, np.float32))
         return {"median_seconds": 1.0, "cold_seconds": 1.0, "conv_flops": 10, "peak_rss_bytes": 1}
 
@@ -164,7 +170,7 @@ def test_speed_reports_mfu_against_the_devices_peak(monkeypatch, tmp_path):
     assert speed.peak_flops("TPU v5 lite", "bf16") == 197e12 and speed.peak_flops("TPU v5p", "bf16") == 459e12
     assert speed.peak_flops("cpu", "fp32") is None
 
-    def fake_side(side, case, repeats, out_path):
+    def fake_side(side, case, repeats, out_path, cache_dir=None):
         np.save(out_path, np.zeros((2, 2), np.float32))
         seconds = 2.0 if side == "torch" else 1.0
         return {"median_seconds": seconds, "cold_seconds": 1.0, "conv_flops": 989e12, "peak_rss_bytes": 1}

@@ -33,6 +33,7 @@ class ProgramStats:
     temp_bytes: int  # per device
     argument_bytes: int
     output_bytes: int
+    from_store: bool = False  # loaded from the program store (torchax_vae/stored.py) instead of traced
 
 
 def _leaf_signature(leaf) -> tuple:
@@ -95,7 +96,8 @@ class Programs:
     outputs' ShapeDtypeStructs, so a caller can plan a whole call abstractly.
     """
 
-    def __init__(self):
+    def __init__(self, store=None):
+        self.store = store  # a stored.ProgramStore, or None: trace every program in this process
         self._compiled: dict[tuple, _Entry] = {}
         self._by_text: set[tuple] = set()  # the keys of _SHARED this cache's programs use
         self._recording: list[list[ProgramStats]] = []
@@ -146,8 +148,7 @@ class Programs:
 
     def _compile(self, name, fn, weights, args) -> _Entry:
         t0 = time.perf_counter()
-        # keep_unused: every argument is in the module text, so equal text means an equal program (below)
-        lowered = jax.jit(fn, keep_unused=True).lower(weights, *args)
+        lowered, from_store = self._lower(name, fn, (weights, *args))
         t1 = time.perf_counter()
         # Programs that lower to the same module share one compilation: alike layers of torchax_vae.staging,
         # and the same programs of another TorchaxVAE of the same architecture in this process. Also keyed:
@@ -170,6 +171,7 @@ class Programs:
             temp_bytes=int(getattr(memory, "temp_size_in_bytes", -1)),
             argument_bytes=int(getattr(memory, "argument_size_in_bytes", -1)),
             output_bytes=int(getattr(memory, "output_size_in_bytes", -1)),
+            from_store=from_store,
         )
         out_info = jax.tree.map(
             lambda info, sharding: jax.ShapeDtypeStruct(info.shape, info.dtype, sharding=sharding),
@@ -177,6 +179,22 @@ class Programs:
             compiled.output_shardings,
         )
         return _Entry(compiled, stats, out_info)
+
+    def _lower(self, name, fn, args):
+        """(fn lowered for args, whether it came from the store).
+
+        keep_unused: every argument is in the module text, so equal text means an equal program (`_compile`).
+        With a store the program is exported (or loaded), and what is compiled is the export's call either way,
+        so a traced and a stored program compile to the same executable.
+        """
+        if self.store is None:
+            return jax.jit(fn, keep_unused=True).lower(*args), False
+        exported = self.store.load(name, args)
+        from_store = exported is not None
+        if not from_store:
+            exported = jax.export.export(jax.jit(fn, keep_unused=True))(*args)
+            self.store.save(name, args, exported)
+        return jax.jit(exported.call, keep_unused=True).lower(*args), from_store
 
     def stats(self) -> list[dict]:
         return [dataclasses.asdict(entry.stats) for entry in self._compiled.values()]

@@ -22,9 +22,10 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import convert, gpu_memory, validation
+from . import cache, convert, gpu_memory, validation
 from .mesh import Placement, check_mesh
 from .programs import LoweredOnly, Programs
+from .stored import ProgramStore
 from .sources import DeviceSource, HostSource, ShapeSource, is_abstract
 
 logger = logging.getLogger(__name__)
@@ -117,7 +118,8 @@ class TorchaxVAE(ModelMixin):
         self._device = vae.device
         self.config = vae.config
         self._placement = Placement(None if mesh is None else check_mesh(mesh))
-        self._programs = Programs()
+        # compiled programs, and (unless the caches are off) traced programs kept on disk for the next process
+        self._programs = Programs(store=ProgramStore.for_model(cache.for_api(), vae))
         self.memory_budget = memory_budget
         self.use_slicing = vae.use_slicing
         self._on_batch = None  # called after each encoder/decoder call is run or (in precompile) compiled
