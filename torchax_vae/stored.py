@@ -58,7 +58,9 @@ def code_digest() -> str:
 
 def model_digest(model) -> str:
     """SHA-256 of a diffusers model's class, config and module tree (not its weights: those are arguments)."""
-    config = {k: v for k, v in dict(model.config).items() if k != "_name_or_path"}
+    # without diffusers' bookkeeping keys (_name_or_path, _use_default_values: a list in set order, which
+    # differs between processes)
+    config = {k: v for k, v in dict(model.config).items() if not k.startswith("_")}
     text = json.dumps([type(model).__qualname__, config, repr(model)], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

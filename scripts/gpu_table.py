@@ -1,0 +1,80 @@
+"""One row of the accelerator table (docs/performance.md): a released size, timed against diffusers' PyTorch VAE.
+
+Each case is one invocation, well inside the device tool's 10 minutes on an
+H100, and runs every side in a fresh process (scripts/speed.py): diffusers'
+PyTorch VAE eager, under `torch.compile`, and TorchaxVAE twice, with a new
+cache folder (cold) and then with that folder (warm: a later process). The row
+has the first call cold and warm (split into trace or load, compile, run), the
+steady call (median), peak device memory of each side, max |Δ| and relative L2
+against PyTorch, and MFU. The numerics are checked first (fp32: 1e-4 max |Δ|;
+bf16: within 2x PyTorch bf16's own error each, so 4x between them); a failing
+row exits 1.
+
+    python scripts/gpu_table.py --list
+    python scripts/gpu_table.py cogvideox1.5-decode                 # on the GPU box (../shared/gpu/README.md)
+    python scripts/gpu_table.py wan2.1-480p-decode --small          # the same sides at a small size and width (CPU)
+"""
+
+import argparse
+import dataclasses
+import json
+import sys
+
+import speed
+from bench import environment, first_call_line
+
+# The released sizes (pipelines' defaults), bf16, decode and encode; CogVideoX also in fp32 at 9 frames.
+RELEASED = {
+    "cogvideox-480p": ("official", 49, 480, 720),  # CogVideoX 2b / 5b
+    "cogvideox1.5": ("official", 81, 768, 1360),  # CogVideoX 1.5
+    "wan2.1-480p": ("wan2.1", 81, 480, 832),
+    "wan2.1-720p": ("wan2.1", 81, 720, 1280),
+    "wan2.2": ("wan2.2", 121, 704, 1280),  # Wan 2.2 TI2V-5B
+}
+CASES = {
+    f"{name}-{kind}": speed.SpeedCase(config, kind, frames, height, width, dtype="bf16")
+    for name, (config, frames, height, width) in RELEASED.items()
+    for kind in ("decode", "encode")
+}
+CASES["cogvideox-480p-decode-fp32"] = speed.SpeedCase("official", "decode", 9, 480, 720, dtype="fp32")
+
+# --small: the same family and path at a size and width a CPU runs in seconds
+SMALL_CONFIGS = {"official": "tiny", "wan2.1": "wan-tiny", "wan2.2": "wan2.2-tiny"}
+
+
+def small(case: speed.SpeedCase) -> speed.SpeedCase:
+    return dataclasses.replace(case, config=SMALL_CONFIGS[case.config], frames=9, height=32, width=64)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="gpu_table", description=__doc__.splitlines()[0])
+    parser.add_argument("case", nargs="?", choices=sorted(CASES), help="which row (--list shows them)")
+    parser.add_argument("--list", action="store_true", help="print the cases and exit")
+    parser.add_argument("--small", action="store_true", help="the case at 9x32x64 with a small model of its family")
+    parser.add_argument("--repeats", type=int, default=2, help="timed calls after the first (median)")
+    parser.add_argument("--no-torch-compile", action="store_true", help="leave out the torch.compile side")
+    parser.add_argument("--json", default=None, help="also append the row as a JSON line here")
+    args = parser.parse_args(argv)
+    if args.list or not args.case:
+        for name, case in CASES.items():
+            print(f"{name}: {case.label}")
+        return 0 if args.list else 2
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1 (a median of timed calls), got {args.repeats}")
+    case = small(CASES[args.case]) if args.small else CASES[args.case]
+    row = speed.compare(case, args.repeats, torch_compile=not args.no_torch_compile)
+    env = environment()
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps({**row, "name": args.case, "environment": env}) + "\n")
+    print(speed.markdown([row]))
+    print(first_call_line(row))
+    print(f"{row['label']}: TorchaxVAE at {row['ratio']:.2f}x PyTorch eager's steady speed; "
+          f"max |Δ| {row['max_abs_diff']:.2e}, relative L2 {row['rel_l2']:.2e}"
+          + ("" if row["numerics_ok"] else f": FAIL (tolerance {row['tolerance']:.2e})"))
+    print("environment:", json.dumps(env))
+    return 0 if row["numerics_ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
