@@ -7,8 +7,9 @@ cache folder (cold) and then with that folder (warm: a later process). The row
 has the first call cold and warm (split into trace or load, compile, run), the
 steady call (median), peak device memory of each side, max |Δ| and relative L2
 against PyTorch, and MFU. The numerics are checked first (fp32: 1e-4 max |Δ|;
-bf16: within 2x PyTorch bf16's own error each, so 4x between them); a failing
-row exits 1.
+bf16: within 2x PyTorch bf16's own error each, so 4x between them, that error
+measured on at most 9 frames of at most 480x720: speed.REFERENCE_LIMITS); a
+failing row exits 1.
 
     python scripts/gpu_table.py --list
     python scripts/gpu_table.py cogvideox1.5-decode                 # on the GPU box (../shared/gpu/README.md)

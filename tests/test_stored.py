@@ -142,7 +142,7 @@ print(json.dumps({"jax_cache": folder, "xla_caches": jax.config.jax_persistent_c
 """
 
 
-@pytest.mark.parametrize("setting", ["default", "env", "off", "user"])
+@pytest.mark.parametrize("setting", ["default", "off", "user"])  # the variable's folder: tests/test_cli.py, scripts
 def test_the_api_turns_the_caches_on_by_default(tmp_path, setting):
     """A plain TorchaxVAE in a new process: caches in the default folder, TORCHAX_VAE_CACHE_DIR's, or off;
     a JAX compilation cache the user configured stays theirs."""
