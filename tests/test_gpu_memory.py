@@ -37,7 +37,7 @@ from helpers import random_vae
 from torchax_vae import TorchaxVAE, gpu_memory
 assert not gpu_memory._jax_started(), "importing torchax_vae started JAX's backends"
 TorchaxVAE(random_vae("tiny"))
-print(os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"))
+print(os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"), os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION"))
 """
 
 
@@ -47,4 +47,4 @@ def test_torchax_vae_turns_off_preallocation_before_jax_starts_when_torch_uses_c
         [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, cwd=os.path.dirname(__file__)
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().splitlines()[-1] == "false"
+    assert result.stdout.strip().splitlines()[-1] == f"false {gpu_memory.MEM_FRACTION}"

@@ -10,7 +10,11 @@ TorchaxVAE calls `share_gpu_with_torch` before it touches a device:
 - the user set any of `VARIABLES`: theirs stands;
 - torch sees no CUDA GPU: nothing to share, nothing changes;
 - JAX has not started: XLA_PYTHON_CLIENT_PREALLOCATE=false (JAX then takes
-  memory as it needs it and keeps it for reuse);
+  memory as it needs it and keeps it for reuse) and XLA_PYTHON_CLIENT_MEM_FRACTION
+  =MEM_FRACTION. Without preallocation the fraction is only a cap on JAX's pool,
+  but JAX keeps it at 75 % of the card (seen on an H100: a 63.8 GB bytes_limit),
+  which would make a decode fail that the memory torch leaves free could hold;
+  the cap is raised to what a CUDA context leaves (reasoned, not yet measured);
 - JAX already started: too late to change; a warning says how to set it.
 """
 
@@ -20,6 +24,7 @@ import warnings
 
 logger = logging.getLogger(__name__)
 
+MEM_FRACTION = "0.95"  # JAX's pool cap when it shares the GPU with torch (see above)
 VARIABLES = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR")
 ADVICE = (
     "set XLA_PYTHON_CLIENT_PREALLOCATE=false in the environment, or create the TorchaxVAE "
@@ -54,7 +59,9 @@ def share_gpu_with_torch(environ=os.environ) -> str:
     action = decide(environ, _torch_cuda(), _jax_started())
     if action == "set":
         environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-        logger.info("torch uses CUDA here: JAX will allocate GPU memory as it needs it, not 75%% up front")
+        environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = MEM_FRACTION
+        logger.info("torch uses CUDA here: JAX will allocate GPU memory as it needs it (up to %s of it), "
+                    "not 75%% up front", MEM_FRACTION)
     elif action == "warn" and _jax_on_gpu():
         warnings.warn(f"JAX started before TorchaxVAE and may hold 75% of the GPU: {ADVICE}", RuntimeWarning, stacklevel=3)
     return action

@@ -11,6 +11,7 @@ import collections
 import contextlib
 import dataclasses
 import functools
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import jax
 
 from .sources import is_abstract
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,7 +195,11 @@ class Programs:
         exported = self.store.load(name, args)
         from_store = exported is not None
         if not from_store:
-            exported = jax.export.export(jax.jit(fn, keep_unused=True))(*args)
+            try:
+                exported = jax.export.export(jax.jit(fn, keep_unused=True))(*args)
+            except Exception as error:  # noqa: BLE001 (a program jax.export refuses still runs, unstored)
+                logger.warning("torchax_vae: program %s cannot be exported (%s); it is not stored", name, error)
+                return jax.jit(fn, keep_unused=True).lower(*args), False
             self.store.save(name, args, exported)
         return jax.jit(exported.call, keep_unused=True).lower(*args), from_store
 
