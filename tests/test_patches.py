@@ -434,7 +434,7 @@ def test_masked_tile_equals_smaller_tile_encoder(lowered_tiny, valid):
     padded = torch.nn.functional.pad(x, (0, 32 - valid[1], 0, 32 - valid[0]), value=5.0)  # garbage, not zeros
     out, _ = jax.jit(lowered.encode_step)(weights, to_jax(padded), None, jnp.asarray(valid, jnp.int32))
     h, w = expected.shape[3:]
-    assert_close(torch.from_numpy(np.asarray(out)[..., :h, :w]), expected, TOLERANCE[torch.float32], f"encoder {valid}")
+    assert_close(torch.tensor(np.asarray(out)[..., :h, :w]), expected, TOLERANCE[torch.float32], f"encoder {valid}")
 
 
 @pytest.mark.parametrize("valid", [(3, 2), (1, 3), (4, 4)], ids=["edge", "thin", "full"])
@@ -446,13 +446,13 @@ def test_masked_tile_equals_smaller_tile_decoder(lowered_tiny, valid):
     step = jax.jit(lowered.decode_step)
     out, cache = step(weights, to_jax(padded), None, jnp.asarray(valid, jnp.int32))
     h, w = expected.shape[3:]
-    assert_close(torch.from_numpy(np.asarray(out)[..., :h, :w]), expected, TOLERANCE[torch.float32], f"decoder {valid}")
+    assert_close(torch.tensor(np.asarray(out)[..., :h, :w]), expected, TOLERANCE[torch.float32], f"decoder {valid}")
     # The carried conv_cache keeps it exact in the next frame batch too.
     z2 = torch.randn(1, 4, 2, *valid, generator=torch.Generator().manual_seed(2))
     expected2, _ = vae.decoder(z2, conv_cache=expected_cache)
     padded2 = torch.nn.functional.pad(z2, (0, 4 - valid[1], 0, 4 - valid[0]), value=-3.0)
     out2, _ = step(weights, to_jax(padded2), cache, jnp.asarray(valid, jnp.int32))
-    assert_close(torch.from_numpy(np.asarray(out2)[..., :h, :w]), expected2, TOLERANCE[torch.float32],
+    assert_close(torch.tensor(np.asarray(out2)[..., :h, :w]), expected2, TOLERANCE[torch.float32],
                  f"decoder {valid}, second batch")
 
 

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import jax
 import pytest
 import torch
 
@@ -142,31 +143,30 @@ print(json.dumps({"jax_cache": folder, "xla_caches": jax.config.jax_persistent_c
 """
 
 
-@pytest.mark.parametrize("setting", ["default", "off", "user"])  # the variable's folder: tests/test_cli.py, scripts
-def test_the_api_turns_the_caches_on_by_default(tmp_path, setting):
-    """A plain TorchaxVAE in a new process: caches in the default folder, TORCHAX_VAE_CACHE_DIR's, or off;
-    a JAX compilation cache the user configured stays theirs."""
+def test_the_api_turns_the_caches_on_by_default(tmp_path):
+    """A plain TorchaxVAE in a new process, nothing configured: both caches in the default folder, with XLA's."""
     env = {k: v for k, v in os.environ.items() if k not in (cache.ENV, "JAX_COMPILATION_CACHE_DIR")}
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    env[cache.ENV] = {"default": None, "env": str(tmp_path / "mine"), "off": "off", "user": None}[setting]
-    if env[cache.ENV] is None:
-        del env[cache.ENV]
-    if setting == "user":
-        env["JAX_COMPILATION_CACHE_DIR"] = str(tmp_path / "users_jax")
     result = subprocess.run([sys.executable, "-c", _API_DEFAULT], capture_output=True, text=True, env=env,
                             cwd=os.path.dirname(os.path.dirname(__file__)), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     seen = json.loads(result.stdout.strip().splitlines()[-1])
     default = tmp_path / "xdg" / "torchax_vae" / "jax"
-    expected = {
-        "default": (str(default), str(default / "programs")),
-        "env": (str(tmp_path / "mine"), str(tmp_path / "mine" / "programs")),
-        "off": (None, None),
-        "user": (str(tmp_path / "users_jax"), str(default / "programs")),
-    }[setting]
-    assert (seen["jax_cache"], seen["store"]) == expected
-    if setting in ("default", "env"):
-        assert seen["xla_caches"] == "all"
-        assert any(p.name.endswith("-cache") for p in (default if setting == "default" else tmp_path / "mine").iterdir())
-    if seen["store"]:
-        assert list((tmp_path / seen["store"]).glob(f"*{stored.SUFFIX}"))
+    assert (seen["jax_cache"], seen["store"], seen["xla_caches"]) == (str(default), str(default / "programs"), "all")
+    assert any(p.name.endswith("-cache") for p in default.iterdir())  # a compiled program
+    assert list((default / "programs").glob(f"*{stored.SUFFIX}"))  # a traced one
+
+
+def test_off_and_a_users_own_jax_cache(tmp_path, monkeypatch):
+    """TORCHAX_VAE_CACHE_DIR=off: no caches; a JAX cache the user configured: theirs stays, the store goes to ours."""
+    monkeypatch.setattr(cache, "_chosen", cache._UNSET)
+    monkeypatch.setenv(cache.ENV, "off")
+    assert cache.for_api() is None
+    monkeypatch.setenv(cache.ENV, str(tmp_path / "ours"))
+    before = jax.config.jax_compilation_cache_dir
+    jax.config.update("jax_compilation_cache_dir", str(tmp_path / "users"))
+    try:
+        assert cache.for_api() == tmp_path / "ours"
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "users")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)
