@@ -125,6 +125,19 @@ def test_an_unwritable_store_only_warns(tmp_path, monkeypatch, caplog):
     assert_close(out, vae.decode(z).sample, TOLERANCE[torch.float32], "decode without a writable store")
 
 
+def test_a_program_that_cannot_be_serialized_still_runs(store_dir, monkeypatch, caplog):
+    def no_flatbuffers(self):
+        raise ImportError("Please install 'flatbuffers' in order to use Exported serialization")
+
+    monkeypatch.setattr(jax.export.Exported, "serialize", no_flatbuffers)
+    vae = random_vae("tiny")
+    z = torch.randn(1, 4, 2, 4, 4)
+    with caplog.at_level(logging.WARNING, logger="torchax_vae.stored"):
+        out = TorchaxVAE(vae).decode(z).sample
+    assert "cannot serialize program" in caplog.text and not list(store_dir.glob(f"*{stored.SUFFIX}"))
+    assert_close(out, vae.decode(z).sample, TOLERANCE[torch.float32], "decode without serialization")
+
+
 def test_caches_off_means_no_store(monkeypatch):
     monkeypatch.setattr(cache, "_chosen", None)
     assert TorchaxVAE(random_vae("tiny"))._programs.store is None

@@ -109,7 +109,11 @@ class ProgramStore:
     def save(self, name: str, args, exported: "jax.export.Exported") -> None:
         """Writes the export atomically; a store that cannot be written is skipped with a warning."""
         path = self.path(name, args)
-        payload = bytes(exported.serialize())
+        try:
+            payload = bytes(exported.serialize())
+        except Exception as error:  # noqa: BLE001 (e.g. flatbuffers missing where the package came without its dependencies)
+            logger.warning("torchax_vae: cannot serialize program %s (%s); it is not stored", name, error)
+            return
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=self.folder, prefix=f".{path.stem[:16]}.", suffix=".partial")
