@@ -12,6 +12,7 @@ FP32 = TOLERANCE[torch.float32]
 TINY = ["wan-tiny", "wan2.2-tiny"]
 SETTINGS = ("use_slicing", "use_tiling", "tile_sample_min_height", "tile_sample_min_width",
             "tile_sample_stride_height", "tile_sample_stride_width")
+TILING = {True: "tiling_mode", False: "use_tiling"}  # ours has a mode ("auto" by default), diffusers a flag
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def _models():
 def pair(request, _models):
     """(diffusers' model, our wrapper of it), shared by the module; settings restored after each test."""
     vae, ours = _models[request.param]
-    saved = [{k: getattr(m, k) for k in SETTINGS} for m in (vae, ours)]
+    saved = [{k: getattr(m, k) for k in SETTINGS + (TILING[m is ours],)} for m in (vae, ours)]
     yield vae, ours
     for model, settings in zip((vae, ours), saved):
         for key, value in settings.items():
@@ -160,6 +161,29 @@ def test_tiling_equals_diffusers_tiled_including_edge_tiles(pair, what):
         expected, actual = vae.decode(z).sample, ours.decode(z).sample
     assert_close(actual, expected, FP32, f"tiled {what}")
     assert any("/tile" in s["name"] for s in ours.compile_stats()), "no tile program ran"
+
+
+def test_auto_tiles_what_would_not_fit_as_diffusers_tiles(caplog):
+    """The same rule as CogVideoX: "auto" (the default) tiles an input larger than a tile when it would not fit."""
+    import logging
+
+    vae = random_vae("wan-tiny")
+    ours = TorchaxVAE(vae)
+    assert ours.tiling_mode == "auto" and not ours.use_tiling
+    tiles = dict(tile_sample_min_height=32, tile_sample_min_width=32, tile_sample_stride_height=24, tile_sample_stride_width=24)
+    vars(ours).update(tiles)  # tile sizes, without enable_tiling (which forces tiling on)
+    z = torch.randn(1, 16, 2, 6, 5)
+    ours.memory_budget = 1 << 40
+    assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "auto, fits: untiled decode")
+    assert not any("/tile" in s["name"] for s in ours.compile_stats())
+    ours.memory_budget = 1  # nothing fits
+    with caplog.at_level(logging.WARNING, logger="torchax_vae"):
+        actual = ours.decode(z).sample
+    assert any("tiling it" in r.getMessage() for r in caplog.records)
+    vae.enable_tiling(**tiles)
+    assert_close(actual, vae.decode(z).sample, FP32, "auto-tiled decode")
+    ours.disable_tiling()
+    assert ours.tiling_mode == "off" and not ours.use_tiling
 
 
 def test_bad_input_is_refused_before_compiling(_models):

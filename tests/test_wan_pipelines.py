@@ -108,6 +108,9 @@ def test_a_pipeline_holding_a_torchax_vae_saves_it_and_loads_it_back(tmp_path):
     assert all(torch.equal(plain.state_dict()[k], v) for k, v in vae.state_dict().items())
     back = DiffusionPipeline.from_pretrained(tmp_path, tokenizer=None, text_encoder=None)
     assert isinstance(back.vae, TorchaxVAE) and settings(back.vae.config) == settings(pipe.vae.config)
+    # before: "TypeError: vae must be one of ..., got WanVAE" (diffusers' AutoModel read the pipeline's model_index)
+    alone = TorchaxVAE.from_pretrained(tmp_path, subfolder="vae")
+    assert type(alone) is type(pipe.vae) and settings(alone.config) == settings(pipe.vae.config)
     back.set_progress_bar_config(disable=True)
     assert_close(frames(back), frames(pipe), 1e-6, "frames of the reloaded pipeline")
 

@@ -36,7 +36,7 @@ def load_vae(model: str, subfolder: str | None = "vae"):
     config.json names. A local folder that holds the VAE itself (config.json at
     its top) works with or without `subfolder`.
     """
-    from .models import wrapper_for_config
+    from .models import load_diffusers
 
     local = pathlib.Path(model).expanduser()
     if not local.exists():  # a hub id: its cached snapshot, or say at once that it cannot be had
@@ -44,9 +44,7 @@ def load_vae(model: str, subfolder: str | None = "vae"):
     subfolder = vae_subfolder(local, subfolder)
     where = f"{model} (subfolder {subfolder!r})" if subfolder else model
     try:
-        config = AutoencoderKLCogVideoX.load_config(str(local), subfolder=subfolder)
-        model_class = wrapper_for_config(config.get("_class_name", "")).model_class
-        return model_class.from_pretrained(str(local), subfolder=subfolder, low_cpu_mem_usage=False)
+        return load_diffusers(local, subfolder)
     except Exception as e:
         raise InputError(f"cannot load a VAE from {where}: {summary(e)}") from e
 

@@ -39,6 +39,10 @@ class ProgramStats:
     from_store: bool = False  # loaded from the program store (torchax_vae/stored.py) instead of traced
 
 
+def _traced(tree) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
+
+
 def _leaf_signature(leaf) -> tuple:
     sharding = getattr(leaf, "sharding", None)
     return (tuple(leaf.shape), str(leaf.dtype), sharding)
@@ -101,6 +105,10 @@ class Programs:
 
     def __init__(self, store=None):
         self.store = store  # a stored.ProgramStore, or None: trace every program in this process
+        # Gradients (TorchaxVAE's autograd bridge, torchax_vae/gradients.py) call programs with JAX tracers; those
+        # calls go to one jitted function per program name, rematerialized in the backward pass when `checkpoint`.
+        self.checkpoint = False
+        self._for_gradients: dict[tuple[str, bool], Callable] = {}
         self._compiled: dict[tuple, _Entry] = {}
         self._by_text: set[tuple] = set()  # the keys of _SHARED this cache's programs use
         self._recording: list[list[ProgramStats]] = []
@@ -127,12 +135,30 @@ class Programs:
             self._executing[:] = [other for other in self._executing if other is not runs]
 
     def run(self, name: str, fn: Callable, weights, *args):
+        if _traced(args):  # inside jax.vjp: a call JAX differentiates, so a jitted function, not an executable
+            return self._differentiable(name, fn)(weights, *args)
         entry = self._entry(name, fn, weights, args)
         if is_abstract(args):
             return entry.out_info
         for runs in self._executing:
             runs.append(entry.stats)
         return entry.compiled(weights, *args)
+
+    def _differentiable(self, name: str, fn: Callable) -> Callable:
+        """The jitted `fn` of program `name` (the same name always names the same computation, as in `_entry`).
+
+        jit keeps one trace per input signature, and JAX caches the forward and
+        transposed programs it derives from it, so repeated gradients of one shape
+        trace and compile nothing new. With `checkpoint` only the program's inputs
+        are kept for the backward pass, which runs the program again (diffusers'
+        gradient checkpointing, at the granularity of one program).
+        """
+        key = (name, self.checkpoint)
+        jitted = self._for_gradients.get(key)
+        if jitted is None:
+            jitted = jax.jit(jax.checkpoint(fn) if self.checkpoint else fn, keep_unused=True)
+            self._for_gradients[key] = jitted
+        return jitted
 
     def compile(self, name: str, fn: Callable, weights, *args) -> ProgramStats:
         """Compiles (once) without running; what XLA reports about the program."""

@@ -64,7 +64,8 @@ class DeviceSource(HostSource):
     """Blocks cut from a JAX array already on the device; nothing crosses to or from the host."""
 
     def __init__(self, data: jax.Array, dtype, placement: Placement):
-        if data.sharding.device_set != placement.replicated.device_set:  # e.g. on one device of the mesh
+        traced = isinstance(data, jax.core.Tracer)  # under jax.vjp (gradients): placed by the caller
+        if not traced and data.sharding.device_set != placement.replicated.device_set:  # e.g. on one device of the mesh
             data = jax.device_put(data, placement.activation(data.shape))
         super().__init__(data, dtype, placement)
 

@@ -22,7 +22,7 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import cache, convert, gpu_memory, validation
+from . import cache, convert, gpu_memory, gradients, memory, validation, weights
 from .mesh import Placement, check_mesh
 from .programs import LoweredOnly, Programs
 from .stored import ProgramStore
@@ -122,6 +122,12 @@ class TorchaxVAE(ModelMixin):
         self._programs = Programs(store=ProgramStore.for_model(cache.for_api(), vae))
         self.memory_budget = memory_budget
         self.use_slicing = vae.use_slicing
+        # diffusers' flag on: tile every input larger than a tile; off: "auto", tile what would not fit
+        self.tiling_mode = "on" if vae.use_tiling else "auto"
+        self._auto_tiling_logged = False
+        self._entries = weights.layout(vae)  # the wrapped model's tensor names, for state_dict and friends
+        self._stochastic = stochastic_layers(vae)
+        self.train(vae.training)
         self._on_batch = None  # called after each encoder/decoder call is run or (in precompile) compiled
 
     @classmethod
@@ -130,8 +136,9 @@ class TorchaxVAE(ModelMixin):
     ) -> "TorchaxVAE":
         """Loads the VAE through diffusers (a local directory works offline) and wraps it.
 
-        The class is read from the folder's config (`_class_name`), as diffusers'
-        `AutoModel` does; it must be one `TorchaxVAE` supports.
+        The class is read from the VAE folder's config (`_class_name`); it must be
+        one `TorchaxVAE` supports. A folder `pipe.save_pretrained` wrote from a
+        pipeline holding a TorchaxVAE works too (its `vae/` is diffusers' format).
 
         Args:
             name_or_path (`str`): hub id or local directory, as for diffusers' `from_pretrained`.
@@ -140,16 +147,9 @@ class TorchaxVAE(ModelMixin):
             mesh (`jax.sharding.Mesh`, *optional*): as for the constructor.
             kwargs: passed to the model class's `from_pretrained`.
         """
-        # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load.
-        kwargs.setdefault("low_cpu_mem_usage", False)
-        subfolder = vae_subfolder(name_or_path, subfolder)
-        name_or_path = str(name_or_path)  # a pathlib.Path too
-        if cls is TorchaxVAE:
-            from diffusers import AutoModel
+        from .models import load_diffusers
 
-            vae = AutoModel.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
-        else:
-            vae = cls.model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
+        vae = load_diffusers(name_or_path, subfolder, None if cls is TorchaxVAE else cls.model_class, **kwargs)
         return cls(vae, dtype=dtype, mesh=mesh)
 
     def save_pretrained(
@@ -209,11 +209,14 @@ class TorchaxVAE(ModelMixin):
         """`scale_latents` undone, as the pipelines do before `decode`."""
         raise NotImplementedError
 
-    def _encode(self, source) -> jax.Array:
-        """The posterior's parameters (mean and logvar on channels) of one batch, a JAX array (or its shape)."""
+    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
+        """The posterior's parameters (mean and logvar on channels) of one batch, a JAX array (or its shape).
+
+        tiled: True tiles whatever the size and settings (`tiled_encode`); None follows `tiling_mode`.
+        """
         raise NotImplementedError
 
-    def _decode(self, source) -> jax.Array:
+    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
         raise NotImplementedError
 
     def _check_video(self, shape, name: str) -> None:
@@ -241,9 +244,6 @@ class TorchaxVAE(ModelMixin):
             self._dtype = dtype
         return self
 
-    def eval(self) -> "TorchaxVAE":
-        return self
-
     def float(self) -> "TorchaxVAE":
         return self.to(torch.float32)
 
@@ -252,6 +252,106 @@ class TorchaxVAE(ModelMixin):
 
     def half(self) -> "TorchaxVAE":
         return self.to(torch.float16)
+
+    # ----- the torch module surface: weights, training state (torchax_vae/weights.py, gradients.py) -----
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
+        """The wrapped model's state_dict (its keys and shapes), holding copies of the weights this computes with.
+
+        Copies on `self.device`, made by this call: editing them changes nothing
+        here (`load_state_dict` does). While held they take one model's worth of
+        memory (705 M parameters of Wan 2.2: 2.8 GB in fp32, 1.4 GB in bf16).
+        A wrapper of a meta-device model gives meta tensors.
+        """
+        if args:  # torch's deprecated positional (destination, prefix, keep_vars)
+            destination, prefix = (list(args) + [destination, prefix])[:2]
+        return weights.state_dict(self._weights, self._entries, self._copy_device(), prefix, destination)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Replaces the weights by those of `state_dict` (the wrapped model's keys), as `nn.Module.load_state_dict`.
+
+        Keys and shapes are checked first, under torch's rules: with `strict`, a
+        missing or unexpected key raises RuntimeError; a wrong shape always does;
+        either way no weight changes. Floating-point tensors are cast to this
+        wrapper's dtype. The next call computes with the new weights without
+        compiling anything. `assign` is accepted for torch's signature: the
+        tensors are always copied to the JAX device.
+
+        Returns:
+            `NamedTuple` with `missing_keys` and `unexpected_keys`, as torch.
+        """
+        return weights.load(self._weights, self._entries, state_dict, strict=strict,
+                            dtype=convert.jax_dtype(self._dtype), sharding=self._placement.replicated,
+                            owner=type(self).__name__)
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """The wrapped model's parameters as `nn.Parameter` copies on `self.device`, one made per step.
+
+        `next(vae.parameters())` costs one small copy; `num_parameters()` counts
+        them all. They do not require grad: gradients flow to inputs, not weights.
+        """
+        yield from weights.named(self._weights, self._entries, self._copy_device(), parameters=True, prefix=prefix)
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """The wrapped model's buffers, as copies (see `named_parameters`)."""
+        yield from weights.named(self._weights, self._entries, self._copy_device(), parameters=False, prefix=prefix)
+
+    def _copy_device(self) -> torch.device:
+        return torch.device("meta") if is_abstract(self._weights) else self._device
+
+    def requires_grad_(self, requires_grad: bool = True) -> "TorchaxVAE":
+        """`requires_grad_(False)` (freezing the VAE, as training scripts do) is what a TorchaxVAE always is.
+
+        Gradients reach a TorchaxVAE's inputs (`encode`'s video, `decode`'s
+        latents), never its weights, so `requires_grad_(True)` raises.
+        """
+        if requires_grad:
+            raise NotImplementedError(
+                "a TorchaxVAE computes gradients for its inputs only, not for its weights (they are constants of "
+                "the JAX programs); fine-tune the diffusers model in PyTorch, then load_state_dict its weights here"
+            )
+        return self
+
+    def train(self, mode: bool = True) -> "TorchaxVAE":
+        """Sets `training`, as torch does; the programs compute the same in both modes.
+
+        They are traced in eval mode, which is the same computation for models
+        without dropout (p > 0) or batch norm: every released CogVideoX and Wan VAE.
+        Training mode on a model with such layers raises.
+        """
+        if mode and self._stochastic:
+            raise ValueError(
+                f"this model has layers that differ in training mode ({', '.join(self._stochastic[:3])}); a "
+                "TorchaxVAE computes in eval mode: call .eval(), or run the diffusers model in PyTorch to train it"
+            )
+        self.training = bool(mode)
+        return self
+
+    def eval(self) -> "TorchaxVAE":
+        return self.train(False)
+
+    def enable_gradient_checkpointing(self, gradient_checkpointing_func=None) -> None:
+        """Trades compute for memory in the backward pass, as diffusers' does.
+
+        Each program keeps only its inputs for the backward pass and runs again
+        there (`jax.checkpoint`), instead of keeping its activations.
+        `gradient_checkpointing_func` (a torch function) cannot apply to JAX programs.
+        """
+        if gradient_checkpointing_func is not None:
+            raise ValueError("a TorchaxVAE checkpoints its JAX programs with jax.checkpoint; "
+                             "gradient_checkpointing_func (a torch function) cannot apply: leave it None")
+        self.gradient_checkpointing = True
+
+    def disable_gradient_checkpointing(self) -> None:
+        self.gradient_checkpointing = False
+
+    @property
+    def gradient_checkpointing(self) -> bool:
+        return self._programs.checkpoint
+
+    @gradient_checkpointing.setter
+    def gradient_checkpointing(self, value: bool) -> None:
+        self._programs.checkpoint = bool(value)
 
     def modules(self):
         """Like `nn.Module.modules()`: this wrapper alone (its weights live in JAX, in no torch submodule).
@@ -267,6 +367,56 @@ class TorchaxVAE(ModelMixin):
     def disable_slicing(self) -> None:
         self.use_slicing = False
 
+    # ----- tiling mode, shared by the families (each has diffusers' enable_tiling arguments) -----
+
+    @property
+    def tiling_mode(self) -> str:
+        """"on", "off", or "auto" (tile an input larger than a tile only when it would not fit untiled)."""
+        return self._tiling
+
+    @tiling_mode.setter
+    def tiling_mode(self, mode: str) -> None:
+        if mode not in ("on", "off", "auto"):
+            raise ValueError(f"tiling_mode must be 'on', 'off' or 'auto', got {mode!r}")
+        self._tiling = mode
+
+    @property
+    def use_tiling(self) -> bool:
+        """diffusers' flag: True when tiling is forced on."""
+        return self._tiling == "on"
+
+    @use_tiling.setter
+    def use_tiling(self, value: bool) -> None:
+        self._tiling = "on" if value else "off"
+
+    def disable_tiling(self) -> None:
+        """Never tile (mode "off"), even where the untiled programs would not fit."""
+        self.tiling_mode = "off"
+
+    def _should_tile(self, name: str, need, shape, tile) -> bool:
+        """Whether to tile an input larger than a tile: "on"/"off" as set; in "auto", if the untiled call would not fit.
+
+        need: a function giving the bytes the untiled call needs (it compiles programs, so only "auto" calls it).
+        """
+        if self._tiling != "auto":
+            return self._tiling == "on"
+        budget = self.memory_budget
+        if budget is None:
+            budget = memory.free_bytes(self._placement.local_device())
+        if budget is None:
+            return False
+        needed = need()
+        if needed <= budget:
+            return False
+        if not self._auto_tiling_logged:
+            logger.warning(
+                "TorchaxVAE: the untiled %s needs %.3g GB for input %s, more than the %.3g GB available; "
+                "tiling it in %dx%d tiles. enable_tiling()/disable_tiling() force the choice.",
+                name, needed / 1e9, tuple(shape), budget / 1e9, *tile,
+            )
+            self._auto_tiling_logged = True
+        return True
+
     def compile_stats(self) -> list[dict]:
         """One dict per compiled program: name, input_shapes, lower/compile seconds, devices, flops, temp_bytes."""
         return self._programs.stats()
@@ -274,17 +424,34 @@ class TorchaxVAE(ModelMixin):
     # ----- encode / decode -----
 
     def encode(self, x: torch.Tensor, return_dict: bool = True):
-        """Encodes videos [B, C, F, H, W] into a `DiagonalGaussianDistribution`, as diffusers does."""
+        """Encodes videos [B, C, F, H, W] into a `DiagonalGaussianDistribution`, as diffusers does.
+
+        Differentiable: when `x` requires grad, so does the posterior (torchax_vae/gradients.py).
+        """
         validation.check_video(x, name="encode input", channels=self.video_channels, role="encoder")
         self._check_video(tuple(x.shape), "encode input")
-        h = _like(self._per_sample(self._encode, self._source(x)), x)
-        posterior = DiagonalGaussianDistribution(h)
+        posterior = DiagonalGaussianDistribution(self._compute(functools.partial(self._per_sample, self._encode), x))
         return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
-        """Decodes latents [B, C, F, H, W] into videos, as diffusers does."""
+        """Decodes latents [B, C, F, H, W] into videos, as diffusers does; differentiable like `encode`."""
         validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder")
-        sample = _like(self._per_sample(self._decode, self._source(z)), z)
+        sample = self._compute(functools.partial(self._per_sample, self._decode), z)
+        return DecoderOutput(sample=sample) if return_dict else (sample,)
+
+    def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
+        """diffusers' `tiled_encode`: the posterior's parameters (moments) of `x`, tiled whatever its size or the settings.
+
+        Tiles with the `enable_tiling` settings; no slicing, as diffusers'.
+        """
+        validation.check_video(x, name="tiled_encode input", channels=self.video_channels, role="encoder")
+        self._check_video(tuple(x.shape), "tiled_encode input")
+        return self._compute(functools.partial(self._encode, tiled=True), x)
+
+    def tiled_decode(self, z: torch.Tensor, return_dict: bool = True):
+        """diffusers' `tiled_decode`: `z` decoded in tiles whatever its size or the settings (no slicing)."""
+        validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder")
+        sample = self._compute(functools.partial(self._decode, tiled=True), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
     def forward(self, sample: torch.Tensor, sample_posterior: bool = False, return_dict: bool = True, generator=None):
@@ -351,12 +518,28 @@ class TorchaxVAE(ModelMixin):
             self._check_video(shape, f"{kind} shape")
         return ShapeSource(shape, convert.jax_dtype(self._dtype), self._placement)
 
-    def _source(self, x: torch.Tensor):
+    def _compute(self, run, x: torch.Tensor) -> torch.Tensor:
+        """run (over a source of x) as a tensor like x; differentiable with respect to x when x requires grad."""
+        self._check_weights()
+        if not (x.requires_grad and torch.is_grad_enabled()):
+            return _like(run(self._source(x)), x)
+        if _is_torchax(x):
+            raise NotImplementedError(
+                "gradients through a TorchaxVAE flow to torch tensors (CPU or CUDA); this input is a torchax "
+                "tensor that requires grad: pass a torch tensor, or detach it"
+            )
+        dtype = convert.jax_dtype(self._dtype)
+        start = convert.to_jax(x.detach(), None, self._placement.activation(tuple(x.shape)))
+        return gradients.vjp(lambda data: run(DeviceSource(data, dtype, self._placement)), start, x)
+
+    def _check_weights(self) -> None:
         if is_abstract(self._weights):
             raise ValueError(
                 "this TorchaxVAE wraps a model on the meta device: it has no weights to compute with "
-                "(it can `lower` and `precompile`); wrap a model with real weights to encode or decode"
+                "(it can `lower` and `precompile`); wrap a model with real weights, or load_state_dict them"
             )
+
+    def _source(self, x: torch.Tensor):
         dtype = convert.jax_dtype(self._dtype)
         if _is_torchax(x):
             return DeviceSource(x._elem, dtype, self._placement)
@@ -373,6 +556,15 @@ class TorchaxVAE(ModelMixin):
     def _ran_batch(self) -> None:
         if self._on_batch is not None:  # progress reporting (torchax_vae.commands)
             self._on_batch()
+
+
+def stochastic_layers(model: nn.Module) -> list[str]:
+    """Names of the layers whose training mode computes otherwise than eval: dropout with p > 0, batch norm."""
+    return [
+        name for name, module in model.named_modules()
+        if (isinstance(module, nn.modules.dropout._DropoutNd) and module.p > 0)
+        or isinstance(module, nn.modules.batchnorm._BatchNorm)
+    ]
 
 
 def join(arrays, *, axis):

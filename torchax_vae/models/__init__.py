@@ -15,7 +15,7 @@ import sys
 from .cogvideox import CogVideoXVAE
 from .wan import WanVAE
 
-__all__ = ["WRAPPERS", "input_shape", "wrapper_for", "wrapper_for_config"]
+__all__ = ["WRAPPERS", "input_shape", "load_diffusers", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE)
 
@@ -38,6 +38,31 @@ def wrapper_for_config(class_name: str) -> type:
         if wrapper.model_class.__name__ == class_name:
             return wrapper
     raise ValueError(f"the model is a {class_name}; supported VAEs: {supported()}")
+
+
+_HUB_OPTIONS = ("cache_dir", "force_download", "local_files_only", "proxies", "revision", "token")
+
+
+def load_diffusers(name_or_path, subfolder: str | None = "vae", expected: type | None = None, **kwargs):
+    """The diffusers VAE in a folder or hub id, of the class its config.json names (`_class_name`).
+
+    ValueError for a class no adapter serves, or other than `expected` when given.
+    A folder holding the VAE itself (config.json at its top) works with or without
+    `subfolder`. `kwargs` go to the class's `from_pretrained`.
+    """
+    from ..vae import vae_subfolder
+
+    # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load.
+    kwargs.setdefault("low_cpu_mem_usage", False)
+    subfolder = vae_subfolder(name_or_path, subfolder)
+    name_or_path = str(name_or_path)  # a pathlib.Path too
+    hub = {key: kwargs[key] for key in _HUB_OPTIONS if key in kwargs}
+    config = WRAPPERS[0].model_class.load_config(  # any diffusers model class reads any config.json
+        name_or_path, subfolder=subfolder, **hub)
+    model_class = wrapper_for_config(config.get("_class_name", "")).model_class
+    if expected is not None and model_class is not expected:
+        raise ValueError(f"the model is a {model_class.__name__}, not a {expected.__name__}")
+    return model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
 
 
 def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[int, ...]:

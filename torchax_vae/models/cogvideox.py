@@ -10,7 +10,6 @@ at `STAGES`), the traced model (`LoweredVAE`), its patches
 """
 
 import functools
-import logging
 
 import jax
 import torch
@@ -21,13 +20,10 @@ from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCaus
 from jax.sharding import Mesh
 from torch import nn
 
-from .. import convert, memory, patches, staging, tiling
+from .. import convert, patches, staging, tiling
 from ..lowering import jax_weights, private_copy, tracing
 from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply, join
-
-logger = logging.getLogger(__name__)
-
 
 class CogVideoXVAE(TorchaxVAE):
     """`TorchaxVAE` for diffusers' `AutoencoderKLCogVideoX` (CogVideoX 2b/5b, 1.5).
@@ -83,12 +79,10 @@ class CogVideoXVAE(TorchaxVAE):
         self._lowered = LoweredVAE(vae, mesh, self._placement.local_device().platform)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         self.uniform_tiles = True
-        self._auto_tiling_logged = False
         self.program_split = "auto"
         # diffusers' frame batching and tiling settings, as the wrapped instance has them.
         self.num_sample_frames_batch_size = vae.num_sample_frames_batch_size
         self.num_latent_frames_batch_size = vae.num_latent_frames_batch_size
-        self.tiling_mode = "on" if vae.use_tiling else "auto"
         self.tile_sample_min_height = vae.tile_sample_min_height
         self.tile_sample_min_width = vae.tile_sample_min_width
         self.tile_latent_min_height = vae.tile_latent_min_height
@@ -137,30 +131,6 @@ class CogVideoXVAE(TorchaxVAE):
         self.tile_overlap_factor_height = tile_overlap_factor_height or self.tile_overlap_factor_height
         self.tile_overlap_factor_width = tile_overlap_factor_width or self.tile_overlap_factor_width
 
-    def disable_tiling(self) -> None:
-        """Never tile (mode "off"), even where the untiled programs would not fit."""
-        self.tiling_mode = "off"
-
-    @property
-    def tiling_mode(self) -> str:
-        """"on", "off", or "auto" (tile an input larger than a tile only when it would not fit untiled)."""
-        return self._tiling
-
-    @tiling_mode.setter
-    def tiling_mode(self, mode: str) -> None:
-        if mode not in ("on", "off", "auto"):
-            raise ValueError(f"tiling_mode must be 'on', 'off' or 'auto', got {mode!r}")
-        self._tiling = mode
-
-    @property
-    def use_tiling(self) -> bool:
-        """diffusers' flag: True when tiling is forced on."""
-        return self._tiling == "on"
-
-    @use_tiling.setter
-    def use_tiling(self, value: bool) -> None:
-        self._tiling = "on" if value else "off"
-
     @property
     def program_split(self) -> str:
         """"batch", "layer", or "auto" ("layer" on one CPU device, else "batch"): programs per frame batch."""
@@ -178,20 +148,26 @@ class CogVideoXVAE(TorchaxVAE):
             cpu = patches.options.cpu_kernels_for(self._lowered.platform)
             return cpu and self._placement.mesh is None
         return self._split == "layer"
-    def _encode(self, source) -> jax.Array:
+
+    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
         sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
         latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
-        return self._run("encoder", self._lowered.encode_step, source, self.num_sample_frames_batch_size, sample_tile, latent_tile)
+        return self._run("encoder", self._lowered.encode_step, source, self.num_sample_frames_batch_size,
+                         sample_tile, latent_tile, tiled)
 
-    def _decode(self, source) -> jax.Array:
+    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
         sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
         latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
-        return self._run("decoder", self._lowered.decode_step, source, self.num_latent_frames_batch_size, latent_tile, sample_tile)
+        return self._run("decoder", self._lowered.decode_step, source, self.num_latent_frames_batch_size,
+                         latent_tile, sample_tile, tiled)
 
-    def _run(self, name, step, source, batch_size, in_tile, out_tile) -> jax.Array:
-        """Frame-batched `step` over the source, tiled when tiling is on (or needed) and the input exceeds in_tile."""
+    def _run(self, name, step, source, batch_size, in_tile, out_tile, tiled=None) -> jax.Array:
+        """Frame-batched `step` over the source; tiled if `tiled`, or (None) as the tiling mode says for its size."""
         height, width = source.shape[3:]
-        if (height > in_tile[0] or width > in_tile[1]) and self._should_tile(name, step, source, batch_size, in_tile):
+        if tiled is None:
+            need = functools.partial(self._untiled_bytes, name, step, source, batch_size)
+            tiled = (height > in_tile[0] or width > in_tile[1]) and self._should_tile(name, need, source.shape, in_tile)
+        if tiled:
             overlap = (self.tile_overlap_factor_height, self.tile_overlap_factor_width)
             lay = tiling.layout(*in_tile, *out_tile, *overlap)
             return self._tiled(name, step, source, batch_size, lay)
@@ -267,10 +243,8 @@ class CogVideoXVAE(TorchaxVAE):
         crops = tuple(tuple(crop for _, crop in row) for row in results)
         return apply(tiling.assemble, outputs, lay=lay, crops=crops)
 
-    def _should_tile(self, name, step, source, batch_size, in_tile) -> bool:
-        """Forced on or off by enable_tiling/disable_tiling; in "auto", tiles if the untiled program would not fit."""
-        if self._tiling != "auto":
-            return self._tiling == "on"
+    def _untiled_bytes(self, name, step, source, batch_size) -> int:
+        """Device memory the untiled first frame batch needs: XLA's temp + output bytes (per program with layers)."""
         first = frame_batches(source.shape[2], batch_size)[0]
         block = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement).take(first)
         if self._layered:
@@ -279,23 +253,9 @@ class CogVideoXVAE(TorchaxVAE):
             # the largest program with its inputs (the hand-over from the one before), and the new
             # conv_cache of every layer, which stays live from its program to the next frame batch
             carried = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(caches))
-            need = max(stats.temp_bytes + stats.output_bytes + stats.argument_bytes for stats in used) + carried
-        else:
-            stats = self._programs.compile(name, step, self._weights, block, None)
-            need = stats.temp_bytes + stats.output_bytes
-        budget = self.memory_budget
-        if budget is None:
-            budget = memory.free_bytes(self._placement.local_device())
-        if budget is None or need <= budget:
-            return False
-        if not self._auto_tiling_logged:
-            logger.warning(
-                "TorchaxVAE: the untiled %s needs %.3g GB for input %s, more than the %.3g GB available; "
-                "tiling it in %dx%d tiles. enable_tiling()/disable_tiling() force the choice.",
-                name, need / 1e9, source.shape, budget / 1e9, *in_tile,
-            )
-            self._auto_tiling_logged = True
-        return True
+            return max(stats.temp_bytes + stats.output_bytes + stats.argument_bytes for stats in used) + carried
+        stats = self._programs.compile(name, step, self._weights, block, None)
+        return stats.temp_bytes + stats.output_bytes
 
 
 def video_channels(config) -> int:

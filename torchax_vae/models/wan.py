@@ -40,8 +40,9 @@ from diffusers import AutoencoderKLWan, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_wan import WanResample, patchify, unpatchify
 from jax.sharding import Mesh
 
-from .. import convert, patches, tiling
+from .. import convert, patches, tiling, validation
 from ..lowering import jax_weights, private_copy, tracing
+from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply, join
 
 # diffusers' encoder chunking: the first frame, then this many frames per call
@@ -165,7 +166,9 @@ class WanVAE(TorchaxVAE):
     any length compiles two per resolution for decode and two for encode (the
     first call, and the rest). Tiling and slicing follow diffusers' own
     `enable_tiling(tile_sample_min_height, tile_sample_min_width,
-    tile_sample_stride_height, tile_sample_stride_width)` and `enable_slicing()`.
+    tile_sample_stride_height, tile_sample_stride_width)` and `enable_slicing()`;
+    by default (`tiling_mode` "auto") an input larger than a tile is tiled only
+    when its untiled chunk programs would need more memory than is free.
     See `torchax_vae.models.wan` for how the cache is carried.
     """
 
@@ -186,7 +189,6 @@ class WanVAE(TorchaxVAE):
         self.z_dim = vae.z_dim
         self.temperal_downsample = list(vae.temperal_downsample)
         self.temperal_upsample = list(vae.temperal_upsample)
-        self.use_tiling = vae.use_tiling
         self.tile_sample_min_height = vae.tile_sample_min_height
         self.tile_sample_min_width = vae.tile_sample_min_width
         self.tile_sample_stride_height = vae.tile_sample_stride_height
@@ -244,60 +246,78 @@ class WanVAE(TorchaxVAE):
         tile_sample_stride_height: int | None = None,
         tile_sample_stride_width: int | None = None,
     ) -> None:
-        """Tiled encode and decode, with the same arguments and meaning as diffusers' AutoencoderKLWan."""
-        self.use_tiling = True
+        """Tiled encode and decode (mode "on"), with the same arguments and meaning as diffusers' AutoencoderKLWan."""
+        self.tiling_mode = "on"
         self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
         self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
         self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
         self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
 
-    def disable_tiling(self) -> None:
-        self.use_tiling = False
+    def clear_cache(self) -> None:
+        """diffusers' Wan keeps its feat_cache on the model between calls; here each call carries its own. Nothing to clear."""
+
+    def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
+        """diffusers' `tiled_encode`: the moments of `x`, which is patchified for Wan 2.2 (`patchify(video, 2)`), as there."""
+        if self.config.patch_size:
+            validation.check_video(x, name="tiled_encode input", channels=self.config.in_channels, role="encoder")
+            x = unpatchify(x, patch_size=self.config.patch_size)  # the programs patchify again, on the device
+        return super().tiled_encode(x)
 
     # ----- encode / decode -----
 
-    def _encode(self, source) -> jax.Array:
+    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
         height, width = source.shape[3:]
-        if self.use_tiling and (width > self.tile_sample_min_width or height > self.tile_sample_min_height):
+        if tiled is None:
+            tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+            need = functools.partial(self._untiled_bytes, "encode", source)
+            tiled = (height > tile[0] or width > tile[1]) and self._should_tile("encoder", need, source.shape, tile)
+        if tiled:
             return self._tiled_encode(source)
-        return apply(join, self._encoder_calls(source), axis=2)
+        return apply(join, self._calls("encode", source), axis=2)
 
-    def _decode(self, source) -> jax.Array:
+    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
         height, width = source.shape[3:]
-        ratio = self.spatial_compression_ratio
-        if self.use_tiling and (
-            width > self.tile_sample_min_width // ratio or height > self.tile_sample_min_height // ratio
-        ):
+        if tiled is None:
+            ratio = self.spatial_compression_ratio
+            tile = (self.tile_sample_min_height // ratio, self.tile_sample_min_width // ratio)
+            need = functools.partial(self._untiled_bytes, "decode", source)
+            tiled = (height > tile[0] or width > tile[1]) and self._should_tile("decoder", need, source.shape, tile)
+        if tiled:
             return self._tiled_decode(source)
-        return apply(join, self._decoder_calls(source), axis=2)
+        return apply(join, self._calls("decode", source), axis=2)
 
-    def _encoder_calls(self, source, block=None) -> list:
-        """The outputs of diffusers' encoder calls over the source (or a (row, col, height, width) block of it)."""
-        weights = {k: self._weights[k] for k in ("encoder", "quant_conv")}
-        name = "encoder" if block is None else "encoder/tile"
-        cache, outputs = None, []
-        for frames in encode_chunks(source.shape[2]):
-            chunk = source.take(frames) if block is None else source.take(frames, block[::2], block[1::2])
-            program = name if cache is None else f"{name}+feat_cache"
-            out, cache = self._programs.run(program, self._lowered.encode_step, weights, chunk, cache)
-            outputs.append(out)
-            self._ran_batch()
-        return outputs
+    def _calls(self, kind: str, source, block=None, count: int | None = None) -> list:
+        """The outputs of diffusers' encoder (first frame, then 4 at a time) or decoder (a latent frame each) calls.
 
-    def _decoder_calls(self, source, block=None) -> list:
-        """The outputs of diffusers' decoder calls, one per latent frame; raw (not finished) for a block."""
-        weights = {k: self._weights[k] for k in ("decoder", "post_quant_conv")}
-        step, name = self._lowered.decode_step, "decoder"
+        block: a (row, col, height, width) tile of the source, whose decoded
+        output is left raw (diffusers finishes tiles after blending). count: only
+        the first `count` calls, unreported (to measure the programs).
+        """
+        encode = kind == "encode"
+        name = "encoder" if encode else "decoder"
+        weights = {k: self._weights[k] for k in (("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv"))}
+        step = self._lowered.encode_step if encode else self._lowered.decode_step
         if block is not None:
-            step, name = functools.partial(self._lowered.decode_step, finish=False), "decoder/tile"
+            name += "/tile"
+            step = step if encode else functools.partial(step, finish=False)
+        frames = source.shape[2]
+        chunks = encode_chunks(frames) if encode else [(k, k + 1) for k in range(frames)]
         cache, outputs = None, []
-        for k in range(source.shape[2]):
-            chunk = source.take((k, k + 1)) if block is None else source.take((k, k + 1), block[::2], block[1::2])
+        for chunk_frames in chunks[:count]:
+            chunk = source.take(chunk_frames) if block is None else source.take(chunk_frames, block[::2], block[1::2])
             program = name if cache is None else f"{name}+feat_cache"
             out, cache = self._programs.run(program, step, weights, chunk, cache)
             outputs.append(out)
-            self._ran_batch()
+            if count is None:
+                self._ran_batch()
         return outputs
+
+    def _untiled_bytes(self, kind: str, source) -> int:
+        """Device memory of the largest untiled chunk program (first or steady) with its arguments and outputs."""
+        shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
+        with self._programs.recording() as used:
+            self._calls(kind, shapes, count=2)
+        return max(stats.temp_bytes + stats.argument_bytes + stats.output_bytes for stats in used)
 
     def _tiled_encode(self, source) -> jax.Array:
         """diffusers' AutoencoderKLWan.tiled_encode: tiles of the patchified video, each at its own shape."""
@@ -307,7 +327,8 @@ class WanVAE(TorchaxVAE):
         lay = _layout(self.tile_sample_min_height, self.tile_sample_min_width,
                       self.tile_sample_stride_height, self.tile_sample_stride_width, out_scale=ratio)
         tiles = [
-            [self._encoder_calls(source, (t.row * patch, t.col * patch, t.valid_height * patch, t.valid_width * patch))
+            [self._calls("encode", source,
+                         (t.row * patch, t.col * patch, t.valid_height * patch, t.valid_width * patch))
              for t in row]
             for row in lay.tiles(height, width)
         ]
@@ -324,7 +345,7 @@ class WanVAE(TorchaxVAE):
                       out_tile=(self.tile_sample_min_height // patch, self.tile_sample_min_width // patch),
                       out_stride=(self.tile_sample_stride_height // patch, self.tile_sample_stride_width // patch))
         tiles = [
-            [self._decoder_calls(source, (t.row, t.col, t.valid_height, t.valid_width)) for t in row]
+            [self._calls("decode", source, (t.row, t.col, t.valid_height, t.valid_width)) for t in row]
             for row in lay.tiles(height, width)
         ]
         size = (height * ratio // patch, width * ratio // patch)

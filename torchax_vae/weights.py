@@ -1,0 +1,118 @@
+"""The wrapped model's weights as torch sees them: names, `state_dict`, `load_state_dict`, parameters.
+
+A TorchaxVAE computes with JAX arrays (`TorchaxVAE._weights`: the wrapped
+model's parameters and buffers, grouped by top-level child). To torch and
+diffusers it shows them under the wrapped model's own names and shapes:
+
+- what torch hands out (`state_dict()`, `parameters()`) are *copies* of the
+  JAX arrays, made when asked for, on the wrapper's device: one copy of the
+  weights while the caller holds them, none otherwise (a bf16 Wan 2.2 VAE,
+  705 M parameters, is 1.4 GB). Editing a copy changes nothing here;
+- what torch hands in (`load_state_dict`) replaces the JAX arrays one at a
+  time, after every key and shape has been checked, under torch's strict and
+  non-strict rules and with torch's error messages. The compiled programs
+  take the weights as arguments, so the next call computes with the new ones
+  and nothing is compiled again.
+"""
+
+import collections
+import collections.abc
+import dataclasses
+
+import jax
+import torch
+from torch import nn
+
+from . import convert
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One tensor of the wrapped model: its name, whether a parameter, and whether state_dict holds it."""
+
+    name: str
+    parameter: bool
+    persistent: bool  # False for a buffer registered with persistent=False
+
+
+def layout(model: nn.Module) -> tuple[Entry, ...]:
+    """The model's parameters and buffers in torch's order (state_dict's, then non-persistent buffers)."""
+    params = {name for name, _ in model.named_parameters()}
+    saved = list(model.state_dict(keep_vars=True))  # references, no copies
+    transient = [name for name, _ in model.named_buffers() if name not in set(saved)]
+    return tuple(Entry(n, n in params, True) for n in saved) + tuple(Entry(n, False, False) for n in transient)
+
+
+def _split(name: str) -> tuple[str, str]:
+    child, _, rest = name.partition(".")
+    return child, rest
+
+
+def get(weights: dict, name: str):
+    child, rest = _split(name)
+    return weights[child][rest]
+
+
+def copy(array, device: torch.device) -> torch.Tensor:
+    """A torch tensor on `device` with its own memory, equal to a JAX array (a meta tensor for a shape)."""
+    if isinstance(array, jax.ShapeDtypeStruct):
+        return torch.empty(array.shape, dtype=convert.torch_dtype(array.dtype), device="meta")
+    # to_torch may alias the JAX buffer (DLPack); the array stays ours, so the copy is made after
+    return convert.to_torch(array, device=device).clone()
+
+
+def state_dict(weights: dict, entries, device: torch.device, prefix: str = "", destination=None) -> dict:
+    """The wrapped model's state_dict: every persistent entry, copied to `device`."""
+    out = collections.OrderedDict() if destination is None else destination
+    for entry in entries:
+        if entry.persistent:
+            out[prefix + entry.name] = copy(get(weights, entry.name), device)
+    return out
+
+
+def named(weights: dict, entries, device: torch.device, parameters: bool, prefix: str = ""):
+    """(name, copy) of every parameter (as nn.Parameter, requires_grad False) or buffer, one copy at a time."""
+    for entry in entries:
+        if entry.parameter == parameters:
+            tensor = copy(get(weights, entry.name), device)
+            yield prefix + entry.name, nn.Parameter(tensor, requires_grad=False) if parameters else tensor
+
+
+def load(weights: dict, entries, state: dict, *, strict: bool, dtype, sharding, owner: str):
+    """Replaces the arrays of `weights` (in place) by the tensors of `state`; torch's (missing, unexpected) keys.
+
+    Everything is checked before anything is replaced: a wrong shape, a value
+    that is not a tensor, or with `strict` a missing or unexpected key raises
+    RuntimeError in torch's words and leaves the weights as they were.
+    Floating-point tensors are cast to `dtype` (the wrapper's compute dtype),
+    as torch's `copy_` casts to the parameter's.
+    """
+    if not isinstance(state, collections.abc.Mapping):
+        raise TypeError(f"Expected state_dict to be dict-like, got {type(state)}.")
+    known = {entry.name for entry in entries if entry.persistent}
+    missing = [entry.name for entry in entries if entry.persistent and entry.name not in state]
+    unexpected = [key for key in state if key not in known]
+    errors = []
+    for key in state:
+        if key not in known:
+            continue
+        value, current = state[key], get(weights, key)
+        if not isinstance(value, torch.Tensor):
+            errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                          f"object from checkpoint but received {type(value)}")
+        elif tuple(value.shape) != tuple(current.shape):
+            errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "
+                          f"the shape in current model is {torch.Size(current.shape)}.")
+    if strict:
+        if unexpected:
+            errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+        if missing:
+            errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+    if errors:
+        raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(owner, "\n\t".join(errors)))
+    for key, value in state.items():
+        if key in known:
+            child, rest = _split(key)
+            cast = dtype if value.is_floating_point() else get(weights, key).dtype
+            weights[child][rest] = convert.to_jax(value, cast, sharding)  # a clone: later edits of value stay out
+    return torch.nn.modules.module._IncompatibleKeys(missing, unexpected)
