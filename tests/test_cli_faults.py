@@ -1,6 +1,7 @@
 """`torchax-vae` under faults: failing ffmpeg, bad arguments, interrupts, slow imports, missing models, lossless output."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,11 +33,11 @@ def latents(tmp_path):
 
 
 def run(capsys, *args) -> tuple[int, list[str]]:
-    """cli.main in this process: (exit status, the stderr lines naming the command)."""
+    """cli.main in this process: (exit status, the stderr lines naming the command, progress lines left out)."""
     code = cli_main([*map(str, args)])
     err = capsys.readouterr().err
     assert "Traceback" not in err, err
-    return code, [line for line in err.splitlines() if "torchax-vae" in line]
+    return code, [line for line in err.splitlines() if "torchax-vae" in line and not re.search(r": batch \d+/\d+ ", line)]
 
 
 def fake_ffmpeg(tmp_path, message: str) -> str:
@@ -266,3 +267,96 @@ def test_import_from_the_repository_folder_finds_the_patches():
     code = "import torchax_vae.patches, torchax_vae.models; print(torchax_vae.patches.apply.__module__)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# ----- issue 21: outputs that would replace the input or cannot be written, long runs, messages -----
+
+
+def test_an_output_that_is_the_input_is_refused(model_dir, tmp_path, capsys):
+    latents = tmp_path / "np_f.npy"
+    np.save(latents, np.random.default_rng(0).standard_normal((1, 2, 4, 4, 6)).astype(np.float32))
+    before = latents.read_bytes()
+    (tmp_path / "sub").mkdir()
+    for out in (latents, tmp_path / "sub" / ".." / "np_f.npy"):
+        code, lines = run(capsys, "decode", latents, "-o", out, "--model", model_dir, "--no-cache")
+        assert code == 2 and len(lines) == 1 and "is the input" in lines[0], lines
+    assert latents.read_bytes() == before  # before: silently replaced by the frames, exit 0
+    video = tmp_path / "clip.mp4"
+    files.write_mp4(video, np.zeros((5, 32, 32, 3), np.uint8))
+    alias = tmp_path / "latents.npy"
+    alias.symlink_to(video)  # the same file under another name
+    code, lines = run(capsys, "encode", video, "-o", alias, "--model", model_dir)
+    assert code == 2 and "is the input" in lines[0], lines
+
+
+def test_a_folder_no_file_can_be_made_in_fails_up_front_naming_the_users_path(model_dir, latents, monkeypatch, capsys):
+    from torchax_vae import commands
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded before the output was checked")
+
+    monkeypatch.setattr(commands, "load_vae", never)
+    code, lines = run(capsys, "decode", latents, "-o", "/proc/out.mp4", "--model", model_dir, "--no-cache")
+    # as root, /proc passes the permission bits but takes no new file; before: failed after the decode, naming
+    # the temporary .partial file
+    assert code == 2 and len(lines) == 1 and "/proc/out.mp4" in lines[0] and ".partial" not in lines[0], lines
+
+
+def test_a_write_that_fails_late_names_the_target_not_the_temporary_file(tmp_path, monkeypatch):
+    def full_disk(file, array):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "save", full_disk)
+    target = tmp_path / "frames.npy"
+    with pytest.raises(files.WriteError, match=f"cannot write {target}: No space left on device$"):
+        files.write_frames(target, np.zeros((1, 2, 2, 3), np.uint8))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_where_a_folder_should_be_is_named_as_such(latents, tmp_path, capsys):
+    code, lines = run(capsys, "decode", latents, "-o", latents / "out.mp4", "--model", tmp_path)
+    assert code == 2 and f"{latents} is a file, not a folder" in lines[0], lines
+
+
+def test_four_dimensional_latents_are_refused_as_the_api_refuses_them(model_dir, tmp_path, capsys):
+    path = tmp_path / "one.pt"
+    torch.save(torch.randn(2, 4, 4, 6), path)  # [F, C, H, W]: one video, the batch axis dropped
+    code, lines = run(capsys, "decode", path, "-o", tmp_path / "out.mp4", "--model", model_dir, "--no-cache")
+    assert code == 2 and "must be 5-D" in lines[0] and "latents[None]" in lines[0], lines
+
+
+def test_a_long_decode_says_how_long_up_front_and_logs_progress_with_an_eta(model_dir, tmp_path, monkeypatch, capsys):
+    from torchax_vae import commands
+
+    monkeypatch.setattr(commands, "LONG_RUN_SECONDS", 0)  # every run is "long": the estimate is printed
+    monkeypatch.setattr(commands, "LARGE_OUTPUT_BYTES", 0)
+    path = tmp_path / "long.pt"
+    torch.save(torch.randn(1, 9, 4, 2, 2, generator=torch.Generator().manual_seed(0)), path)  # 4 frame batches
+    code = cli_main(["decode", str(path), "-o", str(tmp_path / "out.npy"), "--model", str(model_dir), "--no-cache"])
+    err = capsys.readouterr().err  # not a terminal: progress as lines
+    assert code == 0, err
+    assert re.search(r"decode: 1 x 33 frames of 16x16 are .* GB of uint8 frames", err), err
+    assert re.search(r"decode: this will take about \d+:\d\d:\d\d \(4 frame batches; the first took", err), err
+    progress = re.findall(r"decode: batch (\d)/4 \(\d+%\), about (\d+) of 33 frames, .* frames/s, ETA \d+:\d\d:\d\d", err)
+    assert [int(done) for done, _ in progress] == [1, 2, 3, 4] and progress[-1][1] == "33", err
+    code = cli_main(["decode", str(path), "-o", str(tmp_path / "quiet.npy"), "--model", str(model_dir), "--no-cache",
+                     "--no-progress"])
+    assert code == 0 and "batch" not in capsys.readouterr().err
+
+
+def test_a_decode_that_cannot_fit_in_memory_is_refused_before_it_runs(model_dir, latents, tmp_path, monkeypatch, capsys):
+    from torchax_vae import commands, memory
+
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 1000)
+    monkeypatch.setattr(commands.TorchaxVAE, "decode", lambda *a, **k: pytest.fail("decoded anyway"))
+    code, lines = run(capsys, "decode", latents, "-o", tmp_path / "out.mp4", "--model", model_dir, "--no-cache")
+    assert code == 2 and "GB on the device at once, more than the 1e-06 GB available" in lines[0], lines
+
+
+def test_sizes_are_height_by_width_and_shapes_as_written(model_dir, tmp_path, capsys):
+    path = tmp_path / "latents.pt"
+    torch.save(torch.randn(1, 1, 4, 2, 3), path)  # 2x3 latents: 16 high, 24 wide
+    code = cli_main(["decode", str(path), "-o", str(tmp_path / "out.npy"), "--model", str(model_dir), "--no-cache"])
+    out = capsys.readouterr().out
+    assert code == 0 and "frames 16x24;" in out, out
+    assert np.load(tmp_path / "out.npy").shape == (1, 16, 24, 3)

@@ -57,7 +57,7 @@ def test_encode_applies_the_wan_normalization(wan_dir, tmp_path, capsys):
     x = torch.from_numpy(imread(tmp_path / "in.mp4")).permute(3, 0, 1, 2)[None].float() / 127.5 - 1
     result = json.loads(run(capsys, "encode", tmp_path / "in.mp4", "-o", tmp_path / "latents.npy",
                             "--model", wan_dir))
-    assert result["latent_shape"] == [1, 16, 2, 4, 6]  # [B, C, F, H, W]; the file holds [B, F, C, H, W]
+    assert result["latent_shape"] == [1, 2, 16, 4, 6] and result["layout"] == "BFCHW"  # as the file holds them
     latents = torch.from_numpy(np.load(tmp_path / "latents.npy")).permute(0, 2, 1, 3, 4)
     shape = (1, 16, 1, 1, 1)
     with torch.no_grad():  # WanVideoToVideoPipeline: (latents - latents_mean) * (1 / latents_std)

@@ -6,8 +6,12 @@ mistake comes back at once; `files` runs the same ones for Python callers.
 
 import os
 import pathlib
+import tempfile
 
-__all__ = ["InputError", "WriteError", "LATENT_SUFFIXES", "VIDEO_SUFFIXES", "check_readable", "check_writable"]
+__all__ = [
+    "InputError", "WriteError", "LATENT_SUFFIXES", "VIDEO_SUFFIXES", "check_distinct", "check_readable",
+    "check_writable",
+]
 
 LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")
 VIDEO_SUFFIXES = (".mp4", ".npy")  # a decoded video: H.264 (lossy) or the exact uint8 frames
@@ -32,7 +36,11 @@ def check_readable(path, what: str, suffixes=None) -> pathlib.Path:
 
 
 def check_writable(path, suffixes=None) -> pathlib.Path:
-    """InputError unless a file (ending in one of `suffixes`) can be created at `path`."""
+    """InputError unless a file (ending in one of `suffixes`) can be created at `path`.
+
+    Proven by creating and removing a file in its folder: permission bits alone
+    pass folders no file can be made in (procfs as root, a read-only mount).
+    """
     path = pathlib.Path(path)
     if suffixes and path.suffix.lower() not in suffixes:
         raise InputError(f"output {path} must end in {' or '.join(suffixes)}")
@@ -40,7 +48,29 @@ def check_writable(path, suffixes=None) -> pathlib.Path:
     if path.is_dir():
         raise InputError(f"cannot write {path}: it is a folder")
     if not folder.is_dir():
+        blocking = next((part for part in (folder, *folder.parents) if part.exists()), None)
+        if blocking is not None and not blocking.is_dir():
+            raise InputError(f"cannot write {path}: {blocking} is a file, not a folder")
         raise InputError(f"cannot write {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"cannot write {path}: folder {folder} is not writable")
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise InputError(f"cannot write {path}: no file can be created in {folder} ({e.strerror or e})") from None
     return path
+
+
+def check_distinct(output, inputs) -> None:
+    """InputError if `output` is one of the `inputs` (the same file by another name too): it would be replaced."""
+    output = pathlib.Path(output)
+    for given in inputs:
+        given = pathlib.Path(given)
+        same = output.resolve() == given.resolve()
+        if not same and output.exists() and given.exists():
+            same = os.path.samefile(output, given)
+        if same:
+            raise InputError(f"output {output} is the input {given}: writing it would replace the input; "
+                             "choose another output name")

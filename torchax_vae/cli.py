@@ -16,7 +16,8 @@ import pathlib
 import sys
 
 from . import __version__
-from .checks import LATENT_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError, check_readable, check_writable
+from .checks import (LATENT_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
+                     check_writable)
 
 __all__ = ["main"]
 
@@ -49,14 +50,16 @@ def _model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
                    help="CogVideoX or Wan checkpoint, local folder or hub id (cached); the VAE class is read from its config")
     p.add_argument("--subfolder", default="vae", help="the VAE's folder inside --model (default: vae)")
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="compute dtype (default: fp32)")
-    p.add_argument("--tiling", action="store_true", help="force spatial tiling (default: only when it would not fit)")
+    p.add_argument("--tiling", action="store_true",
+                   help="force spatial tiling (default: tile only when the untiled programs would not fit in memory)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", default=None, help="persistent compilation cache folder "
                    "(default: $TORCHAX_VAE_CACHE_DIR, else ~/.cache/torchax_vae/jax)")
     p.add_argument("--no-cache", action="store_true", help="do not use the persistent compilation cache")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (on a terminal) or progress lines with an ETA (otherwise)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON line")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -114,9 +117,11 @@ def preflight(args) -> None:
     if args.command == "decode":
         check_readable(args.latents, "latents file", LATENT_SUFFIXES)
         check_writable(args.output, VIDEO_SUFFIXES)
+        check_distinct(args.output, [args.latents])
     elif args.command == "encode":
         check_readable(args.video, "video file")
         check_writable(args.output, LATENT_SUFFIXES)
+        check_distinct(args.output, [args.video])
     elif args.command == "demo":
         check_writable(args.output, (".mp4",))
     model = getattr(args, "model", None)
@@ -136,8 +141,9 @@ def preflight(args) -> None:
 
 def _run(args) -> dict:
     preflight(args)
-    progress = not args.no_progress and sys.stderr.isatty()
-    if progress:  # the imports and the model take seconds before the progress bar appears
+    # a bar on a terminal; in a log (stderr not a terminal), a line every tenth of the batches with an ETA
+    progress = None if args.no_progress else "bar" if sys.stderr.isatty() else "log"
+    if progress == "bar":  # the imports and the model take seconds before the progress bar appears
         print("loading torch, JAX and the model ...", file=sys.stderr, flush=True)
     from . import cache, commands
 
@@ -166,7 +172,7 @@ def _report(command: str, result: dict) -> str:
                 f"{result['size']}; compile {result['compile_seconds']:.1f} s ({result['programs']} programs), "
                 f"decode {result['decode_seconds']:.1f} s, {result['frames_per_second']:.2f} frames/s")
     if command == "encode":
-        return (f"wrote {result['output']}: latents {result['latent_shape']} from {result['frames']} frames; "
+        return (f"wrote {result['output']}: latents {result['latent_shape']} ({result['layout']}) from {result['frames']} frames; "
                 f"compile {result['compile_seconds']:.1f} s, encode {result['encode_seconds']:.1f} s, "
                 f"{result['frames_per_second']:.2f} frames/s")
     if command == "demo":

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from . import files, patches, validation
+from . import files, memory, patches, validation
 from .files import InputError
 from .synthetic import moving_shapes
 from .vae import TorchaxVAE, vae_subfolder
@@ -105,16 +105,87 @@ def _on_device(x: torch.Tensor) -> torch.Tensor:
     return patches.import_torchax().default_env().j2t_iso(jax.device_put(x.numpy()))
 
 
+# A run estimated past this many seconds (from its first frame batch) is announced with its estimate; an output
+# past this many bytes of frames, before anything runs.
+LONG_RUN_SECONDS = 600
+LARGE_OUTPUT_BYTES = 4 << 30
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
 @contextlib.contextmanager
-def _progress(vae: TorchaxVAE, total: int, desc: str, enabled: bool):
+def _progress(vae: TorchaxVAE, total: int, desc: str, mode, frames: int):
+    """Counts frame batches while a call runs: a bar ("bar", a terminal), a line every tenth with an ETA ("log").
+
+    Either way, a run whose first batch says it will take longer than LONG_RUN_SECONDS gets one line up front
+    with the estimate. mode None: no bar and no lines.
+    """
     from tqdm import tqdm
 
-    with tqdm(total=total, desc=desc, unit="batch", disable=not enabled, leave=False) as bar:
-        vae._on_batch = bar.update
+    start, done = time.perf_counter(), [0]
+    every = max(1, math.ceil(total / 10))
+
+    def step():
+        done[0] += 1
+        bar.update()
+        if mode is None:
+            return
+        elapsed = time.perf_counter() - start
+        eta = elapsed / done[0] * (total - done[0])
+        if done[0] == 1 and total > 1 and elapsed * total > LONG_RUN_SECONDS:
+            print(f"torchax-vae {desc}: this will take about {_duration(elapsed * total)} ({total} frame batches; "
+                  f"the first took {elapsed:.2f} s); Ctrl-C stops it and writes nothing", file=sys.stderr, flush=True)
+        if mode == "log" and (done[0] % every == 0 or done[0] == total):
+            print(f"torchax-vae {desc}: batch {done[0]}/{total} ({100 * done[0] // total}%), about "
+                  f"{frames * done[0] // total} of {frames} frames, {frames * done[0] / total / elapsed:.2f} frames/s, "
+                  f"ETA {_duration(eta)}", file=sys.stderr, flush=True)
+
+    with tqdm(total=total, desc=desc, unit="batch", disable=mode != "bar", leave=False) as bar:
+        vae._on_batch = step
         try:
             yield
         finally:
             vae._on_batch = None
+
+
+def _progress_mode(progress):
+    """True (the old flag) -> "bar"; False -> None; "bar", "log" or None as given."""
+    if progress is True:
+        return "bar"
+    if progress is False or progress is None:
+        return None
+    if progress not in ("bar", "log"):
+        raise ValueError(f"progress must be 'bar', 'log', True, False or None, got {progress!r}")
+    return progress
+
+
+def _check_output_fits(video_shape, what: str, mode) -> None:
+    """InputError if the decoded videos (held whole, as floats then uint8 frames) cannot fit in memory; a line if large.
+
+    A decode keeps its frame batches' outputs and their concatenation on the device, then the uint8 frames on
+    the host: about 2 x (4 + 1) bytes per value where the device is the CPU, 2 x 4 + 1 on an accelerator.
+    """
+    values = math.prod(video_shape)
+    device = jax.devices()[0]
+    frames_bytes = values  # uint8
+    device_bytes = 2 * 4 * values + (frames_bytes if device.platform != "cpu" else 2 * frames_bytes)
+    limits = [("on the device", device_bytes, memory.free_bytes(device))]
+    if device.platform != "cpu":
+        limits.append(("on the host", frames_bytes, memory.host_available_bytes()))
+    batch, _, frames, height, width = video_shape
+    for where, need, available in limits:
+        if available is not None and need > available:
+            raise InputError(
+                f"{what} decodes to {batch} x {frames} frames of {height}x{width}: about {need / 1e9:.3g} GB {where} at "
+                f"once, more than the {available / 1e9:.3g} GB available; decode fewer frames per file (note that "
+                "CogVideoX and Wan carry state across frames, so the pieces' seams differ from one whole decode)"
+            )
+    if mode is not None and frames_bytes > LARGE_OUTPUT_BYTES:
+        print(f"torchax-vae decode: {batch} x {frames} frames of {height}x{width} are {frames_bytes / 1e9:.3g} GB of "
+              "uint8 frames, held in memory until written", file=sys.stderr, flush=True)
 
 
 def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
@@ -129,9 +200,9 @@ def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
         raise InputError(str(e)) from e
 
 
-def _precompile(vae: TorchaxVAE, kind: str, shape, progress: bool = False) -> tuple[float, int, list]:
+def _precompile(vae: TorchaxVAE, kind: str, shape, progress=None) -> tuple[float, int, list]:
     """Compiles every program the call needs; (seconds, frame batches it will run, program stats)."""
-    if progress:
+    if progress == "bar":
         print(f"compiling the {kind} programs for input {tuple(shape)} (cached after the first run) ...",
               file=sys.stderr, flush=True)
     count = [0]
@@ -160,18 +231,22 @@ def _make_vae(vae, dtype: str, tiling: bool) -> TorchaxVAE:
 
 def decode_file(
     latents: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
-    tiling: bool = False, fps: float = 8, layout: str = "BFCHW", progress: bool = True,
+    tiling: bool = False, fps: float = 8, layout: str = "BFCHW", progress="bar",
 ) -> dict:
     """Stage 3: latents saved by stage 2 -> one video per batch element, decoded by TorchaxVAE.
 
     `out` ending in .mp4: H.264 (yuv420p, CRF 12: lossy); in .npy: the exact
     uint8 frames [F, H, W, 3] the pipeline's video processor would give (lossless).
+    progress: "bar" (a terminal), "log" (a line every tenth of the batches, with an ETA) or None.
     """
+    mode = _progress_mode(progress)
     out = files.check_writable(out, files.VIDEO_SUFFIXES)
+    files.check_distinct(out, [latents])
     z = files.load_latents(latents, layout)
     paths = _outputs(out, z.shape[0])
     for path in paths:
         files.check_writable(path)
+        files.check_distinct(path, [latents])
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
     channels = ours.latent_channels
@@ -183,9 +258,11 @@ def decode_file(
         )
     z = ours.unscale_latents(z)  # as the family's pipelines do before decoding
     _check(z, ours, "decode", f"latents in {latents}")
-    compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape), progress)
+    compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape), mode)
+    video_shape = ours.output_shape("decode", tuple(z.shape))  # compiled already: shapes only
+    _check_output_fits(video_shape, f"latents in {latents}", mode)
     start = time.perf_counter()
-    with _progress(ours, batches, "decode", progress):
+    with _progress(ours, batches, "decode", mode, video_shape[2]):
         video = ours.decode(_on_device(z)).sample
         frames = np.asarray(jax.device_get(_to_uint8(video._elem)))
     decode_seconds = time.perf_counter() - start
@@ -199,7 +276,7 @@ def decode_file(
         "outputs": [str(p) for p in paths],
         "videos": frames.shape[0],
         "frames": frames.shape[1],
-        "size": f"{frames.shape[3]}x{frames.shape[2]}",
+        "size": f"{frames.shape[2]}x{frames.shape[3]}",  # height x width, as everywhere
         "programs": len(stats),
         "compile_seconds": compile_seconds,
         "decode_seconds": decode_seconds,
@@ -210,20 +287,22 @@ def decode_file(
 def encode_file(
     video: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32", tiling: bool = False,
     layout: str = "BFCHW", posterior: str = "mean", seed: int = 0, max_frames: int | None = None,
-    progress: bool = True,
+    progress="bar",
 ) -> dict:
     """A video file -> normalized latents as stage 2 would hold them ([B, F, C, H, W] by default)."""
     if posterior not in ("mean", "sample"):
         raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")
+    mode = _progress_mode(progress)
     out = files.check_writable(out, files.LATENT_SUFFIXES)
+    files.check_distinct(out, [video])
     frames, fps = files.read_video(video, max_frames)
     vae = load_vae(model, subfolder)
     x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0  # [1, 3, F, H, W] in [-1, 1]
     ours = _make_vae(vae, dtype, tiling)
     _check(x, ours, "encode", f"video {video}")
-    compile_seconds, batches, stats = _precompile(ours, "encode", tuple(x.shape), progress)
+    compile_seconds, batches, stats = _precompile(ours, "encode", tuple(x.shape), mode)
     start = time.perf_counter()
-    with _progress(ours, batches, "encode", progress):
+    with _progress(ours, batches, "encode", mode, frames.shape[0]):
         dist = ours.encode(x).latent_dist
         z = dist.mean if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start
@@ -233,7 +312,8 @@ def encode_file(
         "output": str(out),
         "frames": frames.shape[0],
         "fps": fps,
-        "latent_shape": list(z.shape),
+        "latent_shape": list(z.shape if layout == "BCFHW" else z.permute(0, 2, 1, 3, 4).shape),  # as written
+        "layout": layout,
         "programs": len(stats),
         "compile_seconds": compile_seconds,
         "encode_seconds": encode_seconds,
@@ -241,7 +321,7 @@ def encode_file(
     }
 
 
-def demo(out: str = "torchax_vae_demo.mp4", *, model=DEMO_MODEL, fps: float = 8, progress: bool = True) -> dict:
+def demo(out: str = "torchax_vae_demo.mp4", *, model=DEMO_MODEL, fps: float = 8, progress="bar") -> dict:
     """The shipped tiny VAE (or `model`, a VAE folder) encodes and decodes a synthetic clip.
 
     Writes an input|reconstruction MP4; returns the PSNR of the reconstruction
@@ -255,15 +335,16 @@ def demo(out: str = "torchax_vae_demo.mp4", *, model=DEMO_MODEL, fps: float = 8,
     vae = AutoencoderKLCogVideoX.from_pretrained(model, low_cpu_mem_usage=False).eval()
     clip = torch.from_numpy(moving_shapes(DEMO_CLIP["seed"], 1, DEMO_CLIP["frames"], DEMO_CLIP["height"], DEMO_CLIP["width"]))
     ours = TorchaxVAE(vae)
+    mode = _progress_mode(progress)
     compile_seconds, batches, _ = _precompile(ours, "encode", tuple(clip.shape))
     start = time.perf_counter()
-    with _progress(ours, batches, "encode", progress):
+    with _progress(ours, batches, "encode", mode, clip.shape[2]):
         mean = ours.encode(clip).latent_dist.mean
     run_seconds = time.perf_counter() - start
     seconds, batches, _ = _precompile(ours, "decode", tuple(mean.shape))
     compile_seconds += seconds
     start = time.perf_counter()
-    with _progress(ours, batches, "decode", progress):
+    with _progress(ours, batches, "decode", mode, clip.shape[2]):
         reconstruction = ours.decode(mean).sample.clamp(-1, 1)
     run_seconds += time.perf_counter() - start
     with torch.no_grad():

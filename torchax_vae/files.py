@@ -18,10 +18,11 @@ import warnings
 import numpy as np
 import torch
 
-from .checks import LATENT_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError, check_readable, check_writable
+from .checks import (LATENT_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
+                     check_writable)
 
 __all__ = [
-    "InputError", "WriteError", "check_writable", "atomic_output", "load_latents", "save_latents", "write_mp4",
+    "InputError", "WriteError", "check_distinct", "check_writable", "atomic_output", "load_latents", "save_latents", "write_mp4",
     "write_frames", "read_video",
 ]
 
@@ -34,15 +35,20 @@ def atomic_output(path):
     path = check_writable(path)
     folder = path.parent
     remove_stale_partials(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=".partial" + path.suffix)
-    os.close(fd)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.{os.getpid()}.", suffix=".partial" + path.suffix)
+        os.close(fd)
+    except OSError as e:
+        raise WriteError(f"cannot write {path}: {e.strerror or e}") from e
     try:
         yield pathlib.Path(tmp)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and not isinstance(e, WriteError):  # named after the user's path, not ours
+            raise WriteError(f"cannot write {path}: {e.strerror or e}") from e
         raise
 
 
@@ -93,9 +99,10 @@ def _unpickling_reason(error: Exception) -> str:
 def load_latents(path, layout: str = "BFCHW") -> torch.Tensor:
     """Latents from .pt/.pth, .safetensors or .npy as a float tensor [B, C, F, H, W].
 
-    `layout` says how the file stores them: "BFCHW" (what CogVideoX pipelines
-    return with output_type="latent") or "BCFHW" (the VAE's own layout). A 4-D
-    array is taken as one video.
+    `layout` says how the file stores them: "BFCHW" (what the pipelines return
+    with output_type="latent") or "BCFHW" (the VAE's own layout). Only 5-D, as
+    the VAE's decode takes them: a 4-D array is refused (one video's latents are
+    ambiguous between the layouts; save `latents[None]` or the whole batch).
     """
     path = pathlib.Path(path)
     if layout not in LAYOUTS:
@@ -129,10 +136,11 @@ def load_latents(path, layout: str = "BFCHW") -> torch.Tensor:
     tensor = torch.as_tensor(data)
     if not tensor.is_floating_point():
         raise InputError(f"{path}: latents must be floating point, got {tensor.dtype}")
-    if tensor.ndim == 4:
-        tensor = tensor[None]
     if tensor.ndim != 5:
-        raise InputError(f"{path}: latents must be 5-D [B, F, C, H, W] (or 4-D for one video), got shape {tuple(tensor.shape)}")
+        shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
+        hint = "; for one video's latents save latents[None] (a batch of one)" if tensor.ndim == 4 else ""
+        raise InputError(f"{path}: latents must be 5-D {shown}, as the VAE's decode takes them; "
+                         f"got {tensor.ndim}-D with shape {tuple(tensor.shape)}{hint}")
     if layout == "BFCHW":
         tensor = tensor.permute(0, 2, 1, 3, 4)
     return tensor.float().contiguous()

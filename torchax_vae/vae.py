@@ -480,6 +480,11 @@ class TorchaxVAE(ModelMixin):
             self._per_sample(self._encode if kind == "encode" else self._decode, source)
         return [dataclasses.asdict(stats) for stats in used]
 
+    def output_shape(self, kind: str, shape) -> tuple[int, ...]:
+        """The shape `encode` (of the posterior's moments) or `decode` gives for an input of `shape`; compiles as `precompile`."""
+        source = self._shape_source(kind, shape)
+        return tuple(self._per_sample(self._encode if kind == "encode" else self._decode, source).shape)
+
     def lower(self, kind: str, shape, platform: str | None = None) -> dict[str, str]:
         """The StableHLO of every program `encode` or `decode` runs for an input of `shape`, lowered for `platform`.
 
