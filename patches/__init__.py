@@ -15,13 +15,15 @@ applied; importing this package changes nothing.
 - `time_pool`: CogVideoXDownsample3D's frame averaging without merging width into the batch axis.
 - `tile_mask`: edge tiles at the full tile shape, with convolutions and GroupNorm limited to the valid region.
 - `sharding_marks`: NCTHW activations split on width over a ('dp', 'tp') mesh while tracing for one.
-- `wan_upsample`: WanUpsample's cast back to bf16 through `.to` (torchax 0.0.13's `type_as` works in place).
+- `wan_upsample`: WanUpsample's (and QwenImageUpsample's) cast back to bf16 through `.to` (torchax 0.0.13's
+  `type_as` works in place).
 
 The patched layers read what a trace is for (CPU kernels, mesh, tile extent) from one
 frozen `options.TraceOptions` the lowering sets around each trace.
 
 Each patch replaces modules by class, so `apply` fits any family: a model without a patch's
 classes gets none of it (a Wan model gets `frame_conv`, `sharding_marks` and `wan_upsample`).
+Which layers carry sharding marks is the family's knowledge, so its adapter passes them (`marked`).
 """
 
 from torch import nn
@@ -44,10 +46,11 @@ from .torchax_torch213 import import_torchax
 __all__ = ["apply", "import_torchax"]
 
 
-def apply(model: nn.Module) -> dict[str, int]:
+def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
     """Patches `model` (a private copy: its classes change), makes torchax importable and routes its
     convolution lowering through `gpu_conv` (once per process; stock outside GPU traces).
 
+    marked: the layer classes whose activations get sharding marks (each family's adapter says which).
     Returns how many modules each patch replaced.
     """
     import_torchax()
@@ -60,6 +63,6 @@ def apply(model: nn.Module) -> dict[str, int]:
         "spatial_norm": spatial_norm.patch(model),  # after pointwise_conv_cache: it needs cache-less conv_y, conv_b
         "time_pool": time_pool.patch(model),
         "tile_mask": tile_mask.patch(model),  # after safe_conv3d, frame_conv and time_pool: it refines their classes
-        "sharding_marks": sharding_marks.patch(model),  # hooks on the classes the others set
+        "sharding_marks": sharding_marks.patch(model, marked),  # hooks on the classes the others set
         "wan_upsample": wan_upsample.patch(model),
     }

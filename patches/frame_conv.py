@@ -26,7 +26,6 @@ import functools
 import jax
 import jax.numpy as jnp
 import torch
-from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
 from torch import nn
 
 from .options import current
@@ -138,19 +137,31 @@ class _ByFramesConv3d(nn.Conv3d):
         return _forward(self, input, super().forward)
 
 
-class FrameWanCausalConv3d(WanCausalConv3d, _ByFramesConv3d):
-    """diffusers' WanCausalConv3d, unchanged (causal padding, cache), whose convolution runs by frames."""
+@functools.cache
+def by_frames(cls: type) -> type:
+    """The class whose convolution runs by frames for an nn.Conv3d class (its own forward otherwise unchanged).
+
+    A family's causal convolution that subclasses nn.Conv3d (WanCausalConv3d,
+    QwenImageCausalConv3d: padding and cache, then `super().forward`) gets
+    `_ByFramesConv3d` after it in the MRO; a plain nn.Conv3d (inside HunyuanVideo's
+    and LTX's causal convolutions) becomes `_ByFramesConv3d` itself.
+    """
+    if cls is PlainConv3d:
+        return FrameConv3d
+    if cls is nn.Conv3d:
+        return _ByFramesConv3d
+    return type(f"Frame{cls.__name__}", (cls, _ByFramesConv3d), {"__module__": __name__})
 
 
-_REPLACE = {PlainConv3d: FrameConv3d, WanCausalConv3d: FrameWanCausalConv3d}
+_DONE = (FrameConv3d, _ByFramesConv3d)
 
 
 def patch(model: nn.Module) -> int:
-    """Makes every PlainConv3d (after `safe_conv3d.patch`) a FrameConv3d, and every WanCausalConv3d a
-    FrameWanCausalConv3d; returns how many."""
+    """Makes every nn.Conv3d of `model` (PlainConv3d after `safe_conv3d.patch`, a family's causal convolution)
+    run by frames when tracing with cpu_kernels (`by_frames`); returns how many."""
     count = 0
     for module in model.modules():
-        if type(module) in _REPLACE:
-            module.__class__ = _REPLACE[type(module)]
+        if isinstance(module, nn.Conv3d) and not isinstance(module, _DONE):
+            module.__class__ = by_frames(type(module))
             count += 1
     return count

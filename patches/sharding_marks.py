@@ -5,9 +5,10 @@ XLA's sharding propagation starts from the (replicated) weights and keeps
 every activation whole on every device.
 
 Here: forward hooks on the layers that make or consume the large activations
-(CogVideoX: every convolution inside a CogVideoXCausalConv3d, every GroupNorm,
-every CogVideoXUpsample3D/Downsample3D; Wan: every WanCausalConv3d,
-WanResample, AvgDown3D/DupUp3D and WanAttentionBlock) put `jax.lax.with_sharding_constraint` on
+(each family's adapter names them, `marked`: e.g. CogVideoX every convolution
+inside a CogVideoXCausalConv3d, every GroupNorm, every
+CogVideoXUpsample3D/Downsample3D; Wan every WanCausalConv3d, WanResample,
+AvgDown3D/DupUp3D and WanAttentionBlock) put `jax.lax.with_sharding_constraint` on
 their 5-D inputs and outputs while a trace runs for a mesh (`TraceOptions.mesh`).
 The width axis is split over ('dp', 'tp'); when the batch divides by 'dp' (and
 'dp' > 1) the batch goes over 'dp' and the width over 'tp'. XLA inserts the
@@ -23,21 +24,10 @@ this patch only places the marks.
 import functools
 
 import jax
-from diffusers.models.autoencoders.autoencoder_kl_wan import (
-    AvgDown3D,
-    DupUp3D,
-    WanAttentionBlock,
-    WanCausalConv3d,
-    WanResample,
-)
-from diffusers.models.downsampling import CogVideoXDownsample3D
-from diffusers.models.upsampling import CogVideoXUpsample3D
 from torch import nn
 
 from ..mesh import sharding_for
-from .group_norm import TorchaxGroupNorm
 from .options import current
-from .safe_conv3d import PlainConv3d
 from .torchax_torch213 import import_torchax
 
 def constrain(x):
@@ -65,19 +55,11 @@ def _mark_output(module, args, output):
     return _torch_constrain()(output)
 
 
-MARKED = (
-    # CogVideoX
-    PlainConv3d, TorchaxGroupNorm, CogVideoXUpsample3D, CogVideoXDownsample3D,
-    # Wan (its RMS norms are per pixel: they keep their input's split without a mark)
-    WanCausalConv3d, WanResample, AvgDown3D, DupUp3D, WanAttentionBlock,
-)
-
-
-def patch(model: nn.Module) -> int:
-    """Registers the marking hooks on every layer of a MARKED type (after the other patches); returns how many."""
+def patch(model: nn.Module, marked: tuple) -> int:
+    """Registers the marking hooks on every layer of a `marked` class (after the other patches); returns how many."""
     count = 0
     for module in model.modules():
-        if isinstance(module, MARKED):
+        if marked and isinstance(module, marked):
             module.register_forward_pre_hook(_mark_inputs)
             module.register_forward_hook(_mark_output)
             count += 1

@@ -1,6 +1,6 @@
-"""WanUpsample returning its input's dtype through `.to`, not torchax 0.0.13's `type_as`.
+"""WanUpsample (and its copy QwenImageUpsample) returning its input's dtype through `.to`, not torchax 0.0.13's `type_as`.
 
-Upstream: diffusers' `WanUpsample.forward` upsamples in float32 and casts back
+Upstream: diffusers' `WanUpsample.forward` (and `QwenImageUpsample.forward`) upsamples in float32 and casts back
 with `.type_as(x)`. torchax 0.0.13's `Tensor.type_as` changes the wrapped JAX
 array's dtype in place and returns the same tensor, whose torch-level dtype is
 still float32; under bf16 the next Conv2d then fails with "Input type (float)
@@ -13,22 +13,35 @@ Still needed while torchax's type_as works in place
 (tests/test_patches.py::test_torchax_type_as_still_works_in_place).
 """
 
+from diffusers.models.autoencoders.autoencoder_kl_qwenimage import QwenImageUpsample
 from diffusers.models.autoencoders.autoencoder_kl_wan import WanUpsample
 from torch import nn
+
+
+def _forward(self, x):
+    return nn.Upsample.forward(self, x.float()).to(x.dtype)
 
 
 class CastingWanUpsample(WanUpsample):
     """WanUpsample whose cast back to the input's dtype is `.to`."""
 
-    def forward(self, x):
-        return nn.Upsample.forward(self, x.float()).to(x.dtype)
+    forward = _forward
+
+
+class CastingQwenImageUpsample(QwenImageUpsample):
+    """QwenImageUpsample whose cast back to the input's dtype is `.to`."""
+
+    forward = _forward
+
+
+_REPLACE = {WanUpsample: CastingWanUpsample, QwenImageUpsample: CastingQwenImageUpsample}
 
 
 def patch(model: nn.Module) -> int:
-    """Makes every WanUpsample in `model` a CastingWanUpsample; returns how many."""
+    """Makes every WanUpsample and QwenImageUpsample in `model` cast with `.to`; returns how many."""
     count = 0
     for module in model.modules():
-        if type(module) is WanUpsample:
-            module.__class__ = CastingWanUpsample
+        if type(module) in _REPLACE:
+            module.__class__ = _REPLACE[type(module)]
             count += 1
     return count

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from vaes import WAN_CONFIGS, configure, input_shape, random_vae
+from vaes import CONFIGS, MODELS, configure, input_shape, random_vae
 
 SCHEDULERS = {
     "default": "",
@@ -131,7 +131,8 @@ def memory_cases(config: str = "official", size=None) -> list[Case]:
 
 
 def is_wan(config: str) -> bool:
-    return config in WAN_CONFIGS
+    """Whether the config is a feat_cache family's (Wan, Qwen-Image): chunk programs, no program split."""
+    return config in MODELS and config not in CONFIGS
 
 
 def device_cases(config: str, frames: int, size, devices=(1, 2, 4, 8)) -> list[Case]:
@@ -261,7 +262,7 @@ def speed_main(args) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="official", help="model config (scripts/vaes.py: CONFIGS, WAN_CONFIGS)")
+    parser.add_argument("--config", default="official", help="model config (scripts/vaes.py: MODELS)")
     parser.add_argument("--frames", type=int, default=None, help="video frames (default 49; --speed: its case list)")
     parser.add_argument("--size", default=None, help="video HEIGHTxWIDTH (default 480x720; --speed: its case list)")
     parser.add_argument("--tile", default=None, help="tile HEIGHTxWIDTH (default: half the size)")

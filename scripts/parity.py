@@ -13,7 +13,7 @@ import sys
 import torch
 
 from torchax_vae import TorchaxVAE
-from vaes import CONFIGS, WAN_CONFIGS, random_vae
+from vaes import MODELS, random_vae
 
 
 @dataclasses.dataclass
@@ -78,7 +78,7 @@ def table(rows: list[Row]) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", choices=sorted(CONFIGS) + sorted(WAN_CONFIGS), nargs="+", default=["tiny", "official"])
+    parser.add_argument("--config", choices=sorted(MODELS), nargs="+", default=["tiny", "official"])
     parser.add_argument("--frames", type=int, nargs="+", default=[1, 5, 9, 13, 17, 33])
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--size", type=int, default=32, help="height = width of the test videos")

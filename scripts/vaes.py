@@ -5,7 +5,7 @@ this folder on sys.path and re-exports them); not part of the installed package.
 """
 
 import torch
-from diffusers import AutoencoderKLCogVideoX, AutoencoderKLWan
+from diffusers import AutoencoderKLCogVideoX, AutoencoderKLHunyuanVideo, AutoencoderKLQwenImage, AutoencoderKLWan
 
 # diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_kl_cogvideox.py)
 # and the released CogVideoX VAE's architecture (the class defaults, 215 M parameters).
@@ -51,12 +51,41 @@ WAN_CONFIGS = {
 }
 
 
-def random_vae(config: str, seed: int = 0) -> AutoencoderKLCogVideoX | AutoencoderKLWan:
-    """A model of a named config (CONFIGS: CogVideoX; WAN_CONFIGS: Wan) with weights from a fixed seed."""
+# AutoencoderKLQwenImage: the VAE of diffusers' QwenImagePipeline tests (tests/pipelines/qwenimage), with
+# placeholder normalization; the released Qwen-Image VAE's architecture (the class defaults, Wan 2.1's shape).
+QWENIMAGE_CONFIGS = {
+    "qwenimage-tiny": {
+        "base_dim": 24, "z_dim": 4, "dim_mult": [1, 2, 4], "num_res_blocks": 1, "temperal_downsample": [False, True],
+        **_normalization(4),
+    },
+    "qwenimage": {},
+}
+
+# AutoencoderKLHunyuanVideo: diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_hunyuan_video.py),
+# and the released HunyuanVideo VAE's architecture (the class defaults).
+HUNYUAN_CONFIGS = {
+    "hunyuan-tiny": {
+        "latent_channels": 4, "block_out_channels": (8, 8, 8, 8), "layers_per_block": 1, "norm_num_groups": 4,
+    },
+    "hunyuanvideo": {},
+}
+
+# config name -> (diffusers class, its arguments)
+MODELS = {
+    **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
+    **{name: (AutoencoderKLWan, kwargs) for name, kwargs in WAN_CONFIGS.items()},
+    **{name: (AutoencoderKLQwenImage, kwargs) for name, kwargs in QWENIMAGE_CONFIGS.items()},
+    **{name: (AutoencoderKLHunyuanVideo, kwargs) for name, kwargs in HUNYUAN_CONFIGS.items()},
+}
+
+
+def random_vae(config: str, seed: int = 0):
+    """A model of a named config (`MODELS`) with weights from a fixed seed."""
+    if config not in MODELS:
+        raise ValueError(f"unknown config {config!r}; known: {sorted(MODELS)}")
+    model_class, kwargs = MODELS[config]
     torch.manual_seed(seed)
-    if config in WAN_CONFIGS:
-        return AutoencoderKLWan(**WAN_CONFIGS[config]).eval()
-    return AutoencoderKLCogVideoX(**CONFIGS[config]).eval()
+    return model_class(**kwargs).eval()
 
 
 def input_shape(case, vae) -> tuple[int, ...]:

@@ -83,9 +83,9 @@ def tiny():
 
 
 def wan():
-    """Wan 2.1- and 2.2-style tiny VAEs on a (1, 8) mesh: the feat_cache carried between chunk programs on it."""
+    """Wan 2.1-, 2.2- and Qwen-Image-style tiny VAEs on a (1, 8) mesh: the feat_cache carried between chunk programs."""
     gen = torch.Generator().manual_seed(0)
-    for name in ("wan-tiny", "wan2.2-tiny"):
+    for name in ("wan-tiny", "wan2.2-tiny", "qwenimage-tiny"):
         vae = random_vae(name)
         ours = TorchaxVAE(vae, mesh=make_mesh())
         # 9 frames: three encoder calls; 3 latent frames: three decoder calls (first chunk, then the steady one).
@@ -103,6 +103,12 @@ def wan():
     steady_sharded = [s for s in sharded if s["name"].endswith("+feat_cache")][0]
     emit(case="memory", what="wan decode temp bytes", single=steady["temp_bytes"],
          sharded=steady_sharded["temp_bytes"], devices=len(steady_sharded["devices"]))
+    # Qwen-Image: an image (one frame) decoded at 64x256.
+    vae = random_vae("qwenimage-tiny")
+    single = TorchaxVAE(vae).precompile("decode", (1, 4, 1, 16, 64))
+    sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", (1, 4, 1, 16, 64))
+    emit(case="memory", what="qwenimage decode temp bytes", single=single[0]["temp_bytes"],
+         sharded=sharded[0]["temp_bytes"], devices=len(sharded[0]["devices"]))
 
 
 def official():

@@ -15,9 +15,9 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
-from vaes import CONFIGS, WAN_CONFIGS, random_vae  # noqa: E402
+from vaes import CONFIGS, MODELS, WAN_CONFIGS, random_vae  # noqa: E402
 
-__all__ = ["CONFIGS", "WAN_CONFIGS", "TOLERANCE", "assert_close", "bf16_check", "check_encode_decode", "random_vae"]
+__all__ = ["CONFIGS", "MODELS", "WAN_CONFIGS", "TOLERANCE", "assert_close", "bf16_check", "check_encode_decode", "random_vae"]
 
 # Max |Δ| allowed against the same model in plain PyTorch fp32.
 TOLERANCE = {torch.float32: 1e-4}

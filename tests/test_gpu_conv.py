@@ -12,12 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
-from diffusers import AutoencoderKLCogVideoX, AutoencoderKLWan
 
 from torchax_vae import TorchaxVAE, patches
 from torchax_vae.models import input_shape
 from torchax_vae.patches import gpu_conv
-from helpers import CONFIGS, TOLERANCE, WAN_CONFIGS, assert_close, random_vae
+from helpers import MODELS, TOLERANCE, assert_close, random_vae
 
 # (x shape, w shape, stride, padding, dilation, groups)
 CASES = [
@@ -157,10 +156,9 @@ def _pointwise_convolutions(text: str) -> list[str]:
 
 
 def _meta_model(config):
+    model_class, kwargs = MODELS[config]
     with torch.device("meta"):
-        if config in WAN_CONFIGS:
-            return AutoencoderKLWan(**WAN_CONFIGS[config])
-        return AutoencoderKLCogVideoX(**CONFIGS[config])
+        return model_class(**kwargs)
 
 
 @pytest.mark.parametrize("config,frames,height,width", RELEASED)

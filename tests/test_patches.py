@@ -472,14 +472,17 @@ def test_masked_layers_are_unchanged_outside_a_tile():
 def test_apply_counts_and_leaves_users_model_alone():
     vae = random_vae("tiny")
     classes_before = [type(m) for m in vae.modules()]
-    counts = patches.apply(vae)
+    from torchax_vae.models.cogvideox import MARKED
+    from torchax_vae.models.wan import WanVAE
+
+    counts = patches.apply(vae, MARKED)
     assert set(counts) == {
         "group_norm", "safe_conv3d", "frame_conv", "pointwise_conv_cache", "spatial_norm", "time_pool", "tile_mask",
         "sharding_marks", "wan_upsample",
     }
     assert all(counts[name] > 0 for name in counts if name != "wan_upsample"), counts
     assert counts["wan_upsample"] == 0
-    wan_counts = patches.apply(random_vae("wan-tiny"))  # the same patches, by class: a Wan model gets its own
+    wan_counts = patches.apply(random_vae("wan-tiny"), WanVAE.marked)  # the same patches, by class: a Wan model gets its own
     assert {name for name, n in wan_counts.items() if n} == {"frame_conv", "sharding_marks", "wan_upsample"}, wan_counts
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE

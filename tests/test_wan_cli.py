@@ -31,7 +31,8 @@ def run(capsys, *args) -> str:
 
 def test_decode_undoes_the_wan_normalization_as_the_pipeline_does(wan_dir, tmp_path, capsys):
     vae = random_vae("wan-tiny")
-    z = torch.randn(1, 3, 16, 4, 6, generator=torch.Generator().manual_seed(0))  # [B, F, C, H, W], normalized
+    # [B, C, F, H, W], normalized: what WanPipeline(output_type="latent") returns (before: read as [B, F, C, H, W])
+    z = torch.randn(1, 16, 3, 4, 6, generator=torch.Generator().manual_seed(0))
     torch.save(z, tmp_path / "latents.pt")
     result = json.loads(run(capsys, "decode", tmp_path / "latents.pt", "-o", tmp_path / "video.mp4",
                             "--model", wan_dir))
@@ -42,7 +43,7 @@ def test_decode_undoes_the_wan_normalization_as_the_pipeline_does(wan_dir, tmp_p
     mean = torch.tensor(vae.config.latents_mean).view(shape)
     inv_std = 1.0 / torch.tensor(vae.config.latents_std).view(shape)
     with torch.no_grad():  # WanPipeline: latents / latents_std + latents_mean, then decode
-        expected = to_uint8(vae.decode(z.permute(0, 2, 1, 3, 4) / inv_std + mean).sample[0])
+        expected = to_uint8(vae.decode(z / inv_std + mean).sample[0])
     files.write_mp4(tmp_path / "expected.mp4", expected)  # PyTorch's frames through the same (lossy) codec
     written = imread(tmp_path / "expected.mp4").astype(float)
     codec = np.abs(written - expected).max()
@@ -57,8 +58,8 @@ def test_encode_applies_the_wan_normalization(wan_dir, tmp_path, capsys):
     x = torch.from_numpy(imread(tmp_path / "in.mp4")).permute(3, 0, 1, 2)[None].float() / 127.5 - 1
     result = json.loads(run(capsys, "encode", tmp_path / "in.mp4", "-o", tmp_path / "latents.npy",
                             "--model", wan_dir))
-    assert result["latent_shape"] == [1, 2, 16, 4, 6] and result["layout"] == "BFCHW"  # as the file holds them
-    latents = torch.from_numpy(np.load(tmp_path / "latents.npy")).permute(0, 2, 1, 3, 4)
+    assert result["latent_shape"] == [1, 16, 2, 4, 6] and result["layout"] == "BCFHW"  # as Wan's pipelines hold them
+    latents = torch.from_numpy(np.load(tmp_path / "latents.npy"))
     shape = (1, 16, 1, 1, 1)
     with torch.no_grad():  # WanVideoToVideoPipeline: (latents - latents_mean) * (1 / latents_std)
         mean = vae.encode(x).latent_dist.mean

@@ -32,6 +32,16 @@ def _shape(text: str) -> tuple[int, int, int]:
     return frames, height, width
 
 
+def _size(text: str) -> tuple[int, int]:
+    try:
+        height, width = (int(n) for n in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected HEIGHTxWIDTH (e.g. 1328x1328), got {text!r}") from None
+    if min(height, width) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return height, width
+
+
 def _positive(kind):
     def parse(text: str):
         try:
@@ -47,7 +57,7 @@ def _positive(kind):
 
 def _model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--model", required=required,
-                   help="CogVideoX or Wan checkpoint, local folder or hub id (cached); the VAE class is read from its config")
+                   help="CogVideoX, Wan or Qwen-Image checkpoint, local folder or hub id (cached); the VAE class is read from its config")
     p.add_argument("--subfolder", default="vae", help="the VAE's folder inside --model (default: vae)")
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="compute dtype (default: fp32)")
     p.add_argument("--tiling", action="store_true",
@@ -67,7 +77,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="torchax-vae",
-        description="diffusers video VAEs (CogVideoX, Wan) on JAX through torchax. Stage 3 of a text-to-video "
+        description="diffusers video VAEs (CogVideoX, Wan, Qwen-Image) on JAX through torchax. Stage 3 of a text-to-video "
                     "pipeline: decode the latents a pipeline saved (output_type='latent') into a video.",
     )
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -80,15 +90,20 @@ def parser() -> argparse.ArgumentParser:
                         "batch > 1: NAME_0.mp4, NAME_1.mp4, ...")
     _model_args(p)
     p.add_argument("--fps", type=_positive(float), default=8.0, help="frames per second of the MP4 (default: 8)")
-    p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default="BFCHW",
-                   help="how the file stores the latents (default: BFCHW, the pipeline's)")
+    p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default=None,
+                   help="how the file stores the latents (default: as the family's pipelines return them: "
+                        "CogVideoX BFCHW, the others BCFHW)")
+    p.add_argument("--size", type=_size, default=None,
+                   help="HEIGHTxWIDTH of the image that packed latents [B, tokens, C*4] were made for "
+                        "(Qwen-Image's pipelines return them so with output_type='latent')")
     _common(p)
 
     p = sub.add_parser("encode", help="video -> latents (scaled, as the pipelines hold them)")
     p.add_argument("video", help="any video ffmpeg reads")
     p.add_argument("-o", "--output", required=True, help=".pt, .safetensors or .npy to write")
     _model_args(p)
-    p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default="BFCHW", help="layout to write (default: BFCHW)")
+    p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default=None,
+                   help="layout to write (default: the family's pipelines': CogVideoX BFCHW, the others BCFHW)")
     p.add_argument("--posterior", choices=("mean", "sample"), default="mean", help="latents to keep (default: mean)")
     p.add_argument("--seed", type=int, default=0, help="for --posterior sample")
     p.add_argument("--frames", type=_positive(int), default=None, help="read at most this many frames")
@@ -151,7 +166,7 @@ def _run(args) -> dict:
     if args.command == "decode":
         return commands.decode_file(
             args.latents, args.output, args.model, subfolder=args.subfolder or None, dtype=args.dtype,
-            tiling=args.tiling, fps=args.fps, layout=args.layout, progress=progress,
+            tiling=args.tiling, fps=args.fps, layout=args.layout, progress=progress, size=args.size,
         )
     if args.command == "encode":
         return commands.encode_file(

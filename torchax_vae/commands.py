@@ -231,24 +231,29 @@ def _make_vae(vae, dtype: str, tiling: bool) -> TorchaxVAE:
 
 def decode_file(
     latents: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
-    tiling: bool = False, fps: float = 8, layout: str = "BFCHW", progress="bar",
+    tiling: bool = False, fps: float = 8, layout: str | None = None, progress="bar", size=None,
 ) -> dict:
     """Stage 3: latents saved by stage 2 -> one video per batch element, decoded by TorchaxVAE.
 
     `out` ending in .mp4: H.264 (yuv420p, CRF 12: lossy); in .npy: the exact
     uint8 frames [F, H, W, 3] the pipeline's video processor would give (lossless).
     progress: "bar" (a terminal), "log" (a line every tenth of the batches, with an ETA) or None.
+    size: (height, width) of the images packed latents were made for (Qwen-Image's [B, tokens, C x 4]).
+    layout: how the file stores 5-D latents, "BFCHW" or "BCFHW"; by default the family's pipelines' layout
+    (`pipeline_layout`: CogVideoX's is BFCHW, the others' BCFHW).
     """
     mode = _progress_mode(progress)
     out = files.check_writable(out, files.VIDEO_SUFFIXES)
     files.check_distinct(out, [latents])
-    z = files.load_latents(latents, layout)
+    z = files.load_latents(latents, None, packed=True)  # as stored: the layout depends on the family
     paths = _outputs(out, z.shape[0])
     for path in paths:
         files.check_writable(path)
         files.check_distinct(path, [latents])
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
+    layout = layout or ours.pipeline_layout
+    z = _unpacked(ours, z, size, latents) if z.ndim == 3 else files.to_layout(z, layout, "BCFHW").contiguous()
     channels = ours.latent_channels
     if z.shape[1] != channels:
         shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
@@ -284,12 +289,26 @@ def decode_file(
     }
 
 
+def _unpacked(ours: TorchaxVAE, z: torch.Tensor, size, where) -> torch.Tensor:
+    """3-D packed latents [B, tokens, C x 4] as [B, C, 1, H, W], as the family's pipeline unpacks them."""
+    if not hasattr(ours, "unpack_latents"):
+        raise InputError(f"{where}: 3-D latents {tuple(z.shape)}; this {type(ours).model_class.__name__}'s "
+                         "pipelines hand over 5-D latents [B, F, C, H, W]")
+    if size is None:
+        raise InputError(f"{where}: packed latents {tuple(z.shape)} ([B, tokens, channels]); pass --size "
+                         "HEIGHTxWIDTH, the image size the pipeline made them for")
+    try:
+        return ours.unpack_latents(z, *size)
+    except ValueError as e:
+        raise InputError(f"{where}: {e}") from None
+
+
 def encode_file(
     video: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32", tiling: bool = False,
-    layout: str = "BFCHW", posterior: str = "mean", seed: int = 0, max_frames: int | None = None,
+    layout: str | None = None, posterior: str = "mean", seed: int = 0, max_frames: int | None = None,
     progress="bar",
 ) -> dict:
-    """A video file -> normalized latents as stage 2 would hold them ([B, F, C, H, W] by default)."""
+    """A video file -> normalized latents as stage 2 would hold them (in the family's `pipeline_layout` by default)."""
     if posterior not in ("mean", "sample"):
         raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")
     mode = _progress_mode(progress)
@@ -307,6 +326,7 @@ def encode_file(
         z = dist.mean if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start
     z = ours.scale_latents(z.float())  # as the family's video-to-video pipeline normalizes them
+    layout = layout or ours.pipeline_layout
     files.save_latents(out, z, layout)
     return {
         "output": str(out),

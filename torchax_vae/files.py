@@ -96,16 +96,19 @@ def _unpickling_reason(error: Exception) -> str:
     return f"it holds a {reason}, not tensors only"
 
 
-def load_latents(path, layout: str = "BFCHW") -> torch.Tensor:
+def load_latents(path, layout: str | None = "BFCHW", packed: bool = False) -> torch.Tensor:
     """Latents from .pt/.pth, .safetensors or .npy as a float tensor [B, C, F, H, W].
 
-    `layout` says how the file stores them: "BFCHW" (what the pipelines return
-    with output_type="latent") or "BCFHW" (the VAE's own layout). Only 5-D, as
-    the VAE's decode takes them: a 4-D array is refused (one video's latents are
-    ambiguous between the layouts; save `latents[None]` or the whole batch).
+    `layout` says how the file stores them: "BFCHW" (what the CogVideoX
+    pipelines return with output_type="latent"), "BCFHW" (the VAE's own layout,
+    and the other families' pipelines'), or None: as stored (see `to_layout`). Only
+    5-D, as the VAE's decode takes them: a 4-D array is refused (one video's
+    latents are ambiguous between the layouts; save `latents[None]` or the whole
+    batch). With `packed`, a 3-D array [B, tokens, channels] (Qwen-Image's
+    pipelines pack latents so) is returned as it is, for the family to unpack.
     """
     path = pathlib.Path(path)
-    if layout not in LAYOUTS:
+    if layout is not None and layout not in LAYOUTS:
         raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     check_readable(path, "latents file", LATENT_SUFFIXES)
     try:
@@ -136,14 +139,21 @@ def load_latents(path, layout: str = "BFCHW") -> torch.Tensor:
     tensor = torch.as_tensor(data)
     if not tensor.is_floating_point():
         raise InputError(f"{path}: latents must be floating point, got {tensor.dtype}")
+    if packed and tensor.ndim == 3:
+        return tensor.float().contiguous()
     if tensor.ndim != 5:
-        shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
+        shown = {"BFCHW": "[B, F, C, H, W]", "BCFHW": "[B, C, F, H, W]"}.get(layout, "[B, C, F, H, W] or [B, F, C, H, W]")
         hint = "; for one video's latents save latents[None] (a batch of one)" if tensor.ndim == 4 else ""
         raise InputError(f"{path}: latents must be 5-D {shown}, as the VAE's decode takes them; "
                          f"got {tensor.ndim}-D with shape {tuple(tensor.shape)}{hint}")
-    if layout == "BFCHW":
-        tensor = tensor.permute(0, 2, 1, 3, 4)
-    return tensor.float().contiguous()
+    return to_layout(tensor.float(), layout, "BCFHW").contiguous()
+
+
+def to_layout(tensor: torch.Tensor, layout: str | None, target: str) -> torch.Tensor:
+    """5-D latents stored in `layout` as `target` ("BFCHW" or "BCFHW"); None: already in `target`."""
+    if layout is None or layout == target:
+        return tensor
+    return tensor.permute(0, 2, 1, 3, 4)
 
 
 def save_latents(path, latents: torch.Tensor, layout: str = "BFCHW") -> None:

@@ -59,6 +59,23 @@ class Tile:
         return (self.valid_height, self.valid_width)
 
 
+def strided(tile_h, tile_w, stride_h, stride_w, *, out_scale, out_tile=None, out_stride=None) -> TileLayout:
+    """diffusers' arithmetic with strides (Wan, Qwen-Image, HunyuanVideo, LTX): input tiles of tile_* every
+    stride_*; outputs blended over (out tile - out stride), keeping out stride (default: the input's / out_scale)."""
+    out_tile = out_tile or (tile_h // out_scale, tile_w // out_scale)
+    out_stride = out_stride or (stride_h // out_scale, stride_w // out_scale)
+    return TileLayout(
+        tile_height=tile_h,
+        tile_width=tile_w,
+        stride_height=stride_h,
+        stride_width=stride_w,
+        blend_height=out_tile[0] - out_stride[0],
+        blend_width=out_tile[1] - out_stride[1],
+        keep_height=out_stride[0],
+        keep_width=out_stride[1],
+    )
+
+
 def layout(in_tile_h, in_tile_w, out_tile_h, out_tile_w, overlap_h, overlap_w) -> TileLayout:
     """diffusers' arithmetic: input tiles of in_tile_*, outputs of out_tile_*, overlap factors."""
     blend_h = int(out_tile_h * overlap_h)
@@ -120,6 +137,22 @@ def assemble(tiles: list[list[list[jax.Array]]], lay: TileLayout, crops: tuple) 
         jnp.concatenate([t[:, :, :, : lay.keep_height, : lay.keep_width] for t in row], axis=4) for row in blended
     ]
     return jnp.concatenate(rows, axis=3)
+
+
+@functools.partial(jax.jit, static_argnames=("extent", "stride", "frames"))
+def assemble_windows(windows: list[jax.Array], *, extent: int, stride: int, frames: int) -> jax.Array:
+    """diffusers' temporal tiling (HunyuanVideo, LTX): frame windows blended in order, each fading in from the one
+    before it over `extent` frames (`blend_t`), the first keeping stride + 1 frames and the rest `stride`, cut to `frames`.
+
+    Each window after the first has already lost its first frame (the one it shares with the window before).
+    """
+    blended = []
+    for i, window in enumerate(windows):
+        if i > 0:
+            window = blend(blended[i - 1], window, extent, axis=2)
+        blended.append(window)
+    kept = [w[:, :, : stride + 1] if i == 0 else w[:, :, :stride] for i, w in enumerate(blended)]
+    return jnp.concatenate(kept, axis=2)[:, :, :frames]
 
 
 def extent_at(valid, tile: int, size: int):

@@ -92,6 +92,8 @@ class TorchaxVAE(ModelMixin):
 
     # Set by each family's adapter (torchax_vae.models).
     model_class: type = None
+    # How the family's pipelines hold latents (output_type="latent"): the transformer's layout.
+    pipeline_layout: str = "BCFHW"
 
     def __new__(cls, vae=None, *args, **kwargs):
         if cls is TorchaxVAE:

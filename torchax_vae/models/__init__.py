@@ -13,11 +13,13 @@ Adding a family: a module here with its `TorchaxVAE` subclass, listed in
 import sys
 
 from .cogvideox import CogVideoXVAE
+from .hunyuanvideo import HunyuanVideoVAE
+from .qwenimage import QwenImageVAE
 from .wan import WanVAE
 
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "wrapper_for", "wrapper_for_config"]
 
-WRAPPERS = (CogVideoXVAE, WanVAE)
+WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE)
 
 
 def supported() -> str:

@@ -17,13 +17,21 @@ import torch
 # looking the base class up in this module (pipelines.pipeline_loading_utils.get_class_obj_and_candidates).
 from diffusers import AutoencoderKLCogVideoX, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d, CogVideoXResnetBlock3D
+from diffusers.models.downsampling import CogVideoXDownsample3D
+from diffusers.models.upsampling import CogVideoXUpsample3D
 from jax.sharding import Mesh
 from torch import nn
 
 from .. import convert, patches, staging, tiling
 from ..lowering import jax_weights, private_copy, tracing
 from ..sources import ShapeSource
+from ..patches.group_norm import TorchaxGroupNorm
+from ..patches.safe_conv3d import PlainConv3d
 from ..vae import TorchaxVAE, apply, join
+
+# The layers whose activations get sharding marks on a mesh (patches/sharding_marks.py): every convolution
+# inside a CogVideoXCausalConv3d (a PlainConv3d after safe_conv3d), every GroupNorm, the samplers.
+MARKED = (PlainConv3d, TorchaxGroupNorm, CogVideoXUpsample3D, CogVideoXDownsample3D)
 
 class CogVideoXVAE(TorchaxVAE):
     """`TorchaxVAE` for diffusers' `AutoencoderKLCogVideoX` (CogVideoX 2b/5b, 1.5).
@@ -66,6 +74,7 @@ class CogVideoXVAE(TorchaxVAE):
     """
 
     model_class = AutoencoderKLCogVideoX
+    pipeline_layout = "BFCHW"  # CogVideoX's transformer takes [B, F, C, H, W]
 
     def __init__(
         self,
@@ -298,7 +307,7 @@ class LoweredVAE:
 
     def __init__(self, vae: nn.Module, mesh=None, platform: str | None = None):
         self.model = private_copy(vae)
-        self.patch_counts = patches.apply(self.model)
+        self.patch_counts = patches.apply(self.model, MARKED)
         self.env = patches.import_torchax().default_env()
         self.mesh = mesh  # activations are marked for this jax.sharding.Mesh (patches/sharding_marks.py)
         # the JAX platform the programs are for (default: JAX's default backend); picks CPU-only lowerings

@@ -1,0 +1,337 @@
+"""diffusers' feat_cache VAEs: AutoencoderKLWan and the class derived from it, AutoencoderKLQwenImage.
+
+How diffusers runs them, and how these adapters do:
+
+- Encode: the first frame alone, then chunks of 4 frames (frames past the last
+  whole chunk are dropped, as diffusers drops them); decode: one latent frame
+  per decoder call. Every call reads and writes `feat_cache`, a Python list
+  that diffusers mutates in place, indexed by a `feat_idx=[0]` counter, with
+  one entry per causal convolution: None, the string "Rep" (a temporal
+  upsampler that has seen only the first chunk), or the last frames of that
+  convolution's input.
+- Here each call is a jitted program of (weights, frames, cache); the list is
+  built from the argument inside the trace, diffusers' forward fills it, and
+  the program returns it as a tuple of arrays that stays on the device for the
+  next call. The entries are brought to one shape on the way out, so that the
+  second and every later call are the same program: a one-frame entry gets a
+  zero frame in front (the causal padding it stands in for is zeros), and
+  "Rep" becomes two zero frames (what the upsampler's time convolution pads
+  with when it sees "Rep"). So a video of any length compiles two programs per
+  resolution for decode (the first call, and the rest), and two for encode;
+  an image (one frame, Qwen-Image) one each way.
+- Patchify (Wan 2.2) before the encoder, and unpatchify and the clamp to
+  [-1, 1] after the decoder, act on each frame alone, so they run inside the
+  per-chunk programs; with tiling they run after blending, as in diffusers.
+- Tiling: diffusers' tiled_encode/tiled_decode, each tile at its own exact
+  shape (the mid block's spatial attention sees the whole tile, so a
+  zero-padded tile would change the result), a fresh cache per tile, and the
+  blend of torchax_vae.tiling. "auto" (the engine's tiling mode) measures the
+  two untiled chunk programs.
+- Latent normalization, as the pipelines apply it: `latents_mean` and
+  `latents_std` from the config.
+
+What a family of this kind says (`FeatCacheVAE`'s class attributes and
+properties): its diffusers class, its resample layer (whose "Rep" entry
+needs a shape), whether the decoder takes diffusers' `first_chunk` flag, its
+patch size, its channels and compression ratios.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import torch
+from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchify
+from jax.sharding import Mesh
+
+from .. import convert, patches, tiling
+from ..lowering import jax_weights, private_copy, tracing
+from ..sources import ShapeSource
+from ..vae import TorchaxVAE, apply, join
+
+# diffusers' encoder chunking: the first frame, then this many frames per call
+ENCODE_CHUNK = 4
+
+
+def encode_chunks(num_frames: int) -> list[tuple[int, int]]:
+    """The (start, end) frame ranges diffusers' `_encode` passes to one encoder call each."""
+    calls = 1 + (num_frames - 1) // ENCODE_CHUNK
+    return [(0, 1)] + [(1 + ENCODE_CHUNK * (i - 1), 1 + ENCODE_CHUNK * i) for i in range(1, calls)]
+
+
+class FeatCacheLowered:
+    """A private, patched copy of a feat_cache VAE and its per-call step functions, pure in JAX arrays.
+
+    resample_class: the family's resample layer, whose first upsampling call stores "Rep".
+    first_chunk: whether the decoder takes diffusers' `first_chunk` flag (Wan's does; Qwen-Image's does not).
+    patch: the patch size the video is patchified by before the encoder (Wan 2.2), or None.
+    """
+
+    def __init__(self, vae, resample_class: type, first_chunk: bool, patch: int | None,
+                 mesh: Mesh | None = None, platform: str | None = None, marked: tuple = ()):
+        self.model = private_copy(vae)
+        self.mesh = mesh  # activations are width-sharded over it inside the programs (patches/sharding_marks.py)
+        # the JAX platform the programs are for (CPU: per-frame convolutions in bf16, see _tracing)
+        self.platform = platform or jax.default_backend()
+        self.patch_counts = patches.apply(self.model, marked)
+        self.patch = patch
+        self.first_chunk = first_chunk
+        self.counts = dict(vae._cached_conv_counts)  # feat_cache entries of the encoder and decoder
+        self.env = patches.import_torchax().default_env()
+        # While a first decoder call is traced: feat_cache index -> the shape a "Rep" entry stands for.
+        self._rep_shapes: dict[int, tuple] = {}
+        for module in self.model.modules():
+            if isinstance(module, resample_class) and module.mode == "upsample3d":
+                module.register_forward_pre_hook(self._note_rep, with_kwargs=True)
+
+    def _note_rep(self, module, args, kwargs):
+        cache, index = kwargs.get("feat_cache"), kwargs.get("feat_idx")
+        if cache is None and len(args) > 1:  # called positionally: (x, feat_cache, feat_idx)
+            cache, index = args[1], args[2]
+        if cache is not None and cache[index[0]] is None:  # diffusers is about to store "Rep" here
+            batch, channels, _, height, width = args[0].shape
+            self._rep_shapes[index[0]] = (batch, channels, 2, height, width)
+
+    def _tracing(self, dtype):
+        # Per-frame convolutions (patches/frame_conv.py) only for bf16 on CPU: they accumulate in fp32, which
+        # keeps the tiny model's bf16 encode within 2x PyTorch bf16's error (stock: 2.21x, by frames: 1.61x).
+        # In fp32, Wan's chunk programs run 1.9x faster with XLA:CPU's stock 3-D convolution (decode
+        # 9x64x96 of Wan 2.1: 3.28 s against 6.21 s by frames; encode 2.00 s against 3.92 s), unlike
+        # CogVideoX's layer programs, where per-frame convolutions are the faster ones.
+        cpu = patches.options.cpu_kernels_for(self.platform)
+        options = patches.options.TraceOptions(
+            cpu_kernels=cpu and dtype == jnp.bfloat16,
+            gpu_conv_limit=patches.options.gpu_conv_limit_for(self.platform),
+            mesh=self.mesh,
+        )
+        return tracing(self.env, options)
+
+    def _call(self, child: str, weights, *args, **kwargs):
+        return torch.func.functional_call(getattr(self.model, child), weights[child], args, kwargs)
+
+    def _carried(self, feat_cache: list, like) -> tuple:
+        """feat_cache as the next call's argument, every entry at its steady shape (module docstring)."""
+        carried = []
+        for index, entry in enumerate(feat_cache):
+            if isinstance(entry, str):  # "Rep"
+                entry = like.new_zeros(self._rep_shapes[index])
+            elif entry is not None and entry.shape[2] == 1:
+                entry = torch.cat([torch.zeros_like(entry), entry], dim=2)
+            carried.append(entry)
+        return tuple(carried)
+
+    def _cache_list(self, cache, role: str) -> list:
+        return [None] * self.counts[role] if cache is None else list(cache)
+
+    def encode_step(self, weights, frames, cache):
+        """One encoder call (and quant_conv) on a chunk of frames: (moments, cache); cache None for the first."""
+        dtype = frames.dtype
+        weights, frames, cache = self.env.j2t_iso((weights, frames, cache))
+        with self._tracing(dtype):
+            x = patchify(frames, self.patch) if self.patch else frames
+            feat_cache = self._cache_list(cache, "encoder")
+            h = self._call("encoder", weights, x, feat_cache=feat_cache, feat_idx=[0])
+            h = self._call("quant_conv", weights, h)
+            carried = self._carried(feat_cache, h)
+        return self.env.t2j_iso((h, carried))
+
+    def decode_step(self, weights, latents, cache, finish: bool = True):
+        """One decoder call on one latent frame: (frames, cache); cache None for the first.
+
+        finish: unpatchify and clamp the output (False for tiles, which diffusers finishes after blending).
+        """
+        dtype = latents.dtype
+        weights, latents, cache = self.env.j2t_iso((weights, latents, cache))
+        with self._tracing(dtype):
+            x = self._call("post_quant_conv", weights, latents)
+            feat_cache = self._cache_list(cache, "decoder")
+            flags = {"first_chunk": cache is None} if self.first_chunk else {}
+            out = self._call("decoder", weights, x, feat_cache=feat_cache, feat_idx=[0], **flags)
+            carried = self._carried(feat_cache, out)
+            if finish:
+                out = finish_decoded(out, self.patch)
+        return self.env.t2j_iso((out, carried))
+
+
+def finish_decoded(out, patch):
+    """diffusers' last steps of a decode: unpatchify (Wan 2.2) and clamp to [-1, 1]."""
+    if patch:
+        out = unpatchify(out, patch_size=patch)
+    return torch.clamp(out, min=-1.0, max=1.0)
+
+
+class FeatCacheVAE(TorchaxVAE):
+    """The shared part of the feat_cache families' `TorchaxVAE`s (see the module docstring).
+
+    Each encoder or decoder call of diffusers' loop is one program; a video of
+    any length compiles two per resolution for decode and two for encode (the
+    first call, and the rest). Tiling and slicing follow diffusers' own
+    `enable_tiling(tile_sample_min_height, tile_sample_min_width,
+    tile_sample_stride_height, tile_sample_stride_width)` and `enable_slicing()`;
+    by default (`tiling_mode` "auto") an input larger than a tile is tiled only
+    when its untiled chunk programs would need more memory than is free.
+    """
+
+    resample_class: type = None  # the family's resample layer (its first upsampling call stores "Rep")
+    first_chunk: bool = False  # whether the family's decoder takes diffusers' first_chunk flag
+    marked: tuple = ()  # the family's layers whose activations get sharding marks (patches/sharding_marks.py)
+
+    def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
+        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
+        self._lowered = FeatCacheLowered(vae, self.resample_class, self.first_chunk, self.patch_size, mesh,
+                                         self._placement.local_device().platform, self.marked)
+        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
+        # What diffusers' pipelines and users read off the model.
+        self.z_dim = vae.z_dim
+        self.temperal_downsample = list(vae.temperal_downsample)
+        self.temperal_upsample = list(vae.temperal_upsample)
+        self.tile_sample_min_height = vae.tile_sample_min_height
+        self.tile_sample_min_width = vae.tile_sample_min_width
+        self.tile_sample_stride_height = vae.tile_sample_stride_height
+        self.tile_sample_stride_width = vae.tile_sample_stride_width
+
+    @property
+    def patch_size(self) -> int | None:
+        """The patch size the video is patchified by before the encoder, or None."""
+        return None
+
+    @property
+    def latent_channels(self) -> int:
+        return self.config.z_dim
+
+    def _normalization(self, latents: torch.Tensor):
+        shape = (1, self.config.z_dim, 1, 1, 1)
+        mean = torch.tensor(self.config.latents_mean).view(shape).to(latents.device, latents.dtype)
+        inv_std = 1.0 / torch.tensor(self.config.latents_std).view(shape).to(latents.device, latents.dtype)
+        return mean, inv_std
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        mean, inv_std = self._normalization(latents)
+        return (latents - mean) * inv_std  # as WanImageToVideoPipeline.prepare_latents
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        mean, inv_std = self._normalization(latents)
+        return latents / inv_std + mean  # as WanPipeline and QwenImagePipeline before decoding
+
+    # ----- tiling, with diffusers' arguments -----
+
+    def enable_tiling(
+        self,
+        tile_sample_min_height: int | None = None,
+        tile_sample_min_width: int | None = None,
+        tile_sample_stride_height: int | None = None,
+        tile_sample_stride_width: int | None = None,
+    ) -> None:
+        """Tiled encode and decode (mode "on"), with the same arguments and meaning as diffusers'."""
+        self.tiling_mode = "on"
+        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
+        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
+        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
+        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
+
+    def clear_cache(self) -> None:
+        """diffusers keeps its feat_cache on the model between calls; here each call carries its own. Nothing to clear."""
+
+    # ----- encode / decode -----
+
+    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
+        height, width = source.shape[3:]
+        if tiled is None:
+            tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+            need = functools.partial(self._untiled_bytes, "encode", source)
+            tiled = (height > tile[0] or width > tile[1]) and self._should_tile("encoder", need, source.shape, tile)
+        if tiled:
+            return self._tiled_encode(source)
+        return apply(join, self._calls("encode", source), axis=2)
+
+    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
+        height, width = source.shape[3:]
+        if tiled is None:
+            ratio = self.spatial_compression_ratio
+            tile = (self.tile_sample_min_height // ratio, self.tile_sample_min_width // ratio)
+            need = functools.partial(self._untiled_bytes, "decode", source)
+            tiled = (height > tile[0] or width > tile[1]) and self._should_tile("decoder", need, source.shape, tile)
+        if tiled:
+            return self._tiled_decode(source)
+        return apply(join, self._calls("decode", source), axis=2)
+
+    def _calls(self, kind: str, source, block=None, count: int | None = None) -> list:
+        """The outputs of diffusers' encoder (first frame, then 4 at a time) or decoder (a latent frame each) calls.
+
+        block: a (row, col, height, width) tile of the source, whose decoded
+        output is left raw (diffusers finishes tiles after blending). count: only
+        the first `count` calls, unreported (to measure the programs).
+        """
+        encode = kind == "encode"
+        name = "encoder" if encode else "decoder"
+        weights = {k: self._weights[k] for k in (("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv"))}
+        step = self._lowered.encode_step if encode else self._lowered.decode_step
+        if block is not None:
+            name += "/tile"
+            step = step if encode else functools.partial(step, finish=False)
+        frames = source.shape[2]
+        chunks = encode_chunks(frames) if encode else [(k, k + 1) for k in range(frames)]
+        cache, outputs = None, []
+        for chunk_frames in chunks[:count]:
+            chunk = source.take(chunk_frames) if block is None else source.take(chunk_frames, block[::2], block[1::2])
+            program = name if cache is None else f"{name}+feat_cache"
+            out, cache = self._programs.run(program, step, weights, chunk, cache)
+            outputs.append(out)
+            if count is None:
+                self._ran_batch()
+        return outputs
+
+    def _untiled_bytes(self, kind: str, source) -> int:
+        """Device memory of the largest untiled chunk program (first or steady) with its arguments and outputs."""
+        shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
+        with self._programs.recording() as used:
+            self._calls(kind, shapes, count=2)
+        return max(stats.temp_bytes + stats.argument_bytes + stats.output_bytes for stats in used)
+
+    def _tiled_encode(self, source) -> jax.Array:
+        """diffusers' tiled_encode: tiles of the (patchified) video, each at its own shape."""
+        patch = self.patch_size or 1
+        ratio = self.spatial_compression_ratio // patch
+        height, width = source.shape[3] // patch, source.shape[4] // patch  # patchified, as diffusers tiles it
+        lay = tiling.strided(self.tile_sample_min_height, self.tile_sample_min_width,
+                      self.tile_sample_stride_height, self.tile_sample_stride_width, out_scale=ratio)
+        tiles = [
+            [self._calls("encode", source,
+                         (t.row * patch, t.col * patch, t.valid_height * patch, t.valid_width * patch))
+             for t in row]
+            for row in lay.tiles(height, width)
+        ]
+        return apply(_assemble, tiles, lay=lay, size=(height // ratio, width // ratio), patch=None)
+
+    def _tiled_decode(self, source) -> jax.Array:
+        """diffusers' tiled_decode: latent tiles at their own shapes, blended, then finished."""
+        patch = self.patch_size or 1
+        ratio = self.spatial_compression_ratio
+        height, width = source.shape[3:]
+        lay = tiling.strided(self.tile_sample_min_height // ratio, self.tile_sample_min_width // ratio,
+                      self.tile_sample_stride_height // ratio, self.tile_sample_stride_width // ratio,
+                      out_scale=ratio // patch,
+                      out_tile=(self.tile_sample_min_height // patch, self.tile_sample_min_width // patch),
+                      out_stride=(self.tile_sample_stride_height // patch, self.tile_sample_stride_width // patch))
+        tiles = [
+            [self._calls("decode", source, (t.row, t.col, t.valid_height, t.valid_width)) for t in row]
+            for row in lay.tiles(height, width)
+        ]
+        size = (height * ratio // patch, width * ratio // patch)
+        return apply(_assemble, tiles, lay=lay, size=size, patch=self.patch_size or 0)
+
+
+@functools.partial(jax.jit, static_argnames=("lay", "size", "patch"))
+def _assemble(tiles, *, lay: tiling.TileLayout, size: tuple[int, int], patch):
+    """Blended tiles cropped to `size`; for a decode (patch not None), unpatchified and clamped as diffusers does."""
+    crops = tuple(tuple(tuple(calls[0].shape[3:]) for calls in row) for row in tiles)
+    out = tiling.assemble(tiles, lay, crops)[:, :, :, : size[0], : size[1]]
+    if patch is None:
+        return out
+    if patch:
+        b, c, f, h, w = out.shape
+        channels = c // (patch * patch)
+        # diffusers' unpatchify: view (b, c, p, p, f, h, w), permute (0, 1, 4, 5, 3, 6, 2)
+        out = out.reshape(b, channels, patch, patch, f, h, w).transpose(0, 1, 4, 5, 3, 6, 2)
+        out = out.reshape(b, channels, f, h * patch, w * patch)
+    return jnp.clip(out, -1.0, 1.0)

@@ -1,0 +1,228 @@
+"""diffusers' frame-window VAEs: AutoencoderKLHunyuanVideo (and the LTX classes built the same way).
+
+How diffusers runs them, and how these adapters do:
+
+- They carry no cache between calls: one encoder or decoder call sees a
+  whole clip. A video up to `tile_sample_min_num_frames` frames (its latents
+  up to that over the temporal ratio) is one call; a longer one, with
+  `use_framewise_encoding` / `use_framewise_decoding` (on by default), is cut
+  into windows of that many frames plus one, every
+  `tile_sample_stride_num_frames`; each window after the first drops its first
+  output frame (the one it shares with the window before), fades in from the
+  window before over the overlap (`blend_t`), and keeps a stride's worth.
+- Here each call is one program of (weights, clip). Its shape is the window's,
+  so the programs are bounded by the window settings, not the video's length:
+  the full window and the shorter last windows (at most min_num_frames + 1
+  shapes each way), and the whole-video shapes below one window. The
+  windows are blended on the device (`tiling.assemble_windows`).
+- Spatial tiling (`enable_tiling`, or "auto" when the untiled call would not
+  fit): diffusers' tiled_encode/tiled_decode over each call's clip, each tile
+  at its own exact shape (the mid block's attention sees the whole tile), and
+  the blend of torchax_vae.tiling.
+
+What a family of this kind says (`WindowVAE`'s attributes and methods): its
+diffusers class, the arguments its decoder takes besides the latents
+(`_decode_extra`), and its channels, ratios and latent scaling.
+"""
+
+import functools
+
+import jax
+import torch
+from jax.sharding import Mesh
+
+from .. import convert, patches, tiling
+from ..lowering import jax_weights, private_copy, tracing
+from ..sources import ShapeSource
+from ..vae import TorchaxVAE, apply
+
+
+def windows(frames: int, size: int, stride: int) -> list[tuple[int, int]]:
+    """The (start, end) frame ranges of diffusers' temporal tiling: `size` + 1 frames every `stride`."""
+    return [(start, min(start + size + 1, frames)) for start in range(0, frames, stride)]
+
+
+class WindowLowered:
+    """A private, patched copy of a frame-window VAE and its call functions, pure in JAX arrays."""
+
+    def __init__(self, vae, mesh: Mesh | None = None, platform: str | None = None, marked: tuple = ()):
+        self.model = private_copy(vae)
+        self.mesh = mesh
+        self.platform = platform or jax.default_backend()
+        self.patch_counts = patches.apply(self.model, marked)
+        self.env = patches.import_torchax().default_env()
+
+    def _tracing(self):
+        options = patches.options.TraceOptions(
+            cpu_kernels=patches.options.cpu_kernels_for(self.platform),
+            gpu_conv_limit=patches.options.gpu_conv_limit_for(self.platform),
+            mesh=self.mesh,
+        )
+        return tracing(self.env, options)
+
+    def _call(self, child: str, weights, *args):
+        return torch.func.functional_call(getattr(self.model, child), weights[child], args)
+
+    def encode_step(self, weights, frames):
+        """One encoder call (and quant_conv, where the model has one) on a clip: the posterior's moments."""
+        weights, frames = self.env.j2t_iso((weights, frames))
+        with self._tracing():
+            h = self._call("encoder", weights, frames)
+            if getattr(self.model, "quant_conv", None) is not None:
+                h = self._call("quant_conv", weights, h)
+        return self.env.t2j_iso(h)
+
+    def decode_step(self, weights, latents, *extra):
+        """One decoder call (after post_quant_conv, where the model has one) on a latent clip; `extra`: the
+        decoder's further arguments (LTX's timestep)."""
+        weights, latents, extra = self.env.j2t_iso((weights, latents, extra))
+        with self._tracing():
+            if getattr(self.model, "post_quant_conv", None) is not None:
+                latents = self._call("post_quant_conv", weights, latents)
+            out = self._call("decoder", weights, latents, *extra)
+        return self.env.t2j_iso(out)
+
+
+class WindowVAE(TorchaxVAE):
+    """The shared part of the frame-window families' `TorchaxVAE`s (see the module docstring).
+
+    Tiling follows diffusers' `enable_tiling(tile_sample_min_height,
+    tile_sample_min_width, tile_sample_min_num_frames, tile_sample_stride_height,
+    tile_sample_stride_width, tile_sample_stride_num_frames)`, framewise calls
+    `use_framewise_encoding` / `use_framewise_decoding`, slicing `enable_slicing()`.
+    """
+
+    marked: tuple = ()  # the family's layers whose activations get sharding marks (patches/sharding_marks.py)
+    _SETTINGS = (
+        "use_framewise_encoding", "use_framewise_decoding", "tile_sample_min_height", "tile_sample_min_width",
+        "tile_sample_min_num_frames", "tile_sample_stride_height", "tile_sample_stride_width",
+        "tile_sample_stride_num_frames",
+    )
+
+    def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
+        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
+        self._lowered = WindowLowered(vae, mesh, self._placement.local_device().platform, self.marked)
+        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
+        for name in self._SETTINGS:  # diffusers' settings, as the wrapped instance has them
+            setattr(self, name, getattr(vae, name))
+
+    # ----- what the family says -----
+
+    @property
+    def temporal_compression_ratio(self) -> int:
+        raise NotImplementedError
+
+    def _decode_extra(self, source) -> tuple:
+        """The decoder's arguments besides the latents, for the call on `source` (LTX: its timestep)."""
+        return ()
+
+    # ----- tiling, with diffusers' arguments -----
+
+    def enable_tiling(
+        self,
+        tile_sample_min_height: int | None = None,
+        tile_sample_min_width: int | None = None,
+        tile_sample_min_num_frames: int | None = None,
+        tile_sample_stride_height: int | None = None,
+        tile_sample_stride_width: int | None = None,
+        tile_sample_stride_num_frames: int | None = None,
+    ) -> None:
+        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers'."""
+        self.tiling_mode = "on"
+        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
+        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
+        self.tile_sample_min_num_frames = tile_sample_min_num_frames or self.tile_sample_min_num_frames
+        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
+        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
+        self.tile_sample_stride_num_frames = tile_sample_stride_num_frames or self.tile_sample_stride_num_frames
+
+    # ----- encode / decode -----
+
+    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
+        frames = source.shape[2]
+        if self.use_framewise_encoding and frames > self.tile_sample_min_num_frames and tiled is None:
+            spans = windows(frames, self.tile_sample_min_num_frames, self.tile_sample_stride_num_frames)
+            ratio = self.temporal_compression_ratio
+            outs = [self._clip("encode", source, span, tiled) for span in spans]
+            stride, size = self.tile_sample_stride_num_frames // ratio, self.tile_sample_min_num_frames // ratio
+            return self._blend_windows(outs, extent=size - stride, stride=stride, frames=(frames - 1) // ratio + 1)
+        return self._clip("encode", source, (0, frames), tiled)
+
+    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
+        frames = source.shape[2]
+        ratio = self.temporal_compression_ratio
+        size, stride = self.tile_sample_min_num_frames // ratio, self.tile_sample_stride_num_frames // ratio
+        if self.use_framewise_decoding and frames > size and tiled is None:
+            outs = [self._clip("decode", source, span, tiled) for span in windows(frames, size, stride)]
+            sample_stride = self.tile_sample_stride_num_frames
+            extent = self.tile_sample_min_num_frames - sample_stride
+            return self._blend_windows(outs, extent=extent, stride=sample_stride, frames=(frames - 1) * ratio + 1)
+        return self._clip("decode", source, (0, frames), tiled)
+
+    def _blend_windows(self, outs, *, extent, stride, frames):
+        trimmed = [out if i == 0 else apply(_drop_first, out) for i, out in enumerate(outs)]
+        return apply(tiling.assemble_windows, trimmed, extent=extent, stride=stride, frames=frames)
+
+    def _clip(self, kind: str, source, span, tiled) -> jax.Array:
+        """One clip (frames `span`) encoded or decoded: one call, or tiled as the tiling mode (or `tiled`) says."""
+        height, width = source.shape[3:]
+        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
+        tile = sample if kind == "encode" else tuple(t // self.spatial_compression_ratio for t in sample)
+        if tiled is None:
+            need = functools.partial(self._untiled_bytes, kind, source, span)
+            name = "encoder" if kind == "encode" else "decoder"
+            tiled = (height > tile[0] or width > tile[1]) and self._should_tile(name, need, source.shape, tile)
+        if tiled:
+            return self._tiled(kind, source, span)
+        out = self._call(kind, source, span)
+        self._ran_batch()
+        return out
+
+    def _call(self, kind: str, source, span, block=None):
+        """One encoder or decoder call on frames `span` of the source (or of a (row, col, height, width) block)."""
+        encode = kind == "encode"
+        chunk = source.take(span) if block is None else source.take(span, block[::2], block[1::2])
+        children = ("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv")
+        weights = {k: self._weights[k] for k in children if k in self._weights}
+        name = ("encoder" if encode else "decoder") + ("" if block is None else "/tile")
+        if encode:
+            return self._programs.run(name, self._lowered.encode_step, weights, chunk)
+        return self._programs.run(name, self._lowered.decode_step, weights, chunk, *self._decode_extra(source))
+
+    def _untiled_bytes(self, kind: str, source, span) -> int:
+        """Device memory of the untiled call on a clip of `span`: XLA's temp + argument + output bytes."""
+        shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
+        with self._programs.recording() as used:
+            self._call(kind, shapes, span)
+        return max(stats.temp_bytes + stats.argument_bytes + stats.output_bytes for stats in used)
+
+    def _tiled(self, kind: str, source, span) -> jax.Array:
+        """diffusers' tiled_encode / tiled_decode of one clip: tiles at their own shapes, blended, cropped."""
+        ratio = self.spatial_compression_ratio
+        height, width = source.shape[3:]
+        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
+        stride = (self.tile_sample_stride_height, self.tile_sample_stride_width)
+        if kind == "encode":
+            lay = tiling.strided(*sample, *stride, out_scale=ratio)
+            size = (height // ratio, width // ratio)
+        else:
+            lay = tiling.strided(sample[0] // ratio, sample[1] // ratio, stride[0] // ratio, stride[1] // ratio,
+                                 out_scale=ratio, out_tile=sample, out_stride=stride)
+            size = (height * ratio, width * ratio)
+        tiles = []
+        for row in lay.tiles(height, width):
+            tiles.append([])
+            for t in row:
+                tiles[-1].append([self._call(kind, source, span, (t.row, t.col, t.valid_height, t.valid_width))])
+                self._ran_batch()
+        return apply(_assemble, tiles, lay=lay, size=size)
+
+
+def _drop_first(out):
+    return out[:, :, 1:]
+
+
+@functools.partial(jax.jit, static_argnames=("lay", "size"))
+def _assemble(tiles, *, lay: tiling.TileLayout, size: tuple[int, int]):
+    crops = tuple(tuple(tuple(calls[0].shape[3:]) for calls in row) for row in tiles)
+    return tiling.assemble(tiles, lay, crops)[:, :, :, : size[0], : size[1]]
