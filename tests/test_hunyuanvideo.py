@@ -106,3 +106,29 @@ def test_hunyuanvideo_pipeline_with_the_vae_swapped():
         actual = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
     assert actual.shape == (1, 9, 3, 16, 16)
     assert_close(actual, expected, FP32, "HunyuanVideoPipeline frames")
+
+
+def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
+    """HunyuanVideoPipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor."""
+    import numpy as np
+
+    from torchax_vae.cli import main
+
+    vae = random_vae("hunyuan-tiny")
+    vae.save_pretrained(tmp_path / "model" / "vae")
+    z = torch.randn(1, 4, 3, 2, 3, generator=torch.Generator().manual_seed(0))
+    torch.save(z, tmp_path / "latents.pt")
+    args = ["--model", str(tmp_path / "model"), "--no-cache", "--json"]
+    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.npy"), *args]) == 0
+    capsys.readouterr()
+    with torch.no_grad():  # HunyuanVideoPipeline: latents / scaling_factor, then decode
+        expected = vae.decode(z / vae.config.scaling_factor).sample[0]
+    expected = ((expected / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 3, 0).numpy()
+    frames = np.load(tmp_path / "video.npy")
+    assert frames.shape == (9, 16, 24, 3)
+    assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
+    from torchax_vae import files
+
+    files.write_mp4(tmp_path / "video.mp4", frames)
+    assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
+    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 3, 2, 3)  # the pipelines' [B, C, F, H, W]

@@ -120,6 +120,17 @@ def test_a_meta_wrapper_gets_real_weights_from_load_state_dict():
     assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "decode after loading real weights")
 
 
+@pytest.mark.parametrize("name", ["qwenimage-tiny", "hunyuan-tiny"])
+def test_state_dict_round_trips_in_the_other_families(name):
+    vae, other = random_vae(name), random_vae(name, seed=1)
+    ours = TorchaxVAE(vae)
+    assert list(ours.state_dict()) == list(vae.state_dict())
+    assert all(torch.equal(v, vae.state_dict()[k]) for k, v in ours.state_dict().items())
+    ours.load_state_dict(other.state_dict())
+    z = latents(ours, frames=1, size=2)
+    assert_close(ours.decode(z).sample, other.decode(z).sample, FP32, f"{name} decode with loaded weights")
+
+
 # ----- training state -----
 
 

@@ -61,6 +61,7 @@ def test_tiny_on_8_devices_matches_pytorch(tiny_8_devices):
     cases = {row["case"] for row in rows}
     assert {"1x8", "2x4 batch 2", "2x4 batch 2 sliced", "1x8 width 40", "1x8 tiled", "1x8 device input"} <= cases
     assert {"wan-tiny 1x8", "wan2.2-tiny 1x8", "qwenimage-tiny 1x8"} <= cases  # the feat_cache carried on the mesh
+    assert "hunyuan-tiny 1x8" in cases
     check_parity(rows)
     device_input = next(row for row in rows if row["case"] == "1x8 device input")
     assert device_input["output_devices"] == 8  # moved onto the mesh, and the result stays there
@@ -74,7 +75,7 @@ def test_width_that_does_not_divide_is_logged(tiny_8_devices):
 
 
 @pytest.mark.parametrize("what", ["decode temp bytes", "encode temp bytes", "wan decode temp bytes",
-                                  "qwenimage decode temp bytes"])
+                                  "qwenimage decode temp bytes", "hunyuan decode temp bytes"])
 def test_per_device_temp_memory_on_8_devices(tiny_8_devices, what):
     rows, _ = tiny_8_devices
     row = next(row for row in rows if row["case"] == "memory" and row["what"] == what)
