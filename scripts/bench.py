@@ -121,17 +121,17 @@ def tiling_cases(config: str = "official", frames: int = 49, size=(480, 720), ti
     ]
 
 
-def memory_cases(config: str = "official", size=None) -> list[Case]:
+def memory_cases(config: str = "official", size=None, frames=None) -> list[Case]:
     """CogVideoX: one untiled decoder frame batch (3 latent frames -> 9 frames, default 480x720) as one program,
-    and as one program per layer. Wan: the decoder's two programs (first chunk, steady chunk) of 2 latent
-    frames -> 5 frames, default 480x832 (Wan's 480p)."""
+    and as one program per layer. The others: the decode of 2 latent frames -> 5 frames (`frames`; 1 for an
+    image), default 480x832 (Wan's 480p): Wan's and Qwen-Image's two chunk programs, HunyuanVideo's one call."""
     if is_wan(config):
-        return [Case(config, "decode", 5, *(size or (480, 832)))]
+        return [Case(config, "decode", frames or 5, *(size or (480, 832)))]
     return [Case(config, "decode", 9, *(size or (480, 720)), tiling="off", split=split) for split in ("batch", "layer")]
 
 
 def is_wan(config: str) -> bool:
-    """Whether the config is a feat_cache family's (Wan, Qwen-Image): chunk programs, no program split."""
+    """Whether the config is another family's than CogVideoX's (Wan, Qwen-Image, HunyuanVideo): no program split."""
     return config in MODELS and config not in CONFIGS
 
 
@@ -293,7 +293,7 @@ def main(argv=None) -> int:
         if args.repeats < 1:
             parser.error(f"--repeats must be at least 1 (a median of timed calls), got {args.repeats}")
         return speed_main(args)
-    args.frames = args.frames or 49
+    frames_given, args.frames = args.frames, args.frames or 49
     size = tuple(int(n) for n in args.size.split("x")) if args.size else None
     tile = tuple(int(n) for n in args.tile.split("x")) if args.tile else None
     if args.cache_start:
@@ -302,7 +302,7 @@ def main(argv=None) -> int:
     if devices:
         cases = device_cases(args.config, args.frames, size or (480, 720), devices)
     elif args.memory:
-        cases = memory_cases(args.config, size)
+        cases = memory_cases(args.config, size, frames_given)
     else:
         cases = tiling_cases(args.config, args.frames, size or (480, 720), tile)
     schedulers = args.schedulers.split(",")

@@ -128,3 +128,73 @@ def test_model_cpu_offload_runs_with_the_vae_on_jax():
     pipe = tiny_pipeline(TorchaxVAE(vae))
     pipe.enable_model_cpu_offload(device="cpu")  # accelerate's hooks; the VAE's only record the device
     assert_close(frames(pipe), expected, 1e-6, "frames with model CPU offload")
+
+
+# ----- other pipelines that reuse AutoencoderKLWan (issue 20) -----
+
+
+def swapped(pipe, output: str, **inputs):
+    """The pipeline's output with diffusers' Wan VAE, and with TorchaxVAE wrapping the same VAE."""
+    pipe.set_progress_bar_config(disable=True)
+    with torch.no_grad():
+        expected = getattr(pipe(generator=torch.Generator().manual_seed(0), **inputs), output)
+        pipe.vae = TorchaxVAE(pipe.vae)
+        actual = getattr(pipe(generator=torch.Generator().manual_seed(0), **inputs), output)
+    return actual, expected
+
+
+def embeds(dim: int) -> dict:
+    generator = torch.Generator().manual_seed(1)
+    return dict(prompt_embeds=torch.randn(1, TEXT_LEN, dim, generator=generator),
+                negative_prompt_embeds=torch.randn(1, TEXT_LEN, dim, generator=generator))
+
+
+def test_skyreels_v2_pipeline():
+    from diffusers import SkyReelsV2Pipeline, SkyReelsV2Transformer3DModel, UniPCMultistepScheduler
+
+    torch.manual_seed(0)  # as diffusers' SkyReelsV2Pipeline tests build it
+    transformer = SkyReelsV2Transformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=16, out_channels=16,
+        text_dim=32, freq_dim=256, ffn_dim=32, num_layers=2, cross_attn_norm=True, qk_norm="rms_norm_across_heads",
+        rope_max_seq_len=32,
+    ).eval()
+    pipe = SkyReelsV2Pipeline(transformer=transformer, vae=random_vae("wan-tiny"), text_encoder=None, tokenizer=None,
+                              scheduler=UniPCMultistepScheduler(flow_shift=8.0, use_flow_sigmas=True))
+    actual, expected = swapped(pipe, "frames", num_inference_steps=2, guidance_scale=6.0, height=16, width=16,
+                               num_frames=9, output_type="pt", **embeds(32))
+    assert actual.shape == (1, 9, 3, 16, 16)
+    assert_close(actual, expected, 1e-4, "SkyReelsV2Pipeline frames")
+
+
+def test_cosmos2_text_to_image_pipeline():
+    from diffusers import Cosmos2TextToImagePipeline, CosmosTransformer3DModel
+    from diffusers.configuration_utils import ConfigMixin
+    from diffusers.models.modeling_utils import ModelMixin
+
+    class NoGuardrail(ModelMixin, ConfigMixin):
+        """The safety checker's interface without Cosmos Guardrail's models (diffusers' tests use one like it)."""
+
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("_device", torch.zeros(1), persistent=False)  # where the pipeline finds its device
+
+        def check_text_safety(self, prompt) -> bool:
+            return True
+
+        def check_video_safety(self, frames):
+            return frames
+
+    torch.manual_seed(0)  # as diffusers' Cosmos2TextToImagePipeline tests, without the padding mask (torchvision)
+    transformer = CosmosTransformer3DModel(
+        in_channels=16, out_channels=16, num_attention_heads=2, attention_head_dim=16, num_layers=2, mlp_ratio=2,
+        text_embed_dim=32, adaln_lora_dim=4, max_size=(4, 32, 32), patch_size=(1, 2, 2), rope_scale=(2.0, 1.0, 1.0),
+        concat_padding_mask=False, extra_pos_embed_type="learnable",
+    ).eval()
+    pipe = Cosmos2TextToImagePipeline(
+        transformer=transformer, vae=random_vae("wan-tiny"), text_encoder=None, tokenizer=None,
+        scheduler=FlowMatchEulerDiscreteScheduler(use_karras_sigmas=True), safety_checker=NoGuardrail(),
+    )
+    actual, expected = swapped(pipe, "images", num_inference_steps=2, guidance_scale=3.0, height=32, width=32,
+                               output_type="pt", **embeds(32))
+    assert actual.shape == (1, 3, 32, 32)
+    assert_close(actual, expected, 1e-4, "Cosmos2TextToImagePipeline images (through its uint8 safety check)")
