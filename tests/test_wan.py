@@ -117,18 +117,20 @@ def test_bf16(name):
 
 
 def test_any_length_compiles_two_programs_each_way(pair):
+    """Two per direction (the first call, the rest), and one for a single-call input (an image: no cache out)."""
     vae, ours = pair
     ours = TorchaxVAE(vae)  # a fresh cache of programs
     for frames in range(1, 6):
         ours.decode(torch.randn(1, vae.config.z_dim, frames, 2, 3))
     names = sorted(s["name"] for s in ours.compile_stats())
-    assert names == ["decoder", "decoder+feat_cache"]
+    assert names == ["decoder", "decoder+feat_cache", "decoder/alone"]
     for frames in (6, 9, 13):
         ours.decode(torch.randn(1, vae.config.z_dim, frames, 2, 3))
     for frames in (1, 5, 9, 17, 21):
         ours.encode(video(vae, 1, frames, 32, 32))
     names = sorted(s["name"] for s in ours.compile_stats())
-    assert names == ["decoder", "decoder+feat_cache", "encoder", "encoder+feat_cache"], names
+    assert names == ["decoder", "decoder+feat_cache", "decoder/alone", "encoder", "encoder+feat_cache",
+                     "encoder/alone"], names
 
 
 def test_precompile_compiles_what_a_call_needs(pair):
@@ -238,5 +240,5 @@ def test_official_fp32_and_bf16(name):
     # Wan 2.2 skips 9 frames here to keep the suite under 20 minutes (scripts/parity.py covers it: docs/wan.md).
     for frames in (1, 5, 9, 17) if name == "wan2.1" else (1, 5, 17):
         check_encode_decode(vae, ours, video(vae, 1, frames, 3 * ratio, 5 * ratio, seed=frames), f"{name} {frames}f")
-    assert len(ours.compile_stats()) == 4  # two programs each way, whatever the length
+    assert len(ours.compile_stats()) == 6  # two programs each way whatever the length, and one for 1 frame
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(vae, 1, 5, 3 * ratio, 5 * ratio), f"{name} 5f")

@@ -18,7 +18,7 @@ How diffusers runs them, and how these adapters do:
   "Rep" becomes two zero frames (what the upsampler's time convolution pads
   with when it sees "Rep"). So a video of any length compiles two programs per
   resolution for decode (the first call, and the rest), and two for encode;
-  an image (one frame, Qwen-Image) one each way.
+  an image (one frame, Qwen-Image) one each way, which returns no cache.
 - Patchify (Wan 2.2) before the encoder, and unpatchify and the clamp to
   [-1, 1] after the decoder, act on each frame alone, so they run inside the
   per-chunk programs; with tiling they run after blending, as in diffusers.
@@ -123,8 +123,12 @@ class FeatCacheLowered:
     def _cache_list(self, cache, role: str) -> list:
         return [None] * self.counts[role] if cache is None else list(cache)
 
-    def encode_step(self, weights, frames, cache):
-        """One encoder call (and quant_conv) on a chunk of frames: (moments, cache); cache None for the first."""
+    def encode_step(self, weights, frames, cache, carry: bool = True):
+        """One encoder call (and quant_conv) on a chunk of frames: (moments, cache); cache None for the first.
+
+        carry: return the cache for a next call (False for the only call: an image would otherwise hand out a
+        cache as large as every layer's input, 20 GB for a 1328x1328 Qwen-Image decode).
+        """
         dtype = frames.dtype
         weights, frames, cache = self.env.j2t_iso((weights, frames, cache))
         with self._tracing(dtype):
@@ -132,13 +136,14 @@ class FeatCacheLowered:
             feat_cache = self._cache_list(cache, "encoder")
             h = self._call("encoder", weights, x, feat_cache=feat_cache, feat_idx=[0])
             h = self._call("quant_conv", weights, h)
-            carried = self._carried(feat_cache, h)
+            carried = self._carried(feat_cache, h) if carry else None
         return self.env.t2j_iso((h, carried))
 
-    def decode_step(self, weights, latents, cache, finish: bool = True):
+    def decode_step(self, weights, latents, cache, finish: bool = True, carry: bool = True):
         """One decoder call on one latent frame: (frames, cache); cache None for the first.
 
         finish: unpatchify and clamp the output (False for tiles, which diffusers finishes after blending).
+        carry: as for `encode_step`.
         """
         dtype = latents.dtype
         weights, latents, cache = self.env.j2t_iso((weights, latents, cache))
@@ -147,7 +152,7 @@ class FeatCacheLowered:
             feat_cache = self._cache_list(cache, "decoder")
             flags = {"first_chunk": cache is None} if self.first_chunk else {}
             out = self._call("decoder", weights, x, feat_cache=feat_cache, feat_idx=[0], **flags)
-            carried = self._carried(feat_cache, out)
+            carried = self._carried(feat_cache, out) if carry else None
             if finish:
                 out = finish_decoded(out, self.patch)
         return self.env.t2j_iso((out, carried))
@@ -271,6 +276,8 @@ class FeatCacheVAE(TorchaxVAE):
             step = step if encode else functools.partial(step, finish=False)
         frames = source.shape[2]
         chunks = encode_chunks(frames) if encode else [(k, k + 1) for k in range(frames)]
+        if len(chunks) == 1:  # the only call (an image): no cache to hand on
+            name, step = f"{name}/alone", functools.partial(step, carry=False)
         cache, outputs = None, []
         for chunk_frames in chunks[:count]:
             chunk = source.take(chunk_frames) if block is None else source.take(chunk_frames, block[::2], block[1::2])
