@@ -1,4 +1,4 @@
-"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2) on JAX devices through torchax, unmodified.
+"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, HunyuanVideo) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)

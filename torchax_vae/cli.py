@@ -84,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True, metavar="{decode,encode,demo,warmup}")
 
     p = sub.add_parser("decode", help="stage 3: latents from stage 2 -> MP4")
-    p.add_argument("latents", help=".pt, .safetensors or .npy, as a CogVideoX or Wan pipeline with output_type='latent' returns them")
+    p.add_argument("latents", help=".pt, .safetensors or .npy, as the family's pipeline with output_type='latent' returns them")
     p.add_argument("-o", "--output", required=True,
                    help="NAME.mp4 (H.264, lossy) or NAME.npy (the exact uint8 frames [F, H, W, 3], lossless); "
                         "batch > 1: NAME_0.mp4, NAME_1.mp4, ...")

@@ -6,8 +6,9 @@ carry, tiling, the patches it applies, the latent shape of a video and the
 latent normalization its pipelines apply. The engine (torchax_vae.vae,
 programs, sources, tiling, mesh) names no model class.
 
-Adding a family: a module here with its `TorchaxVAE` subclass, listed in
-`WRAPPERS`, its patches, and its tests.
+Adding a family: docs/families.md (a module here with its `TorchaxVAE`
+subclass, often of a shared scheme: `feat_cache.FeatCacheVAE`,
+`windows.WindowVAE`; listed in `WRAPPERS`; its tests).
 """
 
 import sys
