@@ -5,6 +5,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from torchax_vae import staging
 from torchax_vae.models.cogvideox import STAGES
 from helpers import random_vae
@@ -38,6 +40,7 @@ def test_parity_script_prints_table(capsys):
     assert re.search(r"fp32 worst max \|Δ\|: \d\.\d\de-\d\d", out)
 
 
+@pytest.mark.slow  # 67 s on 2 cores
 def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
     out_json = tmp_path / "bench.jsonl"
     # One scheduler (the other is an XLA flag in the worker's environment; README's tables come from both).
@@ -88,6 +91,7 @@ def test_bench_script_compares_cold_and_cached_start(capsys):
     assert float(m["cached"]) < 0.5 * float(m["cold"]), m.groupdict()
 
 
+@pytest.mark.slow  # 89 s on 2 cores
 def test_train_tiny_trains_resumes_and_exports(tmp_path, capsys):
     from diffusers import AutoencoderKLCogVideoX
 
