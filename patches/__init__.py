@@ -15,6 +15,7 @@ applied; importing this package changes nothing.
 - `time_pool`: CogVideoXDownsample3D's frame averaging without merging width into the batch axis.
 - `tile_mask`: edge tiles at the full tile shape, with convolutions and GroupNorm limited to the valid region.
 - `sharding_marks`: NCTHW activations split on width over a ('dp', 'tp') mesh while tracing for one.
+- `ltx_noise`: LTX-Video 0.9.1's injected decoder noise as program inputs the caller draws with torch's generator.
 - `wan_upsample`: WanUpsample's (and QwenImageUpsample's) cast back to bf16 through `.to` (torchax 0.0.13's
   `type_as` works in place).
 
@@ -32,6 +33,7 @@ from . import (
     frame_conv,
     gpu_conv,
     group_norm,
+    ltx_noise,
     options,
     pointwise_conv_cache,
     safe_conv3d,
@@ -65,4 +67,5 @@ def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
         "tile_mask": tile_mask.patch(model),  # after safe_conv3d, frame_conv and time_pool: it refines their classes
         "sharding_marks": sharding_marks.patch(model, marked),  # hooks on the classes the others set
         "wan_upsample": wan_upsample.patch(model),
+        "ltx_noise": ltx_noise.patch(model),
     }

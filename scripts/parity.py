@@ -13,7 +13,7 @@ import sys
 import torch
 
 from torchax_vae import TorchaxVAE
-from vaes import MODELS, random_vae
+from vaes import MODELS, decode_args, random_vae
 
 
 @dataclasses.dataclass
@@ -44,7 +44,13 @@ def compare(vae, ours: TorchaxVAE, config: str, frames: int, batch: int, slicing
     expected, actual = vae.encode(x).latent_dist, ours.encode(x).latent_dist
     expected_sample = expected.sample(generator=torch.Generator().manual_seed(0))
     actual_sample = actual.sample(generator=torch.Generator().manual_seed(0))
-    reference = vae.decode(expected.mean).sample
+    args = decode_args(vae, batch, torch.float32)  # LTX 0.9.1's timestep (its injected noise: seeded alike)
+    if args:  # diffusers' LTX decode fails with slicing and a timestep: its reference is the whole batch
+        vae.disable_slicing()  # (the same here: the noise scales of random weights start at zero)
+    torch.manual_seed(0)
+    reference = vae.decode(expected.mean, *args).sample
+    torch.manual_seed(0)
+    decoded = ours.decode(expected.mean, *args).sample
     row = Row(
         config=config,
         dtype=str(ours.dtype).removeprefix("torch."),
@@ -55,11 +61,12 @@ def compare(vae, ours: TorchaxVAE, config: str, frames: int, batch: int, slicing
         mean=_diff(actual.mean, expected.mean),
         logvar=_diff(actual.logvar, expected.logvar),
         sample=_diff(actual_sample, expected_sample),
-        decode=_diff(ours.decode(expected.mean).sample, reference),
+        decode=_diff(decoded, reference),
     )
     if ours.dtype == torch.bfloat16:
         torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
-        row.torch_bf16_decode = _diff(torch_bf16.decode(expected.mean.bfloat16()).sample, reference)
+        torch.manual_seed(0)
+        row.torch_bf16_decode = _diff(torch_bf16.decode(expected.mean.bfloat16(), *args).sample, reference)
     return row
 
 

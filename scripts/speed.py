@@ -38,7 +38,7 @@ import tempfile
 import time
 
 import numpy as np
-from vaes import configure, input_shape, random_vae
+from vaes import configure, decode_args, input_shape, random_vae
 
 # Dense peak TFLOP/s per device by dtype, from the vendors' data sheets; matched against jax's device_kind.
 PEAK_TFLOPS = {
@@ -182,7 +182,10 @@ def _side(side: str, case: SpeedCase):
     configure(model, case)  # tiling only where the case tiles, on both sides
 
     def call():
-        out = model.decode(x).sample if case.kind == "decode" else model.encode(x).latent_dist.mean
+        if case.kind == "decode":
+            out = model.decode(x, *decode_args(vae, x.shape[0], x.dtype)).sample
+        else:
+            out = model.encode(x).latent_dist.mean
         if out.is_cuda:
             torch.cuda.synchronize()  # TorchaxVAE's results were ready before the hand-over
         return out
@@ -283,8 +286,8 @@ def _bf16_reference_error(case: SpeedCase) -> float:
     x = make_input(ref, vae).to(device)
     with torch.no_grad():
         if ref.kind == "decode":
-            fp32 = vae.decode(x).sample
-            bf16 = vae.to(torch.bfloat16).decode(x.bfloat16()).sample
+            fp32 = vae.decode(x, *decode_args(vae, x.shape[0])).sample
+            bf16 = vae.to(torch.bfloat16).decode(x.bfloat16(), *decode_args(vae, x.shape[0])).sample
         else:
             fp32 = vae.encode(x).latent_dist.mean
             bf16 = vae.to(torch.bfloat16).encode(x.bfloat16()).latent_dist.mean
@@ -401,7 +404,7 @@ def conv_profile(case: SpeedCase, repeats: int = 3) -> dict:
     x = make_input(case, vae)
     counter = ConvCounter(vae)
     with torch.no_grad():
-        vae.decode(x) if case.kind == "decode" else vae.encode(x)
+        vae.decode(x, *decode_args(vae, x.shape[0])) if case.kind == "decode" else vae.encode(x)
     counter.remove()
     rows = []
     generator = torch.Generator().manual_seed(0)

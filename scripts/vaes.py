@@ -5,7 +5,13 @@ this folder on sys.path and re-exports them); not part of the installed package.
 """
 
 import torch
-from diffusers import AutoencoderKLCogVideoX, AutoencoderKLHunyuanVideo, AutoencoderKLQwenImage, AutoencoderKLWan
+from diffusers import (
+    AutoencoderKLCogVideoX,
+    AutoencoderKLHunyuanVideo,
+    AutoencoderKLLTXVideo,
+    AutoencoderKLQwenImage,
+    AutoencoderKLWan,
+)
 
 # diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_kl_cogvideox.py)
 # and the released CogVideoX VAE's architecture (the class defaults, 215 M parameters).
@@ -70,12 +76,40 @@ HUNYUAN_CONFIGS = {
     "hunyuanvideo": {},
 }
 
+# AutoencoderKLLTXVideo: diffusers' own test configs (tests/models/autoencoders/test_models_autoencoder_ltx_video.py)
+# for 0.9.0 and 0.9.1 (timestep-conditioned, noise-injecting decoder), and the released architectures of
+# LTX-Video 0.9.0 (the class defaults) and 0.9.1 (scripts/convert_ltx_to_diffusers.py), placeholder normalization.
+_LTX_TINY = {
+    "latent_channels": 8, "block_out_channels": (8, 8, 8, 8), "patch_size": 1, "patch_size_t": 1,
+    "encoder_causal": True, "decoder_causal": False,
+}
+_LTX_091 = {
+    "decoder_spatio_temporal_scaling": (True, True, True), "decoder_inject_noise": (True, True, True, False),
+    "upsample_residual": (True, True, True), "upsample_factor": (2, 2, 2), "timestep_conditioning": True,
+}
+LTX_CONFIGS = {
+    "ltx-tiny": {
+        **_LTX_TINY, "decoder_block_out_channels": (8, 8, 8, 8), "layers_per_block": (1, 1, 1, 1, 1),
+        "decoder_layers_per_block": (1, 1, 1, 1, 1), "spatio_temporal_scaling": (True, True, False, False),
+        "decoder_spatio_temporal_scaling": (True, True, False, False),
+        "decoder_inject_noise": (False, False, False, False, False), "upsample_residual": (False,) * 4,
+        "upsample_factor": (1, 1, 1, 1), "timestep_conditioning": False,
+    },
+    "ltx091-tiny": {
+        **_LTX_TINY, **_LTX_091, "decoder_block_out_channels": (16, 32, 64), "layers_per_block": (1, 1, 1, 1),
+        "decoder_layers_per_block": (1, 1, 1, 1), "spatio_temporal_scaling": (True, True, True, False),
+    },
+    "ltx090": {},
+    "ltx091": {**_LTX_091, "decoder_block_out_channels": (256, 512, 1024), "decoder_layers_per_block": (5, 6, 7, 8)},
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
     **{name: (AutoencoderKLWan, kwargs) for name, kwargs in WAN_CONFIGS.items()},
     **{name: (AutoencoderKLQwenImage, kwargs) for name, kwargs in QWENIMAGE_CONFIGS.items()},
     **{name: (AutoencoderKLHunyuanVideo, kwargs) for name, kwargs in HUNYUAN_CONFIGS.items()},
+    **{name: (AutoencoderKLLTXVideo, kwargs) for name, kwargs in LTX_CONFIGS.items()},
 }
 
 
@@ -86,6 +120,14 @@ def random_vae(config: str, seed: int = 0):
     model_class, kwargs = MODELS[config]
     torch.manual_seed(seed)
     return model_class(**kwargs).eval()
+
+
+def decode_args(vae, batch: int, dtype=None) -> tuple:
+    """What the pipelines pass to `decode` besides the latents: LTX's timestep (0.05, LTX-Video 0.9.1's
+    recommended decode_timestep) where the decoder is timestep-conditioned, else nothing."""
+    if not getattr(vae.config, "timestep_conditioning", False):
+        return ()
+    return (torch.full((batch,), 0.05, dtype=dtype or vae.dtype, device=vae.device),)
 
 
 def input_shape(case, vae) -> tuple[int, ...]:

@@ -64,13 +64,17 @@ def check_encode_decode(vae, ours, x, what):
     assert_close(decoded, vae.decode(expected.mean).sample, TOLERANCE[torch.float32], f"{what} decode")
 
 
-def bf16_check(vae, ours_bf16, x, what):
-    """Our bf16 error against fp32 PyTorch is at most BF16_ERROR_RATIO x PyTorch bf16's own."""
+def bf16_check(vae, ours_bf16, x, what, decode_args=()):
+    """Our bf16 error against fp32 PyTorch is at most BF16_ERROR_RATIO x PyTorch bf16's own.
+
+    decode_args: the decoder's further arguments (LTX's timestep).
+    """
     torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
     reference = vae.encode(x).latent_dist.mean
     for stage, ref, theirs, ours in [
         ("encode", reference, torch_bf16.encode(x.bfloat16()).latent_dist.mean, ours_bf16.encode(x).latent_dist.mean),
-        ("decode", vae.decode(reference).sample, torch_bf16.decode(reference.bfloat16()).sample, ours_bf16.decode(reference).sample),
+        ("decode", vae.decode(reference, *decode_args).sample,
+         torch_bf16.decode(reference.bfloat16(), *decode_args).sample, ours_bf16.decode(reference, *decode_args).sample),
     ]:
         their_err, our_err = max_abs_diff(theirs, ref), max_abs_diff(ours, ref)
         assert our_err <= BF16_ERROR_RATIO * their_err, (

@@ -91,6 +91,7 @@ def test_decode_writes_the_mp4_the_pipeline_would(model_dir, cache_dir, tmp_path
     assert mean <= 0.5, f"mean |Δ| {mean:.3f} of 255 against PyTorch's frames written the same way"
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_decode_batch_of_two_in_vae_layout_writes_two_files(model_dir, tmp_path):
     z = torch.randn(2, 4, 2, 4, 4, generator=torch.Generator().manual_seed(1))  # [B, C, F, H, W]
     save_file({"latents": z}, tmp_path / "latents.safetensors")
@@ -120,6 +121,7 @@ def test_encode_then_decode_round_trip(model_dir, cache_dir, tmp_path):
     assert imread(tmp_path / "out.mp4").shape == (9, 32, 48, 3)
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_warmup_fills_the_cache_that_decode_then_uses(model_dir, tmp_path):
     cache = tmp_path / "cache"
     out = ok(cli("warmup", "--model", model_dir, "--shape", "9,32,48", "--json", cache=cache))
@@ -180,6 +182,7 @@ def test_demo_without_a_model_folder_says_so(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_demo_pipeline_on_a_random_tiny_model(tmp_path):
     """The demo's code path (the shipped model's quality is tested separately): MP4, parity, PSNR reported."""
     random_vae("tiny").save_pretrained(tmp_path / "model")

@@ -6,6 +6,8 @@ from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode
 
 FP32 = TOLERANCE[torch.float32]
 FRAMES = [1, 5, 9, 13, 17, 33]
+# The default suite: 1, 9 and 17 frames (one batch, two, the remainder batch first); the rest with -m slow.
+FAST_FRAMES = [f if f in (1, 9, 17) else pytest.param(f, marks=pytest.mark.slow) for f in FRAMES]
 
 
 def video(batch, frames, size, seed=0):
@@ -14,7 +16,7 @@ def video(batch, frames, size, seed=0):
 
 @pytest.mark.parametrize("slicing", [False, True], ids=["whole", "sliced"])
 @pytest.mark.parametrize("batch", [1, 2])
-@pytest.mark.parametrize("frames", FRAMES)
+@pytest.mark.parametrize("frames", FAST_FRAMES)
 def test_tiny_fp32(tiny_vae, tiny_torchax, frames, batch, slicing):
     if slicing:
         tiny_vae.enable_slicing()
@@ -41,7 +43,7 @@ def test_tiny_return_dict_false(tiny_vae, tiny_torchax):
     assert_close(decoded, expected, FP32, "return_dict=False")
 
 
-@pytest.mark.parametrize("frames", [1, 9, 17])
+@pytest.mark.parametrize("frames", [pytest.param(1, marks=pytest.mark.slow), 9, pytest.param(17, marks=pytest.mark.slow)])
 def test_tiny_bf16(tiny_vae, frames):
     from torchax_vae import TorchaxVAE
 

@@ -437,7 +437,8 @@ def test_masked_tile_equals_smaller_tile_encoder(lowered_tiny, valid):
     assert_close(torch.tensor(np.asarray(out)[..., :h, :w]), expected, TOLERANCE[torch.float32], f"encoder {valid}")
 
 
-@pytest.mark.parametrize("valid", [(3, 2), (1, 3), (4, 4)], ids=["edge", "thin", "full"])
+@pytest.mark.parametrize("valid", [(3, 2), pytest.param((1, 3), marks=pytest.mark.slow), pytest.param((4, 4), marks=pytest.mark.slow)],
+                         ids=["edge", "thin", "full"])
 def test_masked_tile_equals_smaller_tile_decoder(lowered_tiny, valid):
     vae, lowered, weights = lowered_tiny
     z = torch.randn(1, 4, 3, *valid, generator=torch.Generator().manual_seed(1))
@@ -478,12 +479,16 @@ def test_apply_counts_and_leaves_users_model_alone():
     counts = patches.apply(vae, MARKED)
     assert set(counts) == {
         "group_norm", "safe_conv3d", "frame_conv", "pointwise_conv_cache", "spatial_norm", "time_pool", "tile_mask",
-        "sharding_marks", "wan_upsample",
+        "sharding_marks", "wan_upsample", "ltx_noise",
     }
-    assert all(counts[name] > 0 for name in counts if name != "wan_upsample"), counts
-    assert counts["wan_upsample"] == 0
+    assert all(counts[name] > 0 for name in counts if name not in ("wan_upsample", "ltx_noise")), counts
+    assert counts["wan_upsample"] == counts["ltx_noise"] == 0
     wan_counts = patches.apply(random_vae("wan-tiny"), WanVAE.marked)  # the same patches, by class: a Wan model gets its own
     assert {name for name, n in wan_counts.items() if n} == {"frame_conv", "sharding_marks", "wan_upsample"}, wan_counts
+    from torchax_vae.models.ltx import LTXVideoVAE
+
+    ltx_counts = patches.apply(random_vae("ltx091-tiny"), LTXVideoVAE.marked)  # 0.9.1: 5 noise-injecting resnets
+    assert {name for name, n in ltx_counts.items() if n} == {"frame_conv", "sharding_marks", "ltx_noise"}, ltx_counts
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE
 

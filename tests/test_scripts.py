@@ -69,6 +69,7 @@ def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
         assert one_tile <= tiled <= 1.05 * one_tile < untiled, (scheduler, one_tile, tiled, untiled)
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_bench_script_reports_per_device_memory_over_a_mesh(capsys):
     argv = ["--config", "tiny", "--frames", "9", "--size", "64x128", "--devices", "1,8", "--schedulers", "default"]
     assert load("bench").main(argv) == 0
@@ -83,6 +84,7 @@ def test_bench_script_reports_per_device_memory_over_a_mesh(capsys):
     assert all(r <= 0.35 for r in ratios.values()), ratios
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_bench_script_compares_cold_and_cached_start(capsys):
     assert load("bench").main(["--config", "tiny", "--frames", "9", "--size", "32x48", "--cache-start"]) == 0
     out = capsys.readouterr().out
@@ -112,6 +114,7 @@ def test_train_tiny_trains_resumes_and_exports(tmp_path, capsys):
     assert (target / "training_log.jsonl").read_text() == (tmp_path / "run" / "log.jsonl").read_text()
 
 
+@pytest.mark.slow  # 77 s on 2 cores: each side in its own process (the GPU table row below runs the same path)
 def test_bench_speed_times_both_sides(capsys, tmp_path):
     """--speed: both sides per case in their own processes, numerics checked first, a table and JSON lines."""
     out_json = tmp_path / "speed.jsonl"
@@ -212,6 +215,7 @@ def test_bench_speed_rejects_no_repeats(capsys):
     assert "--repeats must be at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_bench_wan_memory_rows(capsys):
     """Wan: --memory gives each decoder chunk program's temp memory (--speed's Wan rows run the same cases)."""
     bench = load("bench")

@@ -56,12 +56,25 @@ def tiny_8_devices():
     return records(proc), proc.stderr
 
 
+@pytest.fixture(scope="module")
+def families_8_devices():
+    proc = run_devices("_sharded_worker.py", "families", devices=8, timeout=600)
+    return records(proc), proc.stderr
+
+
 def test_tiny_on_8_devices_matches_pytorch(tiny_8_devices):
     rows, _ = tiny_8_devices
     cases = {row["case"] for row in rows}
     assert {"1x8", "2x4 batch 2", "2x4 batch 2 sliced", "1x8 width 40", "1x8 tiled", "1x8 device input"} <= cases
-    assert {"wan-tiny 1x8", "wan2.2-tiny 1x8", "qwenimage-tiny 1x8"} <= cases  # the feat_cache carried on the mesh
-    assert "hunyuan-tiny 1x8" in cases
+    assert "wan-tiny 1x8" in cases  # the feat_cache carried on the mesh
+    check_parity(rows)
+
+
+@pytest.mark.slow  # 2 min on 2 cores: four more families' programs on 8 virtual devices
+def test_the_other_families_on_8_devices_match_pytorch(families_8_devices):
+    rows, _ = families_8_devices
+    cases = {row["case"] for row in rows}
+    assert {"wan2.2-tiny 1x8", "qwenimage-tiny 1x8", "hunyuan-tiny 1x8", "ltx091-tiny 1x8"} <= cases
     check_parity(rows)
     device_input = next(row for row in rows if row["case"] == "1x8 device input")
     assert device_input["output_devices"] == 8  # moved onto the mesh, and the result stays there
@@ -75,9 +88,13 @@ def test_width_that_does_not_divide_is_logged(tiny_8_devices):
 
 
 @pytest.mark.parametrize("what", ["decode temp bytes", "encode temp bytes", "wan decode temp bytes",
-                                  "qwenimage decode temp bytes", "hunyuan decode temp bytes"])
-def test_per_device_temp_memory_on_8_devices(tiny_8_devices, what):
-    rows, _ = tiny_8_devices
+                                  pytest.param("qwenimage decode temp bytes", marks=pytest.mark.slow),
+                                  pytest.param("hunyuan decode temp bytes", marks=pytest.mark.slow),
+                                  pytest.param("ltx decode temp bytes", marks=pytest.mark.slow)])
+def test_per_device_temp_memory_on_8_devices(request, what):
+    fixture = "tiny_8_devices" if what in ("decode temp bytes", "encode temp bytes", "wan decode temp bytes") else (
+        "families_8_devices")
+    rows, _ = request.getfixturevalue(fixture)
     row = next(row for row in rows if row["case"] == "memory" and row["what"] == what)
     ratio = row["sharded"] / row["single"]
     assert row["devices"] == 8
@@ -97,6 +114,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # 50 s on 2 cores: two processes, each compiling for the global mesh
 def test_two_processes_decode_on_one_global_mesh(tiny_vae, tmp_path):
     """jax.distributed on 127.0.0.1: 2 processes x 4 virtual devices, one mesh of 8, one decode."""
     port, n = str(_free_port()), 2

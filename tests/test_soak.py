@@ -16,6 +16,7 @@ def rss_bytes() -> int:
     return rss
 
 
+@pytest.mark.slow  # 70 s on 2 cores: many calls by design
 @pytest.mark.parametrize("name", ["tiny", "wan-tiny"])
 def test_mixed_shapes_many_calls_flat_memory(name):
     vae = random_vae(name)

@@ -43,7 +43,7 @@ def test_wrapped_modules_behave_as_before_outside_a_stage_trace(tiny_vae):
     assert torch.equal(actual, expected)
 
 
-@pytest.mark.parametrize("frames", [1, 9, 17])
+@pytest.mark.parametrize("frames", [pytest.param(1, marks=pytest.mark.slow), 9, pytest.param(17, marks=pytest.mark.slow)])
 def test_layer_programs_equal_batch_programs_and_pytorch(tiny_vae, frames):
     """Both splits against PyTorch: several frame batches, so every layer's conv_cache is carried."""
     x = torch.randn(2, 3, frames, 16, 24, generator=torch.Generator().manual_seed(frames))
@@ -82,6 +82,7 @@ def test_stage_order_is_checked(tiny_vae):
         staging.run(swapped, swapped[1], z, None, None, lambda: model.decoder(z))
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_layer_programs_bound_memory_of_a_large_batch(tiny_vae, monkeypatch):
     """Compile-only: the largest layer program's temp memory is a fraction of the whole-batch program's.
 

@@ -85,6 +85,7 @@ def test_a_corrupt_entry_is_traced_again_and_replaced(store_dir, caplog):
     assert all(s["from_store"] for s in again.compile_stats())
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_an_entry_for_other_arguments_is_never_used(store_dir, caplog):
     """An intact export of another program at a program's key (what a key collision would give) is refused."""
     vae, z, _, _ = _decode_twice("tiny", (1, 4, 3, 4, 6))

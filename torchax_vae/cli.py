@@ -95,7 +95,15 @@ def parser() -> argparse.ArgumentParser:
                         "CogVideoX BFCHW, the others BCFHW)")
     p.add_argument("--size", type=_size, default=None,
                    help="HEIGHTxWIDTH of the image that packed latents [B, tokens, C*4] were made for "
-                        "(Qwen-Image's pipelines return them so with output_type='latent')")
+                        "(Qwen-Image's and LTX-Video's pipelines return them so with output_type='latent')")
+    p.add_argument("--decode-timestep", type=float, default=None,
+                   help="timestep-conditioned decoders (LTX-Video 0.9.1 and later): the timestep, as the "
+                        "pipeline's decode_timestep (default there: 0.0)")
+    p.add_argument("--decode-noise-scale", type=float, default=None,
+                   help="with --decode-timestep: how much noise is mixed into the latents first, as the "
+                        "pipeline's decode_noise_scale (default: the timestep)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="timestep-conditioned decoders: seeds that noise and the decoder's injected noise")
     _common(p)
 
     p = sub.add_parser("encode", help="video -> latents (scaled, as the pipelines hold them)")
@@ -167,6 +175,7 @@ def _run(args) -> dict:
         return commands.decode_file(
             args.latents, args.output, args.model, subfolder=args.subfolder or None, dtype=args.dtype,
             tiling=args.tiling, fps=args.fps, layout=args.layout, progress=progress, size=args.size,
+            decode_timestep=args.decode_timestep, decode_noise_scale=args.decode_noise_scale, seed=args.seed,
         )
     if args.command == "encode":
         return commands.encode_file(

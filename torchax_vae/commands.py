@@ -232,6 +232,7 @@ def _make_vae(vae, dtype: str, tiling: bool) -> TorchaxVAE:
 def decode_file(
     latents: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
     tiling: bool = False, fps: float = 8, layout: str | None = None, progress="bar", size=None,
+    decode_timestep: float | None = None, decode_noise_scale: float | None = None, seed: int = 0,
 ) -> dict:
     """Stage 3: latents saved by stage 2 -> one video per batch element, decoded by TorchaxVAE.
 
@@ -241,6 +242,8 @@ def decode_file(
     size: (height, width) of the images packed latents were made for (Qwen-Image's [B, tokens, C x 4]).
     layout: how the file stores 5-D latents, "BFCHW" or "BCFHW"; by default the family's pipelines' layout
     (`pipeline_layout`: CogVideoX's is BFCHW, the others' BCFHW).
+    decode_timestep, decode_noise_scale, seed: for timestep-conditioned decoders (LTX-Video 0.9.1 on), as the
+    pipeline's arguments of those names and its generator's seed (`TorchaxVAE.decode_inputs`).
     """
     mode = _progress_mode(progress)
     out = files.check_writable(out, files.VIDEO_SUFFIXES)
@@ -253,7 +256,7 @@ def decode_file(
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
     layout = layout or ours.pipeline_layout
-    z = _unpacked(ours, z, size, latents) if z.ndim == 3 else files.to_layout(z, layout, "BCFHW").contiguous()
+    z = _unpacked(ours, z, size, latents, layout) if z.ndim == 3 else files.to_layout(z, layout, "BCFHW").contiguous()
     channels = ours.latent_channels
     if z.shape[1] != channels:
         shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
@@ -262,13 +265,18 @@ def decode_file(
             f"this model's decoder takes {channels}. Wrong --layout?"
         )
     z = ours.unscale_latents(z)  # as the family's pipelines do before decoding
+    try:  # the timestep and its noise, where the family's decoder takes them (before anything compiles)
+        z, decode_args = ours.decode_inputs(z, timestep=decode_timestep, noise_scale=decode_noise_scale, seed=seed)
+    except ValueError as e:
+        raise InputError(str(e)) from None
     _check(z, ours, "decode", f"latents in {latents}")
     compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape), mode)
     video_shape = ours.output_shape("decode", tuple(z.shape))  # compiled already: shapes only
     _check_output_fits(video_shape, f"latents in {latents}", mode)
     start = time.perf_counter()
     with _progress(ours, batches, "decode", mode, video_shape[2]):
-        video = ours.decode(_on_device(z)).sample
+        torch.manual_seed(seed)  # a decoder that injects noise draws it from torch's generator (LTX-Video 0.9.1)
+        video = ours.decode(_on_device(z), *decode_args).sample
         frames = np.asarray(jax.device_get(_to_uint8(video._elem)))
     decode_seconds = time.perf_counter() - start
     for path, clip in zip(paths, frames):
@@ -289,11 +297,13 @@ def decode_file(
     }
 
 
-def _unpacked(ours: TorchaxVAE, z: torch.Tensor, size, where) -> torch.Tensor:
+def _unpacked(ours: TorchaxVAE, z: torch.Tensor, size, where, layout: str) -> torch.Tensor:
     """3-D packed latents [B, tokens, C x 4] as [B, C, 1, H, W], as the family's pipeline unpacks them."""
-    if not hasattr(ours, "unpack_latents"):
-        raise InputError(f"{where}: 3-D latents {tuple(z.shape)}; this {type(ours).model_class.__name__}'s "
-                         "pipelines hand over 5-D latents [B, F, C, H, W]")
+    if not hasattr(ours, "unpack_latents"):  # the same words as files.load_latents for every other rank
+        shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
+        raise InputError(f"{where}: latents must be 5-D {shown}, as {type(ours).model_class.__name__}'s "
+                         f"pipelines hand them over; got 3-D with shape {tuple(z.shape)} (only "
+                         "Qwen-Image's packed latents may be 3-D)")
     if size is None:
         raise InputError(f"{where}: packed latents {tuple(z.shape)} ([B, tokens, channels]); pass --size "
                          "HEIGHTxWIDTH, the image size the pipeline made them for")

@@ -211,6 +211,17 @@ class TorchaxVAE(ModelMixin):
         """`scale_latents` undone, as the pipelines do before `decode`."""
         raise NotImplementedError
 
+    def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
+        """(latents, decode's further arguments) as the family's pipeline hands them to `decode` at stage 3.
+
+        Families whose decoder takes a timestep (LTX) mix in noise and make it; the others take none and
+        refuse one (ValueError).
+        """
+        if timestep is not None or noise_scale is not None:
+            raise ValueError(f"a decode timestep applies to timestep-conditioned decoders (LTX-Video 0.9.1 and "
+                             f"later); this {self.model_class.__name__}'s decoder takes none")
+        return latents, ()
+
     def _encode(self, source, tiled: bool | None = None) -> jax.Array:
         """The posterior's parameters (mean and logvar on channels) of one batch, a JAX array (or its shape).
 
@@ -552,10 +563,17 @@ class TorchaxVAE(ModelMixin):
             return DeviceSource(x._elem, dtype, self._placement)
         return HostSource(x, dtype, self._placement)
 
-    def _per_sample(self, fn, source):
-        """Runs `fn` on the whole batch, or per batch element when slicing; a JAX array (or its shape)."""
-        pieces = source.split() if self.use_slicing and source.shape[0] > 1 else [source]
-        outputs = [fn(piece) for piece in pieces]
+    def _per_sample(self, fn, source, **per_sample):
+        """Runs `fn` on the whole batch, or per batch element when slicing; a JAX array (or its shape).
+
+        per_sample: further arguments of `fn` with the batch as their first axis (LTX's timesteps),
+        split with the source when slicing; None passes through.
+        """
+        if not (self.use_slicing and source.shape[0] > 1):
+            return fn(source, **per_sample)
+        pieces = [(piece, {k: None if v is None else v[i : i + 1] for k, v in per_sample.items()})
+                  for i, piece in enumerate(source.split())]
+        outputs = [fn(piece, **kwargs) for piece, kwargs in pieces]
         if len(outputs) == 1:
             return outputs[0]
         return apply(join, outputs, axis=0)

@@ -15,12 +15,13 @@ import sys
 
 from .cogvideox import CogVideoXVAE
 from .hunyuanvideo import HunyuanVideoVAE
+from .ltx import LTXVideoVAE
 from .qwenimage import QwenImageVAE
 from .wan import WanVAE
 
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "wrapper_for", "wrapper_for_config"]
 
-WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE)
+WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, LTXVideoVAE)
 
 
 def supported() -> str:

@@ -21,8 +21,11 @@ How diffusers runs them, and how these adapters do:
   the blend of torchax_vae.tiling.
 
 What a family of this kind says (`WindowVAE`'s attributes and methods): its
-diffusers class, the arguments its decoder takes besides the latents
-(`_decode_extra`), and its channels, ratios and latent scaling.
+diffusers class and lowering (`lowered_class`), which flag turns on framewise
+encoding and which frame a later decoded window drops (diffusers' classes
+differ), the arguments its decoder takes besides the latents
+(`_decoder_args`: LTX's timestep and injected noise), and its channels,
+ratios and latent scaling.
 """
 
 import functools
@@ -99,6 +102,12 @@ class WindowVAE(TorchaxVAE):
     """
 
     marked: tuple = ()  # the family's layers whose activations get sharding marks (patches/sharding_marks.py)
+    lowered_class = WindowLowered
+    # diffusers' LTX classes test `use_framewise_decoding` in `_encode` too; HunyuanVideo its own flag
+    encode_window_flag = "use_framewise_encoding"
+    # the frame each decoded window after the first drops, the one it shares with the window before:
+    # HunyuanVideo's first (decoded[:, :, 1:]), LTX's last (decoded[:, :, :-1])
+    decode_window_drop = "first"
     _SETTINGS = (
         "use_framewise_encoding", "use_framewise_decoding", "tile_sample_min_height", "tile_sample_min_width",
         "tile_sample_min_num_frames", "tile_sample_stride_height", "tile_sample_stride_width",
@@ -107,7 +116,7 @@ class WindowVAE(TorchaxVAE):
 
     def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = WindowLowered(vae, mesh, self._placement.local_device().platform, self.marked)
+        self._lowered = self.lowered_class(vae, mesh, self._placement.local_device().platform, self.marked)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         for name in self._SETTINGS:  # diffusers' settings, as the wrapped instance has them
             setattr(self, name, getattr(vae, name))
@@ -118,8 +127,11 @@ class WindowVAE(TorchaxVAE):
     def temporal_compression_ratio(self) -> int:
         raise NotImplementedError
 
-    def _decode_extra(self, source) -> tuple:
-        """The decoder's arguments besides the latents, for the call on `source` (LTX: its timestep)."""
+    def _decoder_args(self, chunk, **conditioning) -> tuple:
+        """The decoder's arguments besides the latents for one call on `chunk` (a JAX array or its shape).
+
+        conditioning: what `decode` was given besides the latents, for this sample or batch (LTX's timestep).
+        """
         return ()
 
     # ----- tiling, with diffusers' arguments -----
@@ -146,7 +158,7 @@ class WindowVAE(TorchaxVAE):
 
     def _encode(self, source, tiled: bool | None = None) -> jax.Array:
         frames = source.shape[2]
-        if self.use_framewise_encoding and frames > self.tile_sample_min_num_frames and tiled is None:
+        if getattr(self, self.encode_window_flag) and frames > self.tile_sample_min_num_frames and tiled is None:
             spans = windows(frames, self.tile_sample_min_num_frames, self.tile_sample_stride_num_frames)
             ratio = self.temporal_compression_ratio
             outs = [self._clip("encode", source, span, tiled) for span in spans]
@@ -154,37 +166,39 @@ class WindowVAE(TorchaxVAE):
             return self._blend_windows(outs, extent=size - stride, stride=stride, frames=(frames - 1) // ratio + 1)
         return self._clip("encode", source, (0, frames), tiled)
 
-    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
+    def _decode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
         frames = source.shape[2]
         ratio = self.temporal_compression_ratio
         size, stride = self.tile_sample_min_num_frames // ratio, self.tile_sample_stride_num_frames // ratio
         if self.use_framewise_decoding and frames > size and tiled is None:
-            outs = [self._clip("decode", source, span, tiled) for span in windows(frames, size, stride)]
+            outs = [self._clip("decode", source, span, tiled, conditioning) for span in windows(frames, size, stride)]
             sample_stride = self.tile_sample_stride_num_frames
             extent = self.tile_sample_min_num_frames - sample_stride
-            return self._blend_windows(outs, extent=extent, stride=sample_stride, frames=(frames - 1) * ratio + 1)
-        return self._clip("decode", source, (0, frames), tiled)
+            return self._blend_windows(outs, extent=extent, stride=sample_stride, frames=(frames - 1) * ratio + 1,
+                                       drop=self.decode_window_drop)
+        return self._clip("decode", source, (0, frames), tiled, conditioning)
 
-    def _blend_windows(self, outs, *, extent, stride, frames):
-        trimmed = [out if i == 0 else apply(_drop_first, out) for i, out in enumerate(outs)]
+    def _blend_windows(self, outs, *, extent, stride, frames, drop="first"):
+        trim = _drop_first if drop == "first" else _drop_last
+        trimmed = [out if i == 0 else apply(trim, out) for i, out in enumerate(outs)]
         return apply(tiling.assemble_windows, trimmed, extent=extent, stride=stride, frames=frames)
 
-    def _clip(self, kind: str, source, span, tiled) -> jax.Array:
+    def _clip(self, kind: str, source, span, tiled, conditioning=None) -> jax.Array:
         """One clip (frames `span`) encoded or decoded: one call, or tiled as the tiling mode (or `tiled`) says."""
         height, width = source.shape[3:]
         sample = (self.tile_sample_min_height, self.tile_sample_min_width)
         tile = sample if kind == "encode" else tuple(t // self.spatial_compression_ratio for t in sample)
         if tiled is None:
-            need = functools.partial(self._untiled_bytes, kind, source, span)
+            need = functools.partial(self._untiled_bytes, kind, source, span, conditioning)
             name = "encoder" if kind == "encode" else "decoder"
             tiled = (height > tile[0] or width > tile[1]) and self._should_tile(name, need, source.shape, tile)
         if tiled:
-            return self._tiled(kind, source, span)
-        out = self._call(kind, source, span)
+            return self._tiled(kind, source, span, conditioning)
+        out = self._call(kind, source, span, conditioning=conditioning)
         self._ran_batch()
         return out
 
-    def _call(self, kind: str, source, span, block=None):
+    def _call(self, kind: str, source, span, block=None, conditioning=None):
         """One encoder or decoder call on frames `span` of the source (or of a (row, col, height, width) block)."""
         encode = kind == "encode"
         chunk = source.take(span) if block is None else source.take(span, block[::2], block[1::2])
@@ -193,16 +207,17 @@ class WindowVAE(TorchaxVAE):
         name = ("encoder" if encode else "decoder") + ("" if block is None else "/tile")
         if encode:
             return self._programs.run(name, self._lowered.encode_step, weights, chunk)
-        return self._programs.run(name, self._lowered.decode_step, weights, chunk, *self._decode_extra(source))
+        extra = self._decoder_args(chunk, **(conditioning or {}))
+        return self._programs.run(name, self._lowered.decode_step, weights, chunk, *extra)
 
-    def _untiled_bytes(self, kind: str, source, span) -> int:
+    def _untiled_bytes(self, kind: str, source, span, conditioning) -> int:
         """Device memory of the untiled call on a clip of `span`: XLA's temp + argument + output bytes."""
         shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
         with self._programs.recording() as used:
-            self._call(kind, shapes, span)
+            self._call(kind, shapes, span, conditioning=conditioning)
         return max(stats.temp_bytes + stats.argument_bytes + stats.output_bytes for stats in used)
 
-    def _tiled(self, kind: str, source, span) -> jax.Array:
+    def _tiled(self, kind: str, source, span, conditioning=None) -> jax.Array:
         """diffusers' tiled_encode / tiled_decode of one clip: tiles at their own shapes, blended, cropped."""
         ratio = self.spatial_compression_ratio
         height, width = source.shape[3:]
@@ -219,13 +234,18 @@ class WindowVAE(TorchaxVAE):
         for row in lay.tiles(height, width):
             tiles.append([])
             for t in row:
-                tiles[-1].append([self._call(kind, source, span, (t.row, t.col, t.valid_height, t.valid_width))])
+                block = (t.row, t.col, t.valid_height, t.valid_width)
+                tiles[-1].append([self._call(kind, source, span, block, conditioning)])
                 self._ran_batch()
         return apply(_assemble, tiles, lay=lay, size=size)
 
 
 def _drop_first(out):
     return out[:, :, 1:]
+
+
+def _drop_last(out):
+    return out[:, :, :-1]
 
 
 @functools.partial(jax.jit, static_argnames=("lay", "size"))

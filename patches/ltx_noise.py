@@ -1,0 +1,97 @@
+"""LTXVideoResnetBlock3d's injected noise taken from the program's inputs, in the order PyTorch draws it.
+
+Upstream: diffusers' `LTXVideoResnetBlock3d.forward` (LTX-Video 0.9.1's
+decoder, `decoder_inject_noise`) adds `torch.randn((height, width),
+generator=generator)` times a learned per-channel scale after each of its two
+convolutions. Its decoder never passes a generator, so the noise comes from
+torch's global generator, two draws per injecting block, in call order.
+
+Traced as is through torchax, `torch.randn` would become torchax's own JAX
+random numbers: a different stream, fixed into the program. Here the noise is
+an input of the program instead: the caller draws it on the host with torch's
+global generator, exactly as the PyTorch model would (same shapes, dtype and
+order; `noise_shapes` finds them), and passes the tensors in. While a patched
+block runs inside `feeding(noise)`, each `torch.randn` it makes returns the
+next of those tensors (checked against the shape asked for); outside it the
+block is diffusers' own.
+
+Needed as long as the decoder draws its noise inside forward
+(tests/test_ltx.py::test_noise_injection_follows_torchs_global_generator).
+"""
+
+import contextlib
+import contextvars
+
+import torch
+from diffusers.models.autoencoders.autoencoder_kl_ltx import LTXVideoResnetBlock3d
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+_FEED: contextvars.ContextVar = contextvars.ContextVar("ltx_noise_feed", default=None)
+
+
+class _Feed(TorchFunctionMode):
+    """torch.randn -> the next given tensor (feed) or a recorded meta draw (record)."""
+
+    def __init__(self, tensors=None):
+        super().__init__()
+        self.tensors = None if tensors is None else list(tensors)
+        self.shapes: list[tuple[tuple[int, ...], torch.dtype]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is not torch.randn:
+            return func(*args, **kwargs)
+        shape = tuple(args[0]) if len(args) == 1 and not isinstance(args[0], int) else tuple(args)
+        dtype = kwargs.get("dtype") or torch.get_default_dtype()
+        index = len(self.shapes)
+        self.shapes.append((shape, dtype))
+        if self.tensors is None:  # recording: the draw PyTorch would make, without memory
+            return torch.empty(shape, dtype=dtype, device="meta")
+        if index >= len(self.tensors):
+            raise RuntimeError(f"LTX noise injection drew {index + 1} noise tensors; {len(self.tensors)} were given")
+        given = self.tensors[index]
+        if tuple(given.shape) != shape:
+            raise RuntimeError(f"LTX noise draw {index} has shape {shape}; the tensor given has {tuple(given.shape)}")
+        return given
+
+
+@contextlib.contextmanager
+def feeding(tensors):
+    """Inside: the patched blocks' `torch.randn` calls return `tensors` in order (torchax tensors while tracing)."""
+    token = _FEED.set(_Feed(tensors))
+    try:
+        yield _FEED.get()
+    finally:
+        _FEED.reset(token)
+
+
+@contextlib.contextmanager
+def recording():
+    """Inside: the patched blocks' draws are recorded (shape, dtype) and made on the meta device."""
+    token = _FEED.set(_Feed())
+    try:
+        yield _FEED.get()
+    finally:
+        _FEED.reset(token)
+
+
+class FedNoiseResnetBlock3d(LTXVideoResnetBlock3d):
+    """LTXVideoResnetBlock3d whose injected noise comes from `feeding` / `recording` when one is active."""
+
+    def forward(self, inputs, temb=None, generator=None):
+        feed = _FEED.get()
+        if feed is None:
+            return super().forward(inputs, temb, generator)
+        with feed:  # innermost mode: sees the block's torch.randn before torchax does
+            return super().forward(inputs, temb, generator)
+
+
+def patch(model: nn.Module) -> int:
+    """Makes every noise-injecting LTXVideoResnetBlock3d in `model` take its noise from a feed; returns how many."""
+    count = 0
+    for module in model.modules():
+        if type(module) is LTXVideoResnetBlock3d and module.per_channel_scale1 is not None:
+            module.__class__ = FedNoiseResnetBlock3d
+            count += 1
+    return count
