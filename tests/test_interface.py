@@ -90,6 +90,7 @@ def test_from_pretrained_local_directory(tmp_path, tiny_vae):
     assert_close(ours.encode(x).latent_dist.mean, tiny_vae.encode(x).latent_dist.mean, FP32, "from_pretrained encode")
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_odd_spatial_sizes(tiny_vae, tiny_torchax):
     x = torch.randn(1, 3, 9, 20, 28)
     expected = tiny_vae.encode(x).latent_dist.mean

@@ -21,6 +21,7 @@ def load(name):
     return module
 
 
+@pytest.mark.slow  # 28 s on 2 cores: the table of both families
 def test_parity_script_prints_table(capsys):
     assert load("parity").main(["--config", "tiny", "--frames", "9", "17", "--batch", "1", "2", "--size", "16"]) == 0
     out = capsys.readouterr().out

@@ -100,6 +100,7 @@ def test_layer_programs_bound_memory_of_a_large_batch(tiny_vae, monkeypatch):
     assert temps["layer"] <= 0.4 * temps["batch"], temps
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_auto_tiling_counts_layer_inputs_and_carried_caches(tiny_vae):
     ours = TorchaxVAE(tiny_vae, memory_budget=10**12)
     ours.enable_tiling(tile_sample_min_height=16, tile_sample_min_width=16)

@@ -33,7 +33,7 @@ def tiled(tiny_vae, tiny_torchax):
     [
         (9, 2, 48, 40, False, None),  # rows 32, 24 tall; columns 24, 24, 8 wide
         pytest.param(13, 1, 56, 44, False, 1 / 2, marks=pytest.mark.slow),  # two short tiles in a row: 24, 24, 20, 8
-        (5, 2, 40, 64, True, None),
+        pytest.param(5, 2, 40, 64, True, None, marks=pytest.mark.slow),
         pytest.param(17, 1, 33, 25, False, None, marks=pytest.mark.slow),  # odd sizes: short tiles' extents round down
     ],
 )
@@ -117,6 +117,7 @@ def test_tiled_decode_memory_does_not_grow_with_the_video(fresh):
     assert max(s["temp_bytes"] for s in untiled.precompile("decode", (1, 4, 13, 12, 14))) > 2 * base
 
 
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
 def test_tiled_encode_uses_two_programs_per_first_batch_length(fresh):
     for shape in [(1, 3, 17, 48, 40), (1, 3, 17, 64, 90), (1, 3, 33, 40, 64)]:
         fresh.precompile("encode", shape)
