@@ -175,8 +175,9 @@ def test_released_sizes_lowered_for_cuda_keep_the_rule(config, frames, height, w
         ours.tiling_mode = "off"
     for kind in ("decode", "encode"):
         texts = ours.lower(kind, input_shape(ours, kind, frames, height, width), "cuda")
-        if isinstance(ours, WindowVAE):  # whole clips or frame windows: one program per clip shape
-            assert 1 <= len(texts) <= 3, list(texts)
+        if isinstance(ours, WindowVAE):  # untiled whole clips or windows: `lower` keys its texts by program
+            # name, so one name per direction (HunyuanVideo's window shapes share it; the last one is checked)
+            assert list(texts) == ["encoder" if kind == "encode" else "decoder"], list(texts)
         else:  # the first batch and the steady one (CogVideoX: batch programs on GPU)
             assert len(texts) == 2, list(texts)
         for name, text in texts.items():
