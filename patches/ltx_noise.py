@@ -1,10 +1,11 @@
-"""LTXVideoResnetBlock3d's injected noise taken from the program's inputs, in the order PyTorch draws it.
+"""The LTX resnet blocks' injected noise taken from the program's inputs, in the order PyTorch draws it.
 
 Upstream: diffusers' `LTXVideoResnetBlock3d.forward` (LTX-Video 0.9.1's
-decoder, `decoder_inject_noise`) adds `torch.randn((height, width),
-generator=generator)` times a learned per-channel scale after each of its two
-convolutions. Its decoder never passes a generator, so the noise comes from
-torch's global generator, two draws per injecting block, in call order.
+decoder, `decoder_inject_noise`) and `LTX2VideoResnetBlock3d.forward` (LTX-2's)
+add `torch.randn((height, width), generator=generator)` times a learned
+per-channel scale after each of their two convolutions. Their decoders never
+pass a generator, so the noise comes from torch's global generator, two draws
+per injecting block, in call order.
 
 Traced as is through torchax, `torch.randn` would become torchax's own JAX
 random numbers: a different stream, fixed into the program. Here the noise is
@@ -21,6 +22,7 @@ Needed as long as the decoder draws its noise inside forward
 
 import contextlib
 import contextvars
+import functools
 
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_ltx import LTXVideoResnetBlock3d
@@ -76,22 +78,42 @@ def recording():
         _FEED.reset(token)
 
 
-class FedNoiseResnetBlock3d(LTXVideoResnetBlock3d):
-    """LTXVideoResnetBlock3d whose injected noise comes from `feeding` / `recording` when one is active."""
+class _Fed:
+    """Mixed in before a resnet block class: its forward inside the active feed, when one is."""
 
-    def forward(self, inputs, temb=None, generator=None):
+    def forward(self, *args, **kwargs):
         feed = _FEED.get()
         if feed is None:
-            return super().forward(inputs, temb, generator)
+            return super().forward(*args, **kwargs)
         with feed:  # innermost mode: sees the block's torch.randn before torchax does
-            return super().forward(inputs, temb, generator)
+            return super().forward(*args, **kwargs)
+
+
+class FedNoiseResnetBlock3d(_Fed, LTXVideoResnetBlock3d):
+    """LTXVideoResnetBlock3d whose injected noise comes from `feeding` / `recording` when one is active."""
+
+
+@functools.cache
+def _fed_classes() -> dict[type, type]:
+    """diffusers' noise-injecting block classes -> their fed classes (LTX-2's where diffusers has it, >= 0.37)."""
+    classes = {LTXVideoResnetBlock3d: FedNoiseResnetBlock3d}
+    try:
+        from diffusers.models.autoencoders.autoencoder_kl_ltx2 import LTX2VideoResnetBlock3d
+    except ImportError:
+        return classes
+    classes[LTX2VideoResnetBlock3d] = type("FedNoiseLTX2VideoResnetBlock3d", (_Fed, LTX2VideoResnetBlock3d), {
+        "__doc__": "LTX2VideoResnetBlock3d whose injected noise comes from `feeding` / `recording` when one is active.",
+        "__module__": __name__,
+    })
+    return classes
 
 
 def patch(model: nn.Module) -> int:
-    """Makes every noise-injecting LTXVideoResnetBlock3d in `model` take its noise from a feed; returns how many."""
+    """Makes every noise-injecting LTX resnet block in `model` take its noise from a feed; returns how many."""
+    fed = _fed_classes()
     count = 0
     for module in model.modules():
-        if type(module) is LTXVideoResnetBlock3d and module.per_channel_scale1 is not None:
-            module.__class__ = FedNoiseResnetBlock3d
+        if type(module) in fed and module.per_channel_scale1 is not None:
+            module.__class__ = fed[type(module)]
             count += 1
     return count

@@ -103,6 +103,45 @@ LTX_CONFIGS = {
     "ltx091": {**_LTX_091, "decoder_block_out_channels": (256, 512, 1024), "decoder_layers_per_block": (5, 6, 7, 8)},
 }
 
+# AutoencoderKLLTX2Video (diffusers >= 0.37): diffusers' own test config
+# (tests/models/autoencoders/test_models_autoencoder_ltx2_video.py); the same with a timestep-conditioned,
+# noise-injecting decoder and LTX-2's reflect padding; the released LTX-2 (2.0) and LTX-2.3 architectures
+# (scripts/convert_ltx2_to_diffusers.py, without the optional timestep conditioning), placeholder normalization.
+_LTX2_TINY = {
+    "latent_channels": 8, "block_out_channels": (8, 8, 8, 8), "decoder_block_out_channels": (16, 32, 64),
+    "layers_per_block": (1, 1, 1, 1, 1), "decoder_layers_per_block": (1, 1, 1, 1),
+    "spatio_temporal_scaling": (True, True, True, True), "decoder_spatio_temporal_scaling": (True, True, True),
+    "decoder_inject_noise": (False, False, False, False),
+    "downsample_type": ("spatial", "temporal", "spatiotemporal", "spatiotemporal"),
+    "upsample_residual": (True, True, True), "upsample_factor": (2, 2, 2), "timestep_conditioning": False,
+    "patch_size": 1, "patch_size_t": 1, "encoder_causal": True, "decoder_causal": False,
+    "encoder_spatial_padding_mode": "zeros", "decoder_spatial_padding_mode": "zeros",
+}
+_LTX2_RELEASED = {
+    "downsample_type": ("spatial", "temporal", "spatiotemporal", "spatiotemporal"), "patch_size": 4,
+    "encoder_causal": True, "decoder_causal": False, "spatial_compression_ratio": 32, "temporal_compression_ratio": 8,
+}
+LTX2_CONFIGS = {
+    "ltx2-tiny": _LTX2_TINY,
+    "ltx2ts-tiny": {
+        **_LTX2_TINY, "timestep_conditioning": True, "decoder_inject_noise": (True, True, True, False),
+        "decoder_spatial_padding_mode": "reflect",
+    },
+    "ltx2": {
+        **_LTX2_RELEASED, "block_out_channels": (256, 512, 1024, 2048), "decoder_block_out_channels": (256, 512, 1024),
+        "layers_per_block": (4, 6, 6, 2, 2), "decoder_layers_per_block": (5, 5, 5, 5),
+        "upsample_type": ("spatiotemporal",) * 3, "upsample_residual": (True, True, True), "upsample_factor": (2, 2, 2),
+        "decoder_spatial_padding_mode": "reflect",
+    },
+    "ltx2.3": {
+        **_LTX2_RELEASED, "block_out_channels": (256, 512, 1024, 1024),
+        "decoder_block_out_channels": (256, 512, 512, 1024), "layers_per_block": (4, 6, 4, 2, 2),
+        "decoder_layers_per_block": (4, 6, 4, 2, 2), "decoder_spatio_temporal_scaling": (True, True, True, True),
+        "decoder_inject_noise": (False,) * 5, "upsample_type": ("spatiotemporal", "spatiotemporal", "temporal", "spatial"),
+        "upsample_residual": (False,) * 4, "upsample_factor": (2, 2, 1, 2), "decoder_spatial_padding_mode": "zeros",
+    },
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
@@ -111,6 +150,12 @@ MODELS = {
     **{name: (AutoencoderKLHunyuanVideo, kwargs) for name, kwargs in HUNYUAN_CONFIGS.items()},
     **{name: (AutoencoderKLLTXVideo, kwargs) for name, kwargs in LTX_CONFIGS.items()},
 }
+try:
+    from diffusers import AutoencoderKLLTX2Video
+except ImportError:  # diffusers < 0.37
+    pass
+else:
+    MODELS.update({name: (AutoencoderKLLTX2Video, kwargs) for name, kwargs in LTX2_CONFIGS.items()})
 
 
 def random_vae(config: str, seed: int = 0):

@@ -14,7 +14,7 @@ import jax
 import torch
 
 from torchax_vae import TorchaxVAE, make_mesh
-from helpers import random_vae
+from helpers import MODELS, random_vae
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
@@ -148,6 +148,19 @@ def windowed():
     sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", (1, 8, 2, 8, 32))
     emit(case="memory", what="ltx decode temp bytes", single=single[0]["temp_bytes"],
          sharded=sharded[0]["temp_bytes"], devices=len(sharded[0]["devices"]))
+    if "ltx2ts-tiny" in MODELS:  # LTX-2 (diffusers >= 0.37): reflect padding split on width, noise, timestep
+        vae = random_vae("ltx2ts-tiny")
+        with torch.no_grad():
+            for name, p in vae.named_parameters():
+                if "per_channel_scale" in name:
+                    p.fill_(0.5)
+        ours = TorchaxVAE(vae, mesh=make_mesh())
+        parity("ltx2ts-tiny 1x8", vae, ours, torch.randn(1, 3, 9, 64, 128, generator=gen),
+               torch.randn(1, 8, 2, 4, 16, generator=gen), torch.tensor([0.05]))
+        single = TorchaxVAE(vae).precompile("decode", (1, 8, 2, 8, 64))
+        sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", (1, 8, 2, 8, 64))
+        emit(case="memory", what="ltx2 decode temp bytes", single=single[0]["temp_bytes"],
+             sharded=sharded[0]["temp_bytes"], devices=len(sharded[0]["devices"]))
 
 
 def official():

@@ -130,6 +130,8 @@ RELEASED = [  # (config, frames, height, width)
     pytest.param("hunyuanvideo", 129, 720, 1280, marks=pytest.mark.slow),
     pytest.param("ltx090", 161, 512, 704, marks=pytest.mark.slow),
     pytest.param("ltx091", 161, 512, 704, marks=pytest.mark.slow),
+    # LTX-2 (diffusers >= 0.37): LTX2Pipeline's default, 121 frames at 512x768, one decoder call
+    *[pytest.param(name, 121, 512, 768, marks=pytest.mark.slow) for name in ("ltx2", "ltx2.3") if name in MODELS],
 ]
 
 _TENSOR = re.compile(r"tensor<((?:\d+x)+)(bf16|f32|f16)>")

@@ -19,7 +19,7 @@ from torch import nn
 
 from torchax_vae import patches, tiling
 from torchax_vae.convert import to_jax
-from helpers import TOLERANCE, assert_close, random_vae
+from helpers import MODELS, TOLERANCE, assert_close, random_vae
 from torchax_vae.patches import (
     frame_conv,
     group_norm,
@@ -489,6 +489,12 @@ def test_apply_counts_and_leaves_users_model_alone():
 
     ltx_counts = patches.apply(random_vae("ltx091-tiny"), LTXVideoVAE.marked)  # 0.9.1: 5 noise-injecting resnets
     assert {name for name, n in ltx_counts.items() if n} == {"frame_conv", "sharding_marks", "ltx_noise"}, ltx_counts
+    if "ltx2ts-tiny" in MODELS:  # LTX-2's own resnet class (diffusers >= 0.37) gets the noise feed too
+        from torchax_vae.models.ltx2 import LTX2VideoVAE
+
+        ltx2_counts = patches.apply(random_vae("ltx2ts-tiny"), LTX2VideoVAE.marked)
+        assert {name for name, n in ltx2_counts.items() if n} == {"frame_conv", "sharding_marks", "ltx_noise"}, (
+            ltx2_counts)
     # apply() patches what it is given; TorchaxVAE gives it a private copy:
     from torchax_vae import TorchaxVAE
 

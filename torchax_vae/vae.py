@@ -441,9 +441,7 @@ class TorchaxVAE(ModelMixin):
 
         Differentiable: when `x` requires grad, so does the posterior (torchax_vae/gradients.py).
         """
-        validation.check_video(x, name="encode input", channels=self.video_channels, role="encoder")
-        self._check_video(tuple(x.shape), "encode input")
-        posterior = DiagonalGaussianDistribution(self._compute(functools.partial(self._per_sample, self._encode), x))
+        posterior = DiagonalGaussianDistribution(self._encode_with(x, "encode"))
         return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
@@ -457,9 +455,17 @@ class TorchaxVAE(ModelMixin):
 
         Tiles with the `enable_tiling` settings; no slicing, as diffusers'.
         """
-        validation.check_video(x, name="tiled_encode input", channels=self.video_channels, role="encoder")
-        self._check_video(tuple(x.shape), "tiled_encode input")
-        return self._compute(functools.partial(self._encode, tiled=True), x)
+        return self._encode_with(x, "tiled_encode", tiled=True)
+
+    def _encode_with(self, x: torch.Tensor, name: str, tiled: bool | None = None, **options) -> torch.Tensor:
+        """The moments of `x` (checked first as `name`'s input), sliced per video unless `tiled` (as diffusers'
+        tiled_encode); options: the family's encoder program options (LTX-2's `causal`), given to `_encode`."""
+        validation.check_video(x, name=f"{name} input", channels=self.video_channels, role="encoder")
+        self._check_video(tuple(x.shape), f"{name} input")
+        encode = functools.partial(self._encode, **options)
+        if tiled:
+            return self._compute(functools.partial(encode, tiled=True), x)
+        return self._compute(functools.partial(self._per_sample, encode), x)
 
     def tiled_decode(self, z: torch.Tensor, return_dict: bool = True):
         """diffusers' `tiled_decode`: `z` decoded in tiles whatever its size or the settings (no slicing)."""

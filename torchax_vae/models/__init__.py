@@ -22,6 +22,12 @@ from .wan import WanVAE
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, LTXVideoVAE)
+try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
+    from .ltx2 import LTX2VideoVAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (LTX2VideoVAE,)
 
 
 def supported() -> str:

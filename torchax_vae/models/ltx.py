@@ -77,25 +77,25 @@ class LTXLowered(WindowLowered):
             self._noise_shapes[key] = tuple(shape for shape, _ in feed.shapes)
         return self._noise_shapes[key]
 
-    def decode_step(self, weights, latents, timestep=None, noise=()):
+    def decode_step(self, weights, latents, timestep=None, noise=(), **options):
         dtype = latents.dtype
         weights, latents, timestep, noise = self.env.j2t_iso((weights, latents, timestep, noise))
         with self._tracing(dtype), ltx_noise.feeding(noise):
-            out = self._call("decoder", weights, latents, timestep)
+            out = self._call("decoder", weights, latents, timestep, **options)
         return self.env.t2j_iso(out)
 
 
-class LTXVideoVAE(WindowVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLLTXVideo`, as diffusers runs it (module docstring).
+class TimestepWindowVAE(WindowVAE):
+    """What diffusers' LTX classes share (AutoencoderKLLTXVideo here, AutoencoderKLLTX2Video in ltx2.py):
+    a decoder that may take a timestep and inject noise, `use_framewise_decoding` for both directions, a
+    later decoded window dropping its last frame, and `latents_mean` / `latents_std` buffers.
 
-    `decode(z, temb=None)` takes LTX's timestep as diffusers' does: a tensor of
+    `decode(z, temb=None)` takes the timestep as diffusers' does: a tensor of
     one value per video, required when the decoder is timestep-conditioned.
     """
 
-    model_class = AutoencoderKLLTXVideo
     lowered_class = LTXLowered
-    marked = (LTXVideoCausalConv3d, LTXVideoResnetBlock3d)
-    encode_window_flag = "use_framewise_decoding"  # sic: diffusers' AutoencoderKLLTXVideo._encode
+    encode_window_flag = "use_framewise_decoding"  # sic: diffusers' LTX classes' _encode
     decode_window_drop = "last"
 
     @property
@@ -131,15 +131,112 @@ class LTXVideoVAE(WindowVAE):
     def _buffer(self, name: str) -> torch.Tensor:
         return convert.to_torch(self._weights[name][""]).clone().to(self.device)
 
-    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """As `LTXPipeline._normalize_latents`: (latents - mean) * scaling_factor / std, per channel."""
+    def _normalize(self, latents: torch.Tensor) -> torch.Tensor:
         mean, std = (t.view(1, -1, 1, 1, 1).to(latents.device, latents.dtype) for t in (self.latents_mean, self.latents_std))
         return (latents - mean) * self.config.scaling_factor / std
 
-    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """As `LTXPipeline._denormalize_latents`, before decoding."""
+    def _denormalize(self, latents: torch.Tensor) -> torch.Tensor:
         mean, std = (t.view(1, -1, 1, 1, 1).to(latents.device, latents.dtype) for t in (self.latents_mean, self.latents_std))
         return latents * std / self.config.scaling_factor + mean
+
+    def _decode_noise(self, latents: torch.Tensor, timestep, noise_scale, seed: int):
+        """(latents mixed with noise_scale of a seeded generator's noise, the timestep tensor): the LTX
+        pipelines' decode-timestep step, on the latents as given."""
+        from diffusers.utils.torch_utils import randn_tensor
+
+        timestep = 0.0 if timestep is None else timestep
+        noise_scale = timestep if noise_scale is None else noise_scale
+        batch = latents.shape[0]
+        noise = randn_tensor(latents.shape, generator=torch.Generator().manual_seed(seed), dtype=latents.dtype)
+        scale = torch.tensor([noise_scale] * batch, dtype=latents.dtype)[:, None, None, None, None]
+        latents = (1 - scale) * latents + scale * noise
+        return latents, torch.tensor([timestep] * batch, dtype=self.dtype)
+
+    # ----- decode with a timestep -----
+
+    def decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, return_dict: bool = True):
+        """Decodes latents [B, C, F, H, W] into videos, as diffusers' `decode(z, temb)`.
+
+        temb: the timestep, one value per video (a tensor of B values, or of one when B is 1); required
+        when the decoder is timestep-conditioned, unused otherwise (as diffusers).
+        """
+        sample = self._decode_with(z, temb, "decode")
+        return DecoderOutput(sample=sample) if return_dict else (sample,)
+
+    def tiled_decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, return_dict: bool = True):
+        """diffusers' `tiled_decode(z, temb)`: decoded in tiles whatever its size or the settings (no slicing)."""
+        sample = self._decode_with(z, temb, "tiled_decode", tiled=True)
+        return DecoderOutput(sample=sample) if return_dict else (sample,)
+
+    def forward(self, sample, temb=None, sample_posterior: bool = False, return_dict: bool = True, generator=None):
+        """Encode then decode, as diffusers' `AutoencoderKLLTXVideo.forward(sample, temb, ...)`."""
+        posterior = self.encode(sample).latent_dist
+        z = posterior.sample(generator=generator) if sample_posterior else posterior.mode()
+        dec = self.decode(z, temb).sample
+        return DecoderOutput(sample=dec) if return_dict else (dec,)
+
+    __call__ = forward
+
+    def _decode_with(self, z: torch.Tensor, temb, name: str, tiled: bool | None = None, **options) -> torch.Tensor:
+        """The video of `z` at timestep `temb` (checked first), sliced per video unless `tiled` (as diffusers'
+        tiled_decode); options: the decoder's program options (LTX-2's `causal`)."""
+        validation.check_video(z, name=f"{name} input", channels=self.latent_channels, role="decoder")
+        timestep = self._timestep(temb, z.shape[0])
+        decode = functools.partial(self._decode, **options)
+        if tiled:
+            return self._compute(functools.partial(decode, tiled=True, timestep=timestep), z)
+        return self._compute(functools.partial(self._per_sample, decode, timestep=timestep), z)
+
+    def _timestep(self, temb, batch: int) -> torch.Tensor | None:
+        """temb checked at the boundary: a floating tensor of `batch` values on the CPU, or None when unused."""
+        if not self.config.timestep_conditioning:
+            return None  # diffusers' decoder ignores it
+        if temb is None:
+            raise ValueError(
+                f"this {self.model_class.__name__}'s decoder is timestep-conditioned (timestep_conditioning=True): "
+                "pass temb, one timestep per video, e.g. torch.tensor([0.05]) (the pipeline's decode_timestep)"
+            )
+        temb = torch.as_tensor(temb)
+        if not temb.is_floating_point() or temb.numel() != batch:
+            raise ValueError(
+                f"temb must be a floating-point tensor of one timestep per video ({batch} values), got "
+                f"{temb.dtype} with shape {tuple(temb.shape)}"
+            )
+        return temb.detach().reshape(batch).cpu()
+
+    def _decoder_args(self, chunk, timestep=None) -> tuple:
+        """(timestep, noise) for one decoder call on `chunk`: the noise drawn now, as PyTorch would draw it."""
+        abstract = isinstance(chunk, jax.ShapeDtypeStruct)
+        replicated = self._placement.replicated
+        if timestep is None and self.config.timestep_conditioning:  # precompile / lower: the shape only
+            timestep = torch.empty(chunk.shape[0], dtype=self._dtype, device="meta")
+        temb = None if timestep is None else _as_jax(timestep, abstract, replicated)
+        shapes = self._lowered.noise_shapes(tuple(chunk.shape), self._dtype) if self._injects_noise else ()
+        if abstract:
+            noise = tuple(jax.ShapeDtypeStruct(s, convert.jax_dtype(self._dtype), sharding=replicated) for s in shapes)
+        else:  # torch's global generator on the CPU, as diffusers' decoder draws (generator=None)
+            noise = tuple(convert.to_jax(torch.randn(s, dtype=self._dtype), None, replicated) for s in shapes)
+        return temb, noise
+
+    @functools.cached_property
+    def _injects_noise(self) -> bool:
+        inject = self.config.decoder_inject_noise
+        return inject if isinstance(inject, bool) else any(inject)
+
+
+class LTXVideoVAE(TimestepWindowVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLLTXVideo`, as diffusers runs it (module docstring)."""
+
+    model_class = AutoencoderKLLTXVideo
+    marked = (LTXVideoCausalConv3d, LTXVideoResnetBlock3d)
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """As `LTXPipeline._normalize_latents`: (latents - mean) * scaling_factor / std, per channel."""
+        return self._normalize(latents)
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """As `LTXPipeline._denormalize_latents`, before decoding."""
+        return self._denormalize(latents)
 
     def unpack_latents(self, latents: torch.Tensor, height: int, width: int) -> torch.Tensor:
         """The pipelines' packed latents [B, frames x h x w, C] of height x width videos as [B, C, frames, h, w].
@@ -167,81 +264,8 @@ class LTXVideoVAE(WindowVAE):
         """
         if not self.config.timestep_conditioning:
             return super().decode_inputs(latents, timestep=timestep, noise_scale=noise_scale)
-        from diffusers.utils.torch_utils import randn_tensor
-
-        timestep = 0.0 if timestep is None else timestep
-        noise_scale = timestep if noise_scale is None else noise_scale
-        batch = latents.shape[0]
-        noise = randn_tensor(latents.shape, generator=torch.Generator().manual_seed(seed), dtype=latents.dtype)
-        scale = torch.tensor([noise_scale] * batch, dtype=latents.dtype)[:, None, None, None, None]
-        latents = (1 - scale) * latents + scale * noise
-        return latents, (torch.tensor([timestep] * batch, dtype=self.dtype),)
-
-    # ----- decode with a timestep -----
-
-    def decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, return_dict: bool = True):
-        """Decodes latents [B, C, F, H, W] into videos, as diffusers' `decode(z, temb)`.
-
-        temb: the timestep, one value per video (a tensor of B values, or of one when B is 1); required
-        when the decoder is timestep-conditioned, unused otherwise (as diffusers).
-        """
-        validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder")
-        timestep = self._timestep(temb, z.shape[0])
-        run = functools.partial(self._per_sample, self._decode, timestep=timestep)
-        sample = self._compute(run, z)
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
-
-    def tiled_decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, return_dict: bool = True):
-        """diffusers' `tiled_decode(z, temb)`: decoded in tiles whatever its size or the settings (no slicing)."""
-        validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder")
-        timestep = self._timestep(temb, z.shape[0])
-        sample = self._compute(functools.partial(self._decode, tiled=True, timestep=timestep), z)
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
-
-    def forward(self, sample, temb=None, sample_posterior: bool = False, return_dict: bool = True, generator=None):
-        """Encode then decode, as diffusers' `AutoencoderKLLTXVideo.forward(sample, temb, ...)`."""
-        posterior = self.encode(sample).latent_dist
-        z = posterior.sample(generator=generator) if sample_posterior else posterior.mode()
-        dec = self.decode(z, temb).sample
-        return DecoderOutput(sample=dec) if return_dict else (dec,)
-
-    __call__ = forward
-
-    def _timestep(self, temb, batch: int) -> torch.Tensor | None:
-        """temb checked at the boundary: a floating tensor of `batch` values on the CPU, or None when unused."""
-        if not self.config.timestep_conditioning:
-            return None  # diffusers' decoder ignores it
-        if temb is None:
-            raise ValueError(
-                "this AutoencoderKLLTXVideo's decoder is timestep-conditioned (timestep_conditioning=True): "
-                "pass temb, one timestep per video, e.g. torch.tensor([0.05]) (LTXPipeline's decode_timestep)"
-            )
-        temb = torch.as_tensor(temb)
-        if not temb.is_floating_point() or temb.numel() != batch:
-            raise ValueError(
-                f"temb must be a floating-point tensor of one timestep per video ({batch} values), got "
-                f"{temb.dtype} with shape {tuple(temb.shape)}"
-            )
-        return temb.detach().reshape(batch).cpu()
-
-    def _decoder_args(self, chunk, timestep=None) -> tuple:
-        """(timestep, noise) for one decoder call on `chunk`: the noise drawn now, as PyTorch would draw it."""
-        abstract = isinstance(chunk, jax.ShapeDtypeStruct)
-        replicated = self._placement.replicated
-        if timestep is None and self.config.timestep_conditioning:  # precompile / lower: the shape only
-            timestep = torch.empty(chunk.shape[0], dtype=self._dtype, device="meta")
-        temb = None if timestep is None else _as_jax(timestep, abstract, replicated)
-        shapes = self._lowered.noise_shapes(tuple(chunk.shape), self._dtype) if self._injects_noise else ()
-        if abstract:
-            noise = tuple(jax.ShapeDtypeStruct(s, convert.jax_dtype(self._dtype), sharding=replicated) for s in shapes)
-        else:  # torch's global generator on the CPU, as diffusers' decoder draws (generator=None)
-            noise = tuple(convert.to_jax(torch.randn(s, dtype=self._dtype), None, replicated) for s in shapes)
-        return temb, noise
-
-    @functools.cached_property
-    def _injects_noise(self) -> bool:
-        return any(self.config.decoder_inject_noise)
-
+        latents, timestep = self._decode_noise(latents, timestep, noise_scale, seed)
+        return latents, (timestep,)
 
 def _as_jax(tensor: torch.Tensor, abstract: bool, sharding):
     if abstract or tensor.is_meta:

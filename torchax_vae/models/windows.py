@@ -67,28 +67,31 @@ class WindowLowered:
         )
         return tracing(self.env, options)
 
-    def _call(self, child: str, weights, *args):
-        return torch.func.functional_call(getattr(self.model, child), weights[child], args)
+    def _call(self, child: str, weights, *args, **kwargs):
+        return torch.func.functional_call(getattr(self.model, child), weights[child], args, kwargs)
 
-    def encode_step(self, weights, frames):
-        """One encoder call (and quant_conv, where the model has one) on a clip: the posterior's moments."""
+    def encode_step(self, weights, frames, **options):
+        """One encoder call (and quant_conv, where the model has one) on a clip: the posterior's moments.
+
+        options: the encoder's Python arguments for this program (LTX-2's `causal`; part of its name).
+        """
         dtype = frames.dtype
         weights, frames = self.env.j2t_iso((weights, frames))
         with self._tracing(dtype):
-            h = self._call("encoder", weights, frames)
+            h = self._call("encoder", weights, frames, **options)
             if getattr(self.model, "quant_conv", None) is not None:
                 h = self._call("quant_conv", weights, h)
         return self.env.t2j_iso(h)
 
-    def decode_step(self, weights, latents, *extra):
+    def decode_step(self, weights, latents, *extra, **options):
         """One decoder call (after post_quant_conv, where the model has one) on a latent clip; `extra`: the
-        decoder's further arguments (LTX's timestep)."""
+        decoder's further arguments (LTX's timestep); options as `encode_step`'s."""
         dtype = latents.dtype
         weights, latents, extra = self.env.j2t_iso((weights, latents, extra))
         with self._tracing(dtype):
             if getattr(self.model, "post_quant_conv", None) is not None:
                 latents = self._call("post_quant_conv", weights, latents)
-            out = self._call("decoder", weights, latents, *extra)
+            out = self._call("decoder", weights, latents, *extra, **options)
         return self.env.t2j_iso(out)
 
 
@@ -134,6 +137,11 @@ class WindowVAE(TorchaxVAE):
         """
         return ()
 
+    def _program_options(self, kind: str, conditioning: dict) -> dict:
+        """Python arguments of the encoder or decoder that change its program (LTX-2's `causal`), taken out of
+        `conditioning`; each program's name says them. None: the model's defaults."""
+        return {}
+
     # ----- tiling, with diffusers' arguments -----
 
     def enable_tiling(
@@ -156,15 +164,15 @@ class WindowVAE(TorchaxVAE):
 
     # ----- encode / decode -----
 
-    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
+    def _encode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
         frames = source.shape[2]
         if getattr(self, self.encode_window_flag) and frames > self.tile_sample_min_num_frames and tiled is None:
             spans = windows(frames, self.tile_sample_min_num_frames, self.tile_sample_stride_num_frames)
             ratio = self.temporal_compression_ratio
-            outs = [self._clip("encode", source, span, tiled) for span in spans]
+            outs = [self._clip("encode", source, span, tiled, conditioning) for span in spans]
             stride, size = self.tile_sample_stride_num_frames // ratio, self.tile_sample_min_num_frames // ratio
             return self._blend_windows(outs, extent=size - stride, stride=stride, frames=(frames - 1) // ratio + 1)
-        return self._clip("encode", source, (0, frames), tiled)
+        return self._clip("encode", source, (0, frames), tiled, conditioning)
 
     def _decode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
         frames = source.shape[2]
@@ -204,11 +212,16 @@ class WindowVAE(TorchaxVAE):
         chunk = source.take(span) if block is None else source.take(span, block[::2], block[1::2])
         children = ("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv")
         weights = {k: self._weights[k] for k in children if k in self._weights}
+        conditioning = dict(conditioning or {})
+        options = self._program_options(kind, conditioning)
         name = ("encoder" if encode else "decoder") + ("" if block is None else "/tile")
+        name += "".join(f"+{key}={value}" for key, value in sorted(options.items()))
+        step = self._lowered.encode_step if encode else self._lowered.decode_step
+        step = functools.partial(step, **options) if options else step
         if encode:
-            return self._programs.run(name, self._lowered.encode_step, weights, chunk)
-        extra = self._decoder_args(chunk, **(conditioning or {}))
-        return self._programs.run(name, self._lowered.decode_step, weights, chunk, *extra)
+            return self._programs.run(name, step, weights, chunk)
+        extra = self._decoder_args(chunk, **conditioning)
+        return self._programs.run(name, step, weights, chunk, *extra)
 
     def _untiled_bytes(self, kind: str, source, span, conditioning) -> int:
         """Device memory of the untiled call on a clip of `span`: XLA's temp + argument + output bytes."""
