@@ -14,7 +14,7 @@ import jax
 import torch
 
 from torchax_vae import TorchaxVAE, make_mesh
-from helpers import MODELS, random_vae
+from helpers import MODELS, random_vae, with_noise
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
@@ -125,41 +125,23 @@ def qwenimage():
 
 def windowed():
     """The frame-window families on a (1, 8) mesh: whole clips, no cache. HunyuanVideo's tiny VAE (one decode
-    of 3 latent frames at 64x256 for memory), LTX-Video 0.9.1's (2 latent frames at 256x1024)."""
+    of 3 latent frames at 64x256 for memory), LTX-Video 0.9.1's (2 latent frames at 256x1024) and LTX-2's
+    (2 latent frames at 64x512): their timestep and injected noise (replicated) on the mesh."""
     gen = torch.Generator().manual_seed(0)
-    vae = random_vae("hunyuan-tiny")
-    ours = TorchaxVAE(vae, mesh=make_mesh())
-    parity("hunyuan-tiny 1x8", vae, ours, torch.randn(1, 3, 9, 32, 64, generator=gen),
-           torch.randn(1, 4, 3, 4, 8, generator=gen))
-    single = TorchaxVAE(vae).precompile("decode", (1, 4, 3, 8, 32))
-    sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", (1, 4, 3, 8, 32))
-    emit(case="memory", what="hunyuan decode temp bytes", single=single[0]["temp_bytes"],
-         sharded=sharded[0]["temp_bytes"], devices=len(sharded[0]["devices"]))
-    # LTX-Video 0.9.1's tiny VAE: the timestep and the injected noise (replicated) on the mesh.
-    vae = random_vae("ltx091-tiny")
-    with torch.no_grad():
-        for name, p in vae.named_parameters():
-            if "per_channel_scale" in name:
-                p.fill_(0.5)
-    ours = TorchaxVAE(vae, mesh=make_mesh())
-    parity("ltx091-tiny 1x8", vae, ours, torch.randn(1, 3, 9, 32, 64, generator=gen),
-           torch.randn(1, 8, 2, 4, 8, generator=gen), torch.tensor([0.05]))
-    single = TorchaxVAE(vae).precompile("decode", (1, 8, 2, 8, 32))
-    sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", (1, 8, 2, 8, 32))
-    emit(case="memory", what="ltx decode temp bytes", single=single[0]["temp_bytes"],
-         sharded=sharded[0]["temp_bytes"], devices=len(sharded[0]["devices"]))
+    cases = [  # config, row label, video, latents, decode's further arguments, memory decode shape
+        ("hunyuan-tiny", "hunyuan", (1, 3, 9, 32, 64), (1, 4, 3, 4, 8), (), (1, 4, 3, 8, 32)),
+        ("ltx091-tiny", "ltx", (1, 3, 9, 32, 64), (1, 8, 2, 4, 8), (torch.tensor([0.05]),), (1, 8, 2, 8, 32)),
+    ]
     if "ltx2ts-tiny" in MODELS:  # LTX-2 (diffusers >= 0.37): reflect padding split on width, noise, timestep
-        vae = random_vae("ltx2ts-tiny")
-        with torch.no_grad():
-            for name, p in vae.named_parameters():
-                if "per_channel_scale" in name:
-                    p.fill_(0.5)
-        ours = TorchaxVAE(vae, mesh=make_mesh())
-        parity("ltx2ts-tiny 1x8", vae, ours, torch.randn(1, 3, 9, 64, 128, generator=gen),
-               torch.randn(1, 8, 2, 4, 16, generator=gen), torch.tensor([0.05]))
-        single = TorchaxVAE(vae).precompile("decode", (1, 8, 2, 8, 64))
-        sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", (1, 8, 2, 8, 64))
-        emit(case="memory", what="ltx2 decode temp bytes", single=single[0]["temp_bytes"],
+        cases.append(("ltx2ts-tiny", "ltx2", (1, 3, 9, 64, 128), (1, 8, 2, 4, 16), (torch.tensor([0.05]),),
+                      (1, 8, 2, 8, 64)))
+    for config, label, video, latents, decode_args, memory_shape in cases:
+        vae = with_noise(random_vae(config), 0.5)
+        parity(f"{config} 1x8", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(*video, generator=gen),
+               torch.randn(*latents, generator=gen), *decode_args)
+        single = TorchaxVAE(vae).precompile("decode", memory_shape)
+        sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", memory_shape)
+        emit(case="memory", what=f"{label} decode temp bytes", single=single[0]["temp_bytes"],
              sharded=sharded[0]["temp_bytes"], devices=len(sharded[0]["devices"]))
 
 

@@ -17,12 +17,37 @@ if str(SCRIPTS) not in sys.path:
 
 from vaes import CONFIGS, MODELS, WAN_CONFIGS, random_vae  # noqa: E402
 
-__all__ = ["CONFIGS", "MODELS", "WAN_CONFIGS", "TOLERANCE", "assert_close", "bf16_check", "check_encode_decode", "random_vae"]
+__all__ = [
+    "CONFIGS", "MODELS", "WAN_CONFIGS", "TOLERANCE", "assert_close", "bf16_check", "check_encode_decode", "random_vae",
+    "randn", "seeded", "with_noise",
+]
 
 # Max |Δ| allowed against the same model in plain PyTorch fp32.
 TOLERANCE = {torch.float32: 1e-4}
 # bf16: our error against the fp32 reference may be this many times PyTorch bf16's.
 BF16_ERROR_RATIO = 2.0
+
+
+def randn(*shape, seed=0) -> torch.Tensor:
+    """A seeded standard normal tensor (its own generator: torch's global one is left alone)."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def seeded(fn, seed=5):
+    """fn() after torch.manual_seed(seed): LTX decoders draw their injected noise from torch's global generator."""
+    torch.manual_seed(seed)
+    return fn()
+
+
+def with_noise(vae, value: float | None = None, seed: int = 1):
+    """`vae` with its LTX noise scales (`per_channel_scale*`, zero in fresh weights) set to `value`, or uniform
+    in [0, 1) from `seed`, so that the injected noise shows; returns it."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in vae.named_parameters():
+            if "per_channel_scale" in name:
+                p.copy_(torch.rand(p.shape, generator=generator) if value is None else torch.full_like(p, value))
+    return vae
 
 
 def max_abs_diff(actual: torch.Tensor, expected: torch.Tensor) -> float:

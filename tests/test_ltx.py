@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae, seeded, with_noise
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models.ltx import LTXVideoVAE
@@ -12,13 +12,7 @@ FP32 = TOLERANCE[torch.float32]
 
 def noisy_vae():
     """diffusers' 0.9.1 test config with its noise scales non-zero (they start at zero), so the noise shows."""
-    vae = random_vae("ltx091-tiny")
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for name, p in vae.named_parameters():
-            if "per_channel_scale" in name:
-                p.copy_(torch.rand(p.shape, generator=generator))
-    return vae
+    return with_noise(random_vae("ltx091-tiny"))
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +21,6 @@ def noisy():
     return vae, TorchaxVAE(vae)
 
 
-def randn(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-def seeded(fn, seed=5):
-    """fn() after torch.manual_seed(seed): the decoders draw their injected noise from torch's global generator."""
-    torch.manual_seed(seed)
-    return fn()
 
 
 def test_tiny_090_fp32():

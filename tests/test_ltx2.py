@@ -3,7 +3,7 @@
 import diffusers
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae, seeded, with_noise
 
 from torchax_vae import TorchaxVAE
 
@@ -15,25 +15,11 @@ from torchax_vae.models.ltx2 import LTX2VideoVAE  # noqa: E402
 FP32 = TOLERANCE[torch.float32]
 
 
-def randn(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
-
-
-def seeded(fn, seed=5):
-    """fn() after torch.manual_seed(seed): the decoders draw their injected noise from torch's global generator."""
-    torch.manual_seed(seed)
-    return fn()
 
 
 def noisy_vae():
     """The timestep-conditioned, noise-injecting tiny config with its noise scales non-zero (they start at zero)."""
-    vae = random_vae("ltx2ts-tiny")
-    generator = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for name, p in vae.named_parameters():
-            if "per_channel_scale" in name:
-                p.copy_(torch.rand(p.shape, generator=generator))
-    return vae
+    return with_noise(random_vae("ltx2ts-tiny"))
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +145,8 @@ def test_decoding_any_length_compiles_a_bounded_set_of_programs(noisy):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["ltx2", "ltx2.3"])
 def test_official_fp32_and_bf16(name):
-    """The released LTX-2 and LTX-2.3 VAEs' architectures, seeded random weights, 9 frames at 64x64."""
+    """The released LTX-2 and LTX-2.3 VAEs' architectures, seeded random weights, 9 frames at 64x64 (2x2
+    latents: LTX-2.0's reflect padding needs at least 2); bf16 for 2.0 only (the slow set's time)."""
     vae = random_vae(name)
     ours = TorchaxVAE(vae)
     x = randn(1, 3, 9, 64, 64)
@@ -167,7 +154,8 @@ def test_official_fp32_and_bf16(name):
         expected = vae.encode(x).latent_dist.mean
     assert_close(ours.encode(x).latent_dist.mean, expected, FP32, f"{name} encode")
     assert_close(ours.decode(expected).sample, vae.decode(expected).sample, FP32, f"{name} decode")
-    bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), x, name)
+    if name == "ltx2":
+        bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), x, name)
 
 
 def _ltx2_pipeline(vae):
