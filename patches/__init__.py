@@ -9,6 +9,9 @@ applied; importing this package changes nothing.
 - `safe_conv3d`: CogVideoXSafeConv3d without its cuDNN 2 GB chunking.
 - `gpu_conv`: on GPUs, pointwise convolutions as matmuls and no convolution operand of 2^31 bytes or more
   (torchax's convolution lowering, taken over only while tracing for a GPU).
+- `cpu_conv`: on CPU, weight-bound convolutions (few output positions, many channels) as one matmul over
+  gathered patches (XLA:CPU's convolution ran LTX-2's 2048-channel mid block 70x slower than PyTorch);
+  applied through `gpu_conv`'s hook on torchax's convolution lowering, and by `frame_conv` for its layers.
 - `frame_conv`: on CPU, 3-D convolutions as sums of per-frame 2-D convolutions (XLA:CPU runs those faster).
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
 - `spatial_norm`: CogVideoXSpatialNorm3D's pointwise convs on the latents before upsampling, not after.

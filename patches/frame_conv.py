@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import torch
 from torch import nn
 
+from . import cpu_conv
 from .options import current
 from .safe_conv3d import PlainConv3d
 from .torchax_torch213 import import_torchax
@@ -118,6 +119,9 @@ def _forward(conv: nn.Conv3d, input: torch.Tensor, stock) -> torch.Tensor:
     """conv(input) by `conv3d_by_frames` when tracing with cpu_kernels, else by `stock` (nn.Conv3d's forward)."""
     if not current().cpu_kernels or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
         return stock(input)
+    if current().cpu_conv_matmul and cpu_conv.weight_bound(tuple(input.shape), tuple(conv.weight.shape), conv.stride,
+                                                            conv.padding, conv.dilation, conv.groups):
+        return stock(input)  # one matmul through torchax's convolution lowering (patches/cpu_conv.py) instead
     return _torch_conv3d_by_frames()(
         input, conv.weight, conv.bias, tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation), conv.groups
     )

@@ -28,7 +28,9 @@ The plain reference is torchax's own lowering (`stock`); the rule is tested
 against it on CPU (tests/test_gpu_conv.py), and every released size lowered
 for CUDA is checked to keep it.
 
-TPU and CPU keep their lowerings: the rule is applied only to GPU traces.
+TPU keeps torchax's lowering; the rule is applied only to GPU traces. The same
+hook serves CPU traces with patches/cpu_conv.py's rule (weight-bound
+convolutions as one matmul).
 Still needed while torchax lowers every convolution as one
 `conv_general_dilated` (tests/test_gpu_conv.py::test_stock_lowering_is_one_convolution).
 """
@@ -39,6 +41,7 @@ import math
 import jax
 import jax.numpy as jnp
 
+from . import cpu_conv
 from .options import GPU_CONV_LIMIT as LIMIT, current
 from .torchax_torch213 import import_torchax
 
@@ -110,18 +113,25 @@ def gpu_conv(x, w, b, stride, padding, dilation, groups, limit=LIMIT):
 
 
 def _ruled(stock_func, transposed_at, rest_count):
-    """torchax's lowering of one aten op, taken over by `gpu_conv` while tracing with a gpu_conv_limit."""
+    """torchax's lowering of one aten op, taken over by `gpu_conv` while tracing with a gpu_conv_limit, and by
+    cpu_conv.py's matmul for weight-bound convolutions while tracing with cpu_conv_matmul."""
 
     def lowering(*args, **kwargs):
-        limit = current().gpu_conv_limit
-        if limit is None or kwargs or len(args) != 6 + rest_count:  # not a GPU trace, or not all arguments given
+        options = current()
+        ruled = options.gpu_conv_limit is not None or options.cpu_conv_matmul
+        if not ruled or kwargs or len(args) != 6 + rest_count:  # no rule for this trace, or arguments left out
             return stock_func(*args, **kwargs)
         x, w, b, stride, padding, dilation, *rest = args
         transposed = transposed_at is not None and rest[transposed_at]
         if transposed or isinstance(padding, str) or x.ndim != w.ndim:
             return stock_func(*args)
+        stride, dilation = tuple(stride), tuple(dilation)
         padding = tuple(padding) * (len(stride) if len(padding) == 1 else 1)
-        return gpu_conv(x, w, b, tuple(stride), padding, tuple(dilation), rest[-1], limit)
+        if options.gpu_conv_limit is None:  # a CPU trace
+            if cpu_conv.weight_bound(x.shape, w.shape, stride, padding, dilation, rest[-1]):
+                return cpu_conv.as_matmul(x, w, b, stride, padding, dilation)
+            return stock_func(*args)
+        return gpu_conv(x, w, b, stride, padding, dilation, rest[-1], options.gpu_conv_limit)
 
     lowering.torchax_vae_stock = stock_func
     return lowering

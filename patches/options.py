@@ -12,6 +12,9 @@ extra arguments, so the lowering sets one `TraceOptions` around a trace
 - `gpu_conv_limit` (gpu_conv): on GPUs, pointwise convolutions as matmuls and
   every other convolution in pieces whose operands stay below this many bytes;
   None (CPU, TPU): torchax's own lowering. `gpu_conv_limit_for(platform)`.
+- `cpu_conv_matmul` (cpu_conv, through gpu_conv's lowering hook): on CPU,
+  weight-bound convolutions as one matmul over gathered patches.
+  `TraceOptions.for_platform(platform, ...)` sets both convolution rules from the platform.
 - `mesh` (sharding_marks): mark activations for this ('dp', 'tp') mesh; None: no marks.
 - `tile_extent` (tile_mask): ((valid height, valid width), (tile height, tile width))
   of a zero-padded edge tile; None: the whole input is real.
@@ -44,8 +47,14 @@ def gpu_conv_limit_for(platform: str) -> int | None:
 class TraceOptions:
     cpu_kernels: bool = False
     gpu_conv_limit: int | None = None
+    cpu_conv_matmul: bool = False
     mesh: Any = None  # jax.sharding.Mesh
     tile_extent: tuple | None = None
+
+    @classmethod
+    def for_platform(cls, platform: str, **options) -> "TraceOptions":
+        """The options of a trace for JAX `platform`, its convolution rules (GPU bound, CPU matmul) set from it."""
+        return cls(gpu_conv_limit=gpu_conv_limit_for(platform), cpu_conv_matmul=platform in CPU_PLATFORMS, **options)
 
 
 _CURRENT = contextvars.ContextVar("torchax_vae_trace_options", default=TraceOptions())

@@ -316,9 +316,9 @@ class LoweredVAE:
         self.stages = {role: staging.install(getattr(self.model, role), STAGES) for role in ("encoder", "decoder")}
 
     def _tracing(self, valid, size):
-        options = patches.options.TraceOptions(
+        options = patches.options.TraceOptions.for_platform(
+            self.platform,
             cpu_kernels=patches.options.cpu_kernels_for(self.platform),
-            gpu_conv_limit=patches.options.gpu_conv_limit_for(self.platform),
             mesh=self.mesh,
             tile_extent=None if valid is None else (valid, tuple(size)),
         )

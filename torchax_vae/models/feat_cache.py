@@ -99,9 +99,9 @@ class FeatCacheLowered:
         # 9x64x96 of Wan 2.1: 3.28 s against 6.21 s by frames; encode 2.00 s against 3.92 s), unlike
         # CogVideoX's layer programs, where per-frame convolutions are the faster ones.
         cpu = patches.options.cpu_kernels_for(self.platform)
-        options = patches.options.TraceOptions(
+        options = patches.options.TraceOptions.for_platform(
+            self.platform,
             cpu_kernels=cpu and dtype == jnp.bfloat16,
-            gpu_conv_limit=patches.options.gpu_conv_limit_for(self.platform),
             mesh=self.mesh,
         )
         return tracing(self.env, options)

@@ -60,9 +60,9 @@ class WindowLowered:
         # Per-frame convolutions (patches/frame_conv.py) on CPU in bf16 only, as for Wan (their fp32
         # accumulation): in fp32 XLA:CPU's stock 3-D convolution decodes HunyuanVideo's whole clips 4x faster
         # (official config, 3 latent frames at 8x12: 16.1 s against 63.8 s by frames, 2026-11-23).
-        options = patches.options.TraceOptions(
+        options = patches.options.TraceOptions.for_platform(
+            self.platform,
             cpu_kernels=patches.options.cpu_kernels_for(self.platform) and dtype == jnp.bfloat16,
-            gpu_conv_limit=patches.options.gpu_conv_limit_for(self.platform),
             mesh=self.mesh,
         )
         return tracing(self.env, options)
