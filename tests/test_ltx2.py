@@ -73,6 +73,7 @@ def test_noise_injection_follows_torchs_global_generator(noisy):
     assert (seeded(lambda: vae.decode(z, temb).sample, 5) - expected).abs().max() > 0.1  # the noise matters here
 
 
+@pytest.mark.slow  # 33 s: the same window, tile and slicing code as LTX-Video's (tests/test_ltx.py, default suite)
 def test_windows_tiles_and_slicing(noisy):
     """Frame windows (`use_framewise_decoding`, which diffusers' encode reads too), spatial tiles (each call
     its own noise draws, in diffusers' order), and slicing with one timestep per video."""

@@ -191,6 +191,7 @@ def test_speed_reports_mfu_against_the_devices_peak(monkeypatch, tmp_path):
     assert row["mfu"] == pytest.approx({"torch": 989 / 494 / 2, "torchax": 989 / 494})  # fp32: against TF32's peak
 
 
+@pytest.mark.slow  # 46 s on 2 cores
 def test_gpu_table_row_runs_end_to_end_at_a_small_size(capsys, tmp_path):
     """scripts/gpu_table.py: one accelerator-table row (here Wan 2.2's path at 9x32x64 on the CPU), all sides."""
     table = load("gpu_table")
