@@ -23,6 +23,7 @@ import sys
 
 import speed
 from bench import environment, first_call_line
+from vaes import MODELS
 
 # The released sizes (pipelines' defaults), bf16, decode and encode; CogVideoX also in fp32 at 9 frames.
 RELEASED = {
@@ -31,6 +32,11 @@ RELEASED = {
     "wan2.1-480p": ("wan2.1", 81, 480, 832),
     "wan2.1-720p": ("wan2.1", 81, 720, 1280),
     "wan2.2": ("wan2.2", 121, 704, 1280),  # Wan 2.2 TI2V-5B
+    # the families of issue 20, at their pipelines' default sizes
+    "qwenimage": ("qwenimage", 1, 1328, 1328),  # QwenImagePipeline: one 1328x1328 image
+    "hunyuanvideo": ("hunyuanvideo", 129, 720, 1280),
+    "ltx0.9.1": ("ltx091", 161, 512, 704),  # LTXPipeline (decode at timestep 0.05: vaes.decode_args)
+    **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
 }
 CASES = {
     f"{name}-{kind}": speed.SpeedCase(config, kind, frames, height, width, dtype="bf16")
@@ -40,7 +46,10 @@ CASES = {
 CASES["cogvideox-480p-decode-fp32"] = speed.SpeedCase("official", "decode", 9, 480, 720, dtype="fp32")
 
 # --small: the same family and path at a size and width a CPU runs in seconds
-SMALL_CONFIGS = {"official": "tiny", "wan2.1": "wan-tiny", "wan2.2": "wan2.2-tiny"}
+SMALL_CONFIGS = {
+    "official": "tiny", "wan2.1": "wan-tiny", "wan2.2": "wan2.2-tiny", "qwenimage": "qwenimage-tiny",
+    "hunyuanvideo": "hunyuan-tiny", "ltx091": "ltx091-tiny", "ltx2": "ltx2ts-tiny",
+}
 
 
 def small(case: speed.SpeedCase) -> speed.SpeedCase:
