@@ -21,8 +21,6 @@ def noisy():
     return vae, TorchaxVAE(vae)
 
 
-
-
 def test_tiny_090_fp32():
     """diffusers' 0.9.0 test config: no timestep, no noise; encode and decode of its test input's size."""
     vae = random_vae("ltx-tiny")

@@ -15,8 +15,6 @@ from torchax_vae.models.ltx2 import LTX2VideoVAE  # noqa: E402
 FP32 = TOLERANCE[torch.float32]
 
 
-
-
 def noisy_vae():
     """The timestep-conditioned, noise-injecting tiny config with its noise scales non-zero (they start at zero)."""
     return with_noise(random_vae("ltx2ts-tiny"))
