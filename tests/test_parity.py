@@ -1,8 +1,12 @@
 """TorchaxVAE against the same diffusers model in plain PyTorch: encode, sample, decode, forward."""
 
+import contextlib
+import copy
+
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode
+from helpers import (TOLERANCE, Bf16ConvsWithFp32Sums, MODELS, assert_close, bf16_check, check_encode_decode,
+                     max_abs_diff, randn, random_vae)
 
 FP32 = TOLERANCE[torch.float32]
 FRAMES = [1, 5, 9, 13, 17, 33]
@@ -53,6 +57,28 @@ def test_tiny_bf16(tiny_vae, frames):
     from torchax_vae import TorchaxVAE
 
     bf16_check(tiny_vae, TorchaxVAE(tiny_vae, dtype=torch.bfloat16), video(1, frames, 16), f"tiny {frames}f")
+
+
+# bf16_check's yardstick: PyTorch bf16 with its convolutions' sums in fp32 (helpers.Bf16ConvsWithFp32Sums), measured
+# against torch's own bf16 CPU kernels here, where those are fast enough: the tiny config of every family.
+@pytest.mark.parametrize("name", [n for n in ("tiny", "wan-tiny", "wan2.2-tiny", "qwenimage-tiny", "hunyuan-tiny",
+                                              "ltx2-tiny") if n in MODELS])
+def test_bf16_yardstick_is_torchs_own_bf16_error(name):
+    vae = random_vae(name)
+    torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
+    x = randn(1, 3, 1 if name.startswith("qwenimage") else 9, 32, 32)
+    with torch.no_grad():
+        z = vae.encode(x).latent_dist.mean
+        decoded = vae.decode(z).sample
+        errors = {}
+        for how in ("torch's kernels", "fp32 sums"):
+            with Bf16ConvsWithFp32Sums() if how == "fp32 sums" else contextlib.nullcontext():
+                errors[how] = {"encode": max_abs_diff(torch_bf16.encode(x.bfloat16()).latent_dist.mean, z),
+                               "decode": max_abs_diff(torch_bf16.decode(z.bfloat16()).sample, decoded)}
+    for stage in ("encode", "decode"):
+        kernels, sums = errors["torch's kernels"][stage], errors["fp32 sums"][stage]
+        assert 0 < sums and kernels / 1.5 <= sums <= 1.5 * kernels, (
+            f"{name} {stage}: bf16 max |Δ| with fp32 sums {sums:.3g}, with torch's bf16 kernels {kernels:.3g}")
 
 
 @pytest.mark.slow
