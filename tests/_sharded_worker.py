@@ -28,13 +28,16 @@ def diff(a, b) -> float:
 
 
 @torch.no_grad()
-def parity(case: str, vae, ours: TorchaxVAE, x: torch.Tensor, z: torch.Tensor, *decode_args):
-    """Encode x and decode z (with decode_args: LTX's timestep) both ways; also reports the devices each program ran on."""
+def parity(case: str, vae, ours: TorchaxVAE, x: torch.Tensor, z: torch.Tensor, *decode_args, **decode_options):
+    """Encode x and decode z (with decode_args: LTX's timestep; decode_options: LTX-2's causal) both ways; also
+    reports the devices each program ran on."""
     emit(case=case, what="encode", max_abs=diff(ours.encode(x).latent_dist.mean, vae.encode(x).latent_dist.mean))
     torch.manual_seed(0)  # LTX 0.9.1's decoder injects noise from torch's generator, so both sides draw alike
-    expected = vae.decode(z, *decode_args).sample
+    expected = vae.decode(z, *decode_args, **decode_options).sample
     torch.manual_seed(0)
-    emit(case=case, what="decode", max_abs=diff(ours.decode(z, *decode_args).sample, expected))
+    actual = ours.decode(z, *decode_args, **decode_options).sample
+    what = " ".join(["decode", *(f"{k}={v}" for k, v in decode_options.items())])
+    emit(case=case, what=what, max_abs=diff(actual, expected))
     emit(case=case, what="devices", counts=sorted({len(s["devices"]) for s in ours.compile_stats()}))
 
 
@@ -137,8 +140,11 @@ def windowed():
                       (1, 8, 2, 8, 64)))
     for config, label, video, latents, decode_args, memory_shape in cases:
         vae = with_noise(random_vae(config), 0.5)
-        parity(f"{config} 1x8", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(*video, generator=gen),
-               torch.randn(*latents, generator=gen), *decode_args)
+        ours = TorchaxVAE(vae, mesh=make_mesh())
+        x, z = torch.randn(*video, generator=gen), torch.randn(*latents, generator=gen)
+        parity(f"{config} 1x8", vae, ours, x, z, *decode_args)
+        if label == "ltx2":  # decode(..., causal=True): a program of its own (`decoder+causal=True`) on the mesh
+            parity(f"{config} 1x8 causal", vae, ours, x, z, *decode_args, causal=True)
         single = TorchaxVAE(vae).precompile("decode", memory_shape)
         sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", memory_shape)
         emit(case="memory", what=f"{label} decode temp bytes", single=single[0]["temp_bytes"],
