@@ -4,6 +4,7 @@ The model factories live in scripts/vaes.py (the scripts use the same ones);
 this puts that folder on sys.path and re-exports them.
 """
 
+import contextlib
 import copy
 import re
 import sys
@@ -21,7 +22,7 @@ from vaes import CONFIGS, MODELS, WAN_CONFIGS, random_vae  # noqa: E402
 
 __all__ = [
     "CONFIGS", "MODELS", "WAN_CONFIGS", "TOLERANCE", "assert_close", "bf16_check", "check_encode_decode", "random_vae",
-    "randn", "seeded", "with_noise", "Bf16ConvsWithFp32Sums",
+    "randn", "seeded", "with_noise", "Bf16ConvsWithFp32Sums", "bf16_errors", "fp32_reference",
 ]
 
 # Max |Δ| allowed against the same model in plain PyTorch fp32.
@@ -112,19 +113,23 @@ class Bf16ConvsWithFp32Sums(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def bf16_errors(vae, x, decode_args=()) -> dict:
-    """PyTorch bf16's own max |Δ| against its fp32 on `x`: {"encode": ..., "decode": ...}, with the fp32 latents.
+def fp32_reference(vae, x, decode_args=()) -> dict:
+    """PyTorch fp32's latents (posterior mean) of `x` and its decode of them: {"encode": ..., "decode": ...}."""
+    latents = vae.encode(x).latent_dist.mean
+    return {"encode": latents, "decode": vae.decode(latents, *decode_args).sample}
 
-    The bf16 copy's convolutions run under Bf16ConvsWithFp32Sums (torch's bf16 CPU kernels are too slow for the
-    released architectures).
+
+def bf16_errors(vae, x, reference: dict, decode_args=(), fp32_sums: bool = True) -> dict:
+    """PyTorch bf16's own max |Δ| against `reference` (fp32_reference): {"encode": ..., "decode": ...}.
+
+    fp32_sums: the bf16 copy's convolutions run under Bf16ConvsWithFp32Sums (torch's bf16 CPU kernels are too
+    slow for the released architectures); False: on torch's own bf16 kernels.
     """
     torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
-    reference = vae.encode(x).latent_dist.mean
-    with Bf16ConvsWithFp32Sums():
+    with Bf16ConvsWithFp32Sums() if fp32_sums else contextlib.nullcontext():
         encoded = torch_bf16.encode(x.bfloat16()).latent_dist.mean
-        decoded = torch_bf16.decode(reference.bfloat16(), *decode_args).sample
-    return {"encode": max_abs_diff(encoded, reference),
-            "decode": max_abs_diff(decoded, vae.decode(reference, *decode_args).sample)}, reference
+        decoded = torch_bf16.decode(reference["encode"].bfloat16(), *decode_args).sample
+    return {"encode": max_abs_diff(encoded, reference["encode"]), "decode": max_abs_diff(decoded, reference["decode"])}
 
 
 def bf16_check(vae, ours_bf16, x, what, decode_args=()):
@@ -132,10 +137,10 @@ def bf16_check(vae, ours_bf16, x, what, decode_args=()):
 
     decode_args: the decoder's further arguments (LTX's timestep).
     """
-    theirs, reference = bf16_errors(vae, x, decode_args)
-    ours = {"encode": max_abs_diff(ours_bf16.encode(x).latent_dist.mean, reference),
-            "decode": max_abs_diff(ours_bf16.decode(reference, *decode_args).sample,
-                                   vae.decode(reference, *decode_args).sample)}
+    reference = fp32_reference(vae, x, decode_args)
+    theirs = bf16_errors(vae, x, reference, decode_args)
+    ours = {"encode": max_abs_diff(ours_bf16.encode(x).latent_dist.mean, reference["encode"]),
+            "decode": max_abs_diff(ours_bf16.decode(reference["encode"], *decode_args).sample, reference["decode"])}
     for stage in ("encode", "decode"):
         assert ours[stage] <= BF16_ERROR_RATIO * theirs[stage], (
             f"{what} bf16 {stage}: max |Δ| vs fp32 = {ours[stage]:.3g}, PyTorch bf16's = {theirs[stage]:.3g}"

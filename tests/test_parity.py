@@ -1,12 +1,9 @@
 """TorchaxVAE against the same diffusers model in plain PyTorch: encode, sample, decode, forward."""
 
-import contextlib
-import copy
-
 import pytest
 import torch
-from helpers import (TOLERANCE, Bf16ConvsWithFp32Sums, MODELS, assert_close, bf16_check, check_encode_decode,
-                     max_abs_diff, randn, random_vae)
+from helpers import (TOLERANCE, MODELS, assert_close, bf16_check, bf16_errors, check_encode_decode, fp32_reference,
+                     randn, random_vae)
 
 FP32 = TOLERANCE[torch.float32]
 FRAMES = [1, 5, 9, 13, 17, 33]
@@ -65,20 +62,13 @@ def test_tiny_bf16(tiny_vae, frames):
                                               "ltx2-tiny") if n in MODELS])
 def test_bf16_yardstick_is_torchs_own_bf16_error(name):
     vae = random_vae(name)
-    torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
     x = randn(1, 3, 1 if name.startswith("qwenimage") else 9, 32, 32)
-    with torch.no_grad():
-        z = vae.encode(x).latent_dist.mean
-        decoded = vae.decode(z).sample
-        errors = {}
-        for how in ("torch's kernels", "fp32 sums"):
-            with Bf16ConvsWithFp32Sums() if how == "fp32 sums" else contextlib.nullcontext():
-                errors[how] = {"encode": max_abs_diff(torch_bf16.encode(x.bfloat16()).latent_dist.mean, z),
-                               "decode": max_abs_diff(torch_bf16.decode(z.bfloat16()).sample, decoded)}
+    reference = fp32_reference(vae, x)
+    sums, kernels = (bf16_errors(vae, x, reference, fp32_sums=f) for f in (True, False))
     for stage in ("encode", "decode"):
-        kernels, sums = errors["torch's kernels"][stage], errors["fp32 sums"][stage]
-        assert 0 < sums and kernels / 1.5 <= sums <= 1.5 * kernels, (
-            f"{name} {stage}: bf16 max |Δ| with fp32 sums {sums:.3g}, with torch's bf16 kernels {kernels:.3g}")
+        assert 0 < sums[stage] and kernels[stage] / 1.5 <= sums[stage] <= 1.5 * kernels[stage], (
+            f"{name} {stage}: bf16 max |Δ| with fp32 sums {sums[stage]:.3g}, with torch's bf16 kernels "
+            f"{kernels[stage]:.3g}")
 
 
 @pytest.mark.slow
