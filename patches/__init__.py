@@ -12,6 +12,8 @@ applied; importing this package changes nothing.
 - `cpu_conv`: on CPU, weight-bound convolutions (few output positions, many channels) as one matmul over
   gathered patches (XLA:CPU's convolution ran LTX-2's 2048-channel mid block 70x slower than PyTorch);
   applied through `gpu_conv`'s hook on torchax's convolution lowering, and by `frame_conv` for its layers.
+- `nearest_upsample`: nearest-neighbour upsampling by whole factors as a repeat, not torchax's gather (which
+  XLA cannot partition: on a mesh it all-gathered every upsampler's input); every trace.
 - `frame_conv`: on CPU, 3-D convolutions as sums of per-frame 2-D convolutions (XLA:CPU runs those faster).
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
 - `spatial_norm`: CogVideoXSpatialNorm3D's pointwise convs on the latents before upsampling, not after.
@@ -37,6 +39,7 @@ from . import (
     gpu_conv,
     group_norm,
     ltx_noise,
+    nearest_upsample,
     options,
     pointwise_conv_cache,
     safe_conv3d,
@@ -52,14 +55,16 @@ __all__ = ["apply", "import_torchax"]
 
 
 def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
-    """Patches `model` (a private copy: its classes change), makes torchax importable and routes its
-    convolution lowering through `gpu_conv` (once per process; stock outside GPU traces).
+    """Patches `model` (a private copy: its classes change), makes torchax importable, routes its
+    convolution lowering through `gpu_conv` (once per process; stock outside GPU traces) and its nearest
+    upsampling through `nearest_upsample` (once per process).
 
     marked: the layer classes whose activations get sharding marks (each family's adapter says which).
     Returns how many modules each patch replaced.
     """
     import_torchax()
     gpu_conv.patch()
+    nearest_upsample.patch()
     return {
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),

@@ -16,6 +16,8 @@ extra arguments, so the lowering sets one `TraceOptions` around a trace
   weight-bound convolutions as one matmul over gathered patches.
   `TraceOptions.for_platform(platform, ...)` sets both convolution rules from the platform.
 - `mesh` (sharding_marks): mark activations for this ('dp', 'tp') mesh; None: no marks.
+- `grid` (sharding_marks): the (height, width) split every activation of the program takes where it
+  divides, chosen at the program's smallest level (`torchax_vae.mesh.program_grid`); None: per shape.
 - `tile_extent` (tile_mask): ((valid height, valid width), (tile height, tile width))
   of a zero-padded edge tile; None: the whole input is real.
 
@@ -49,6 +51,7 @@ class TraceOptions:
     gpu_conv_limit: int | None = None
     cpu_conv_matmul: bool = False
     mesh: Any = None  # jax.sharding.Mesh
+    grid: tuple | None = None
     tile_extent: tuple | None = None
 
     @classmethod

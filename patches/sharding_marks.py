@@ -17,7 +17,7 @@ GroupNorm statistics (and the all-gathers of Wan's spatial attention). The
 conv_cache / feat_cache, slices of the conv inputs, inherit the marks. Without a mesh the hooks do nothing, so single-device
 programs are unchanged.
 
-The policy (which axes, which split for a width) is `torchax_vae.mesh.width_spec`;
+The policy (which axes, which split of height and width) is `torchax_vae.mesh.sharding_for`;
 this patch only places the marks.
 """
 
@@ -31,11 +31,11 @@ from .options import current
 from .torchax_torch213 import import_torchax
 
 def constrain(x):
-    """x with its sharding fixed to `torchax_vae.mesh.width_spec` (5-D arrays while tracing for a mesh), else x."""
-    mesh = current().mesh
-    if mesh is None or x.ndim != 5:
+    """x with its sharding fixed to `torchax_vae.mesh.sharding_for` (5-D arrays while tracing for a mesh), else x."""
+    options = current()
+    if options.mesh is None or x.ndim != 5:
         return x
-    return jax.lax.with_sharding_constraint(x, sharding_for(mesh, x.shape))
+    return jax.lax.with_sharding_constraint(x, sharding_for(options.mesh, x.shape, options.grid))
 
 
 @functools.cache

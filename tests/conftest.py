@@ -6,6 +6,9 @@ import torch
 # The suite never writes to the user's cache folder, and (for speed: exporting every program costs about 9 % of
 # a cold run) runs with the caches off; tests/test_stored.py turns them on in a folder of its own.
 os.environ["TORCHAX_VAE_CACHE_DIR"] = "off"
+# The test extra brings libtpu and JAX's CUDA plugin (tests/test_plan.py compiles for abstract TPUs and GPUs);
+# JAX must not try to start their backends on this CPU-only machine (subprocesses inherit this).
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from torchax_vae import TorchaxVAE
 from helpers import random_vae

@@ -501,3 +501,52 @@ def test_apply_counts_and_leaves_users_model_alone():
     user_vae = random_vae("tiny")
     TorchaxVAE(user_vae)
     assert [type(m) for m in user_vae.modules()] == classes_before
+
+
+# ----- nearest_upsample -----
+
+def _upsample_in_torchax(fn, x):
+    """fn(x) traced through torchax's default environment (with the package's patches applied), as JAX."""
+    env = patches.import_torchax().default_env()
+    patches.nearest_upsample.patch()
+    with env:
+        return np.asarray(env.t2j_iso(fn(env.j2t_iso(jnp.asarray(x.numpy())))))
+
+
+@pytest.mark.parametrize("shape, kwargs", [
+    ((1, 3, 4, 5), {"scale_factor": 2.0}),
+    ((2, 3, 4, 5), {"scale_factor": (2.0, 3.0), "mode": "nearest-exact"}),
+    ((1, 2, 3, 4, 5), {"scale_factor": (1.0, 2.0, 2.0)}),
+    ((1, 2, 3, 4, 5), {"size": (6, 8, 10), "mode": "nearest-exact"}),
+    ((1, 2, 7), {"scale_factor": 2.0}),
+])
+def test_nearest_upsample_equals_torch(shape, kwargs):
+    """Whole factors (CogVideoX, HunyuanVideo, Wan upsamplers): the repeat equals torch's nearest/nearest-exact."""
+    x = torch.randn(shape)
+    got = _upsample_in_torchax(lambda t: nn.functional.interpolate(t, **kwargs), x)
+    want = nn.functional.interpolate(x, **kwargs).numpy()
+    assert got.shape == want.shape and np.array_equal(got, want), f"max |Δ| {np.abs(got - want).max()}"
+
+
+@pytest.mark.parametrize("kwargs", [{"scale_factor": 1.5}, {"size": (7, 9)}, {"scale_factor": 1.5, "mode": "nearest-exact"}])
+def test_nearest_upsample_fractional_factors_keep_torchaxs_decomposition(kwargs):
+    x = torch.randn(1, 2, 4, 6)
+    got = _upsample_in_torchax(lambda t: nn.functional.interpolate(t, **kwargs), x)
+    want = nn.functional.interpolate(x, **kwargs).numpy()
+    assert np.array_equal(got, want), f"max |Δ| {np.abs(got - want).max()}"
+
+
+def test_nearest_upsample_is_still_a_gather_upstream():
+    """torchax decomposes nearest upsampling to a gather, which XLA all-gathers on a mesh: the patch is needed."""
+    env = patches.import_torchax().default_env()
+    op = torch.ops.aten.upsample_nearest2d.vec
+    assert op in env._decomps
+    stock = env._ops[op].func.torchax_vae_stock if op in env._ops else env._decomps[op].func
+
+    def f(a):
+        with env:
+            return env.t2j_iso(stock(env.j2t_iso(a), None, [2.0, 2.0]))
+
+    text = jax.jit(f).lower(jnp.zeros((1, 2, 4, 4))).as_text()
+    assert "gather" in text
+

@@ -83,9 +83,11 @@ def test_the_other_families_on_8_devices_match_pytorch(families_8_devices):
 
 def test_width_that_does_not_divide_is_logged(tiny_8_devices):
     _, stderr = tiny_8_devices
-    # 40 wide -> 20, 10, 5 in the encoder: no 8-way split; the run above still matched PyTorch.
-    for width in (20, 10, 5):
-        assert f"width {width} does not divide into 8 shards on mesh {{'dp': 1, 'tp': 8}}; splitting it 1-way" in stderr
+    # 24x40 -> 12x20, 6x10, 3x5 in the encoder: the program's grid is 2 x 4 (from 12 x 20 up), which the smaller
+    # levels divide only partly; the run above still matched PyTorch.
+    for size, grid in (("6x10", "2 x 2"), ("3x5", "1 x 1")):
+        assert f"height x width {size} splits only {grid} of the 8 devices of mesh {{'dp': 1, 'tp': 8}}" in stderr
+    assert "Involuntary full rematerialization" not in stderr
 
 
 @pytest.mark.parametrize("what", ["decode temp bytes", "encode temp bytes", "wan decode temp bytes",
@@ -179,19 +181,28 @@ def fake_mesh(dp: int, tp: int):
 
 
 @pytest.mark.parametrize(
-    "dp, tp, shape, expected",
+    "dp, tp, batch, latents, expected",
     [
-        (1, 8, (1, 8, 3, 60, 720), PartitionSpec(None, None, None, None, ("dp", "tp"))),
-        (2, 4, (2, 8, 3, 60, 720), PartitionSpec("dp", None, None, None, "tp")),  # batch over dp
-        (2, 4, (3, 8, 3, 60, 720), PartitionSpec(None, None, None, None, ("dp", "tp"))),  # batch 3: not on dp
-        (2, 4, (1, 8, 3, 60, 90), PartitionSpec(None, None, None, None, "dp")),  # 90: only 2 divides
-        (4, 2, (1, 8, 3, 60, 12), PartitionSpec(None, None, None, None, "dp")),  # 4 before 2
-        (1, 8, (1, 8, 3, 60, 90), PartitionSpec(None, None, None, None, None)),  # logged, replicated
-        (2, 4, (2, 8, 3, 60, 90), PartitionSpec("dp", None, None, None, None)),
+        (1, 8, 1, (60, 720), (1, 8)),  # the width alone where it divides
+        (1, 8, 1, (60, 90), (4, 2)),  # CogVideoX 480x720: 60 x 90 latents
+        (1, 8, 1, (96, 170), (4, 2)),  # CogVideoX 1.5 768x1360: the widest b first (not 8 x 1)
+        (1, 8, 1, (166, 166), (2, 4)),  # Qwen-Image 1328x1328: no grid of 8 at 166, 2 x 4 from 332 up
+        (2, 4, 2, (60, 90), (2, 2)),  # batch over dp: a video's 4 devices
+        (2, 4, 1, (60, 90), (4, 2)),  # batch 1: all 8
+        (1, 8, 1, (3, 5), (2, 4)),  # the tiny 24x40 test video: from its 12 x 20 level up
     ],
 )
-def test_width_spec_takes_the_largest_split_that_divides(dp, tp, shape, expected):
-    assert mesh_policy.width_spec(fake_mesh(dp, tp), shape) == expected
+def test_program_grid_takes_the_first_level_a_full_grid_divides(dp, tp, batch, latents, expected):
+    assert mesh_policy.program_grid(fake_mesh(dp, tp), batch, *latents) == expected
+
+
+def test_sharding_for_takes_divisors_of_the_grid_on_the_same_axes():
+    """Every level of a program splits on sub-axes of its grid: moving between levels gathers or slices."""
+    mesh = make_mesh(jax.devices()[:1])  # the policy's specs need real devices; one is enough for (1, 1)
+    assert mesh_policy.sharding_for(mesh, (1, 8, 3, 60, 90)).spec == PartitionSpec(None, None, None, None, None)
+    assert mesh_policy.plane_split(166, 166, 8) == (2, 2)
+    assert mesh_policy.plane_split(60, 90, 8) == (4, 2)
+    assert mesh_policy.plane_split(7, 9, 8) == (1, 1)
 
 
 def _constraints(mesh) -> int:

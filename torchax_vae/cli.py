@@ -32,6 +32,19 @@ def _shape(text: str) -> tuple[int, int, int]:
     return frames, height, width
 
 
+def _plan_shape(text: str) -> tuple[int, ...]:
+    try:
+        numbers = tuple(int(n) for n in text.split(","))
+    except ValueError:
+        numbers = ()
+    if len(numbers) not in (3, 5):
+        raise argparse.ArgumentTypeError(f"expected B,C,F,H,W (the encode or decode input, e.g. 1,16,13,60,90) or a "
+                                         f"video's FRAMES,HEIGHT,WIDTH (e.g. 49,480,720), got {text!r}")
+    if min(numbers) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
+    return numbers
+
+
 def _size(text: str) -> tuple[int, int]:
     try:
         height, width = (int(n) for n in text.lower().split("x"))
@@ -81,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
                     "pipeline: decode the latents a pipeline saved (output_type='latent') into a video.",
     )
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = top.add_subparsers(dest="command", required=True, metavar="{decode,encode,demo,warmup}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{decode,encode,demo,warmup,plan}")
 
     p = sub.add_parser("decode", help="stage 3: latents from stage 2 -> MP4")
     p.add_argument("latents", help=".pt, .safetensors or .npy, as the family's pipeline with output_type='latent' returns them")
@@ -127,6 +140,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=("decode", "encode", "both"), default="decode")
     p.add_argument("--batch", type=_positive(int), default=1)
     _common(p)
+
+    p = sub.add_parser("plan", help="compile offline for a TPU or GPU (no accelerator needed): memory per chip, "
+                                    "fits or not, sharding efficiency, FLOPs, compile seconds")
+    p.add_argument("--model", required=True,
+                   help="a VAE's config.json, a VAE or pipeline folder, or a hub id: only the config is read")
+    p.add_argument("--subfolder", default="vae", help="the VAE's folder inside --model (default: vae)")
+    p.add_argument("--target", required=True,
+                   help="v6e-8, v6e-4, v6e-1, v5e-8, v5e-4, v5p-8, v4-8, a libtpu topology (v6e:2x4), h100, h100x2, h100x8, h200")
+    p.add_argument("--kind", choices=("decode", "encode"), default="decode")
+    p.add_argument("--shape", type=_plan_shape, required=True,
+                   help="B,C,F,H,W of the encode or decode input, or a video's FRAMES,HEIGHT,WIDTH")
+    p.add_argument("--dp", type=_positive(int), default=1, help="the mesh's 'dp' rows (default: 1, all devices on 'tp')")
+    p.add_argument("--dtype", choices=("fp32", "bf16"), default="bf16", help="compute dtype (default: bf16)")
+    p.add_argument("--tiling", action="store_true", help="force spatial tiling (default: tile only if it would not fit)")
+    p.add_argument("--no-progress", action="store_true", help="no line per program while compiling")
+    p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
     return top
 
 
@@ -147,14 +177,21 @@ def preflight(args) -> None:
         check_distinct(args.output, [args.video])
     elif args.command == "demo":
         check_writable(args.output, (".mp4",))
+    elif args.command == "plan":
+        from .targets import TargetError, target
+
+        try:
+            target(args.target)
+        except TargetError as e:
+            raise InputError(str(e)) from None
     model = getattr(args, "model", None)
-    if model and _local_model(model):
+    if model and _local_model(model) and not (args.command == "plan" and pathlib.Path(model).is_file()):
         folder = pathlib.Path(model).expanduser()
         if not folder.is_dir():
             raise InputError(f"model folder {model} does not exist (a hub id is ORG/NAME)")
         if not any((folder / name / "config.json").is_file() for name in (args.subfolder or "", "")):
             raise InputError(f"model folder {model} has no {args.subfolder or '.'}/config.json: not a diffusers VAE or pipeline")
-    if args.cache_dir and not args.no_cache:
+    if getattr(args, "cache_dir", None) and not args.no_cache:
         for part in (pathlib.Path(args.cache_dir).expanduser(), *pathlib.Path(args.cache_dir).expanduser().parents):
             if part.exists():
                 if not part.is_dir():
@@ -164,6 +201,12 @@ def preflight(args) -> None:
 
 def _run(args) -> dict:
     preflight(args)
+    if args.command == "plan":  # compiles for abstract devices: no backend of this machine is needed or held
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+        from . import commands
+
+        return commands.plan(args.model, args.shape, target=args.target, kind=args.kind, subfolder=args.subfolder or None,
+                             dtype=args.dtype, tiling=args.tiling, dp=args.dp, progress=not args.no_progress)
     # a bar on a terminal; in a log (stderr not a terminal), a line every tenth of the batches with an ETA
     progress = None if args.no_progress else "bar" if sys.stderr.isatty() else "log"
     if progress == "bar":  # the imports and the model take seconds before the progress bar appears
@@ -199,6 +242,8 @@ def _report(command: str, result: dict) -> str:
         return (f"wrote {result['output']}: latents {result['latent_shape']} ({result['layout']}) from {result['frames']} frames; "
                 f"compile {result['compile_seconds']:.1f} s, encode {result['encode_seconds']:.1f} s, "
                 f"{result['frames_per_second']:.2f} frames/s")
+    if command == "plan":
+        return result["summary"]
     if command == "demo":
         return (f"wrote {result['output']} (input | reconstruction, {result['clip']}); "
                 f"PSNR {result['psnr_db']:.2f} dB; max |Δ| vs the same model in PyTorch "

@@ -409,3 +409,48 @@ def warmup(model: str, shape, *, subfolder: str | None = "vae", dtype: str = "fp
         seconds, _, stats = _precompile(ours, kind, input_shape)
         result[kind] = {"input_shape": list(input_shape), "programs": len(stats), "seconds": seconds}
     return result
+
+
+def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str | None = "vae", dtype: str = "bf16",
+         tiling: bool = False, dp: int = 1, progress: bool = True) -> dict:
+    """Compiles offline for `target` what a run would (torchax_vae.plan); the plan as a dict.
+
+    model: a config.json, a VAE or pipeline folder, or a hub id (its cached config): read on the meta device.
+    shape: the input (batch, channels, frames, height, width), or a video's (frames, height, width).
+    """
+    from .models import input_shape, load_meta
+    from .plan import plan as make_plan
+    from .targets import TargetError, target as parse_target
+
+    try:
+        chosen = parse_target(target)
+        devices = chosen.devices()  # a missing compiler or a refused topology, before anything is read
+    except TargetError as e:
+        raise InputError(str(e)) from None
+    if len(devices) % dp:
+        raise InputError(f"--dp {dp} does not divide the {len(devices)} devices of {chosen.name}")
+    local = pathlib.Path(model).expanduser()
+    source = local if local.exists() else _cached_snapshot(model, subfolder)
+    try:
+        meta = load_meta(source, subfolder)
+    except Exception as e:
+        raise InputError(f"cannot read a VAE config from {model}: {summary(e)}") from e
+    ours = _make_vae(meta, dtype, tiling)
+    if len(shape) == 3:
+        shape = input_shape(ours, kind, *shape)
+    count = 0
+
+    def observer(name, stats):
+        nonlocal count
+        if stats is None:
+            count += 1
+            print(f"[{count}] {name}: compiling for {chosen.name} ...", file=sys.stderr, flush=True)
+        else:
+            print(f"[{count}] {name}: {stats.compile_seconds:.1f} s, temp {stats.temp_bytes / 2**30:.2f} GiB "
+                  "per device", file=sys.stderr, flush=True)
+
+    try:
+        result = make_plan(ours, kind, tuple(shape), chosen, dp=dp, observer=observer if progress else None)
+    except (TargetError, ValueError) as e:
+        raise InputError(summary(e)) from e
+    return result.to_json() | {"summary": result.summary()}

@@ -48,6 +48,15 @@ def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax
     return grouped
 
 
+def grid_for(mesh, shape, ratio: int):
+    """The height x width split (`torchax_vae.mesh.program_grid`) of a program whose input has `shape`
+    (N, C, [T,] H, W); ratio: what divides that input's height and width down to the program's smallest
+    level, the latents (the encoder's spatial compression; 1 for a decoder, whose input is the latents)."""
+    from .mesh import program_grid
+
+    return program_grid(mesh, shape[0], shape[-2] // ratio, shape[-1] // ratio)
+
+
 @contextlib.contextmanager
 def tracing(env, options):
     """The context a program of a patched model is traced in: torchax's `env`, the patches' `options`."""

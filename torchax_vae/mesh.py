@@ -1,18 +1,28 @@
-"""Where arrays live: one device, or a ('dp', 'tp') mesh with width-sharded activations.
+"""Where arrays live: one device, or a ('dp', 'tp') mesh with spatially sharded activations.
 
 `make_mesh` builds the mesh from `jax.devices()` (all processes' devices after
-`jax.distributed.initialize`). `width_spec` is the sharding policy: how an
+`jax.distributed.initialize`). `sharding_for` is the sharding policy: how an
 NCTHW activation is split over the mesh (patches/sharding_marks.py puts it on
 the model's activations while a program is traced). `Placement` answers, for
 TorchaxVAE, where the weights go (replicated), where an input block goes
 (split like the activations it feeds) and where small index vectors go.
 
-A width the mesh axes do not divide gets the largest split that does
-(('dp', 'tp'), then the larger of 'tp' and 'dp', then the other, then none),
-logged once per width and mesh: e.g. the 90-wide latent level of a 720-wide
-video runs replicated on a (1, 8) mesh and 2-way split on a (2, 4) one.
+The policy. The spatial split uses every device (both axes), or 'tp' when
+the batch divides over 'dp' > 1. A program (one encoder or decoder call)
+takes one height x width grid (a, b) of those devices, a splitting the
+height and b the width (`program_grid`): the first of its levels, from the
+latents up, that a grid of all of them divides, the widest b first (the
+width alone where it divides). A 720-wide CogVideoX video on 8 devices has
+60 x 90 latents: 4 x 2 everywhere. A level the grid does not divide takes
+the largest divisors of a and b that divide it, on the same axes (logged
+once per shape and mesh): 1328 x 1328 Qwen-Image on 8 devices has the grid
+2 x 4 from its 332 level up, and 2 x 2 on its 166 x 166 latents.
+Every sharding is on `fine_mesh(mesh)`: the same devices in the same order,
+each axis cut into its prime factors, where any such grid is a PartitionSpec.
+docs/sharding.md argues the choice (against padding to a multiple).
 """
 
+import functools
 import logging
 
 import jax
@@ -67,31 +77,119 @@ def _size(mesh: Mesh, axes) -> int:
     return size
 
 
-def width_spec(mesh: Mesh, shape) -> PartitionSpec:
-    """The PartitionSpec for an NCTHW array of `shape`: batch over 'dp' if it divides, width over the rest.
+def _primes(n: int) -> list[int]:
+    factors, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    return factors
 
-    Only splits whose device count divides the axis length are used, largest first.
+
+@functools.lru_cache(maxsize=64)
+def fine_mesh(mesh: Mesh) -> Mesh:
+    """`mesh`'s devices in the same order, each axis split into its prime factors ('dp0', ..., 'tp0', 'tp1', ...).
+
+    Every sharding TorchaxVAE makes is on this mesh: a height x width grid of any factors of an axis group is a
+    PartitionSpec here, and one mesh for all of a program's arrays lets JAX name its outputs' shardings.
     """
-    batch, width = shape[0], shape[-1]
-    dp = mesh.shape["dp"]
-    batch_axis = "dp" if dp > 1 and batch % dp == 0 else None
-    # Largest split first (sorted() is stable: ties keep this order).
-    candidates = ["tp"] if batch_axis else sorted([AXES, "tp", "dp"], key=lambda c: -_size(mesh, c))
-    wanted = _size(mesh, candidates[0])
-    width_axis = next((c for c in candidates if _size(mesh, c) > 1 and width % _size(mesh, c) == 0), None)
-    if _size(mesh, width_axis) < wanted:
-        key = (width, batch_axis, tuple(mesh.shape.items()))
+    dims, names = [], []
+    for axis in AXES:
+        for i, p in enumerate(_primes(mesh.shape[axis]) or [1]):
+            dims.append(p)
+            names.append(f"{axis}{i}")
+    return Mesh(mesh.devices.reshape(dims), tuple(names), axis_types=(AxisType.Auto,) * len(dims))
+
+
+def _fine_axes(fine: Mesh, axes) -> tuple[str, ...]:
+    """The fine mesh's (prime-sized) axes that make up `axes` ('dp', 'tp', ('dp', 'tp') or None) of the user's mesh."""
+    if axes is None:
+        return ()
+    wanted = axes if isinstance(axes, tuple) else (axes,)
+    return tuple(name for name in fine.axis_names if name.rstrip("0123456789") in wanted and fine.shape[name] > 1)
+
+
+def _spec_axes(names) -> str | tuple | None:
+    names = tuple(names)
+    return None if not names else names[0] if len(names) == 1 else names
+
+
+def _take(axes, fine: Mesh, product: int) -> tuple[str, ...]:
+    """The first of `axes` (prime-sized) whose sizes multiply to `product` (a divisor of theirs)."""
+    chosen = []
+    for name in axes:
+        if product > 1 and product % fine.shape[name] == 0:
+            chosen.append(name)
+            product //= fine.shape[name]
+    return tuple(chosen)
+
+
+def _largest_divisor(n: int, extent: int) -> int:
+    """The largest divisor of n that divides extent."""
+    return max(d for d in range(1, n + 1) if n % d == 0 and extent % d == 0)
+
+
+def _batch_and_group(mesh: Mesh, batch: int):
+    """The batch's axis ('dp' where it divides, dp > 1) and the axes (and their size) the spatial split uses."""
+    batch_axis = "dp" if mesh.shape["dp"] > 1 and batch % mesh.shape["dp"] == 0 else None
+    group = "tp" if batch_axis else AXES
+    return batch_axis, group, _size(mesh, group)
+
+
+def plane_split(height: int, width: int, devices: int) -> tuple[int, int]:
+    """(a, b): a divides height, b width, a * b divides `devices`; the most devices, then the widest b."""
+    best = (1, 1)
+    for b in range(1, devices + 1):
+        for a in range(1, devices // b + 1):
+            if devices % (a * b) == 0 and height % a == 0 and width % b == 0:
+                best = max(best, (a, b), key=lambda g: (g[0] * g[1], g[1]))
+    return best
+
+
+def program_grid(mesh: Mesh | None, batch: int, height: int, width: int) -> tuple[int, int] | None:
+    """The (a, b) height x width grid of a program whose smallest level (its latents) is height x width.
+
+    The first level (the smallest, then twice, four and eight times its size: the decoder's and encoder's
+    levels) that some grid of all the group's devices divides gives it; every larger level is a multiple,
+    so the grid divides it too, and the smaller ones take divisors of it (`sharding_for`). One grid for the
+    whole program means no reshard between levels but gathers and slices along single axes (from a width
+    split to a grid, XLA replicates the tensor at the reshape between them).
+    """
+    if mesh is None:
+        return None
+    _, _, size = _batch_and_group(mesh, batch)
+    grid = (1, 1)
+    for k in range(4):
+        grid = plane_split(height << k, width << k, size)
+        if grid[0] * grid[1] == size:
+            break
+    return grid
+
+
+def sharding_for(mesh: Mesh, shape, grid: tuple[int, int] | None = None) -> NamedSharding:
+    """Where an NCTHW activation of `shape` lives on `mesh` (the module docstring's policy), on `fine_mesh(mesh)`.
+
+    grid: the program's height x width grid (`program_grid`); by default this shape's own. The shape takes the
+    largest divisors of its rows and columns that divide its height and width, on the same axes.
+    """
+    fine = fine_mesh(mesh)
+    batch, height, width = shape[0], shape[-2], shape[-1]
+    batch_axis, group, size = _batch_and_group(mesh, batch)
+    if grid is None:
+        grid = program_grid(mesh, batch, height, width)
+    a, b = _largest_divisor(grid[0], height), _largest_divisor(grid[1], width)
+    axes = _fine_axes(fine, group)
+    rows = _take(axes, fine, grid[0])
+    cols = _take([name for name in axes if name not in rows], fine, grid[1])
+    if a * b < size:
+        key = (tuple(shape[-2:]), batch_axis, tuple(mesh.shape.items()))
         if key not in _LOGGED:
             _LOGGED.add(key)
-            logger.warning(
-                "TorchaxVAE: width %d does not divide into %d shards on mesh %s; splitting it %d-way (axes %s) there.",
-                width, wanted, dict(mesh.shape), _size(mesh, width_axis), width_axis,
-            )
-    return PartitionSpec(batch_axis, *([None] * (len(shape) - 2)), width_axis)
-
-
-def sharding_for(mesh: Mesh, shape) -> NamedSharding:
-    return NamedSharding(mesh, width_spec(mesh, shape))
+            logger.warning("TorchaxVAE: height x width %dx%d splits only %d x %d of the %d devices of mesh %s there.",
+                           height, width, a, b, size, dict(mesh.shape))
+    lead = [_spec_axes(_fine_axes(fine, batch_axis))] + [None] * (len(shape) - 3)
+    return NamedSharding(fine, PartitionSpec(*lead, _spec_axes(_take(rows, fine, a)), _spec_axes(_take(cols, fine, b))))
 
 
 class Placement:
@@ -102,7 +200,7 @@ class Placement:
         if mesh is None:
             self.replicated = SingleDeviceSharding(device or jax.devices()[0])
         else:
-            self.replicated = NamedSharding(mesh, PartitionSpec())
+            self.replicated = NamedSharding(fine_mesh(mesh), PartitionSpec())
 
     def activation(self, shape):
         """Where an NCTHW block of `shape` goes: split like the marked activations inside the programs."""

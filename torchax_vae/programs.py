@@ -113,6 +113,7 @@ class Programs:
         self._by_text: set[tuple] = set()  # the keys of _SHARED this cache's programs use
         self._recording: list[list[ProgramStats]] = []
         self._executing: list[list[ProgramStats]] = []
+        self.probing = 0  # > 0 while calls only size a decision ("auto" tiling's memory check, `probe`)
 
     @contextlib.contextmanager
     def recording(self):
@@ -133,6 +134,15 @@ class Programs:
             yield runs
         finally:
             self._executing[:] = [other for other in self._executing if other is not runs]
+
+    @contextlib.contextmanager
+    def probe(self):
+        """Inside: calls that size a decision (TorchaxVAE._should_tile), not the call being run or planned."""
+        self.probing += 1
+        try:
+            yield
+        finally:
+            self.probing -= 1
 
     def run(self, name: str, fn: Callable, weights, *args):
         if _traced(args):  # inside jax.vjp: a call JAX differentiates, so a jitted function, not an executable

@@ -418,7 +418,8 @@ class TorchaxVAE(ModelMixin):
             budget = memory.free_bytes(self._placement.local_device())
         if budget is None:
             return False
-        needed = need()
+        with self._programs.probe():
+            needed = need()
         if needed <= budget:
             return False
         if not self._auto_tiling_logged:
@@ -530,6 +531,26 @@ class TorchaxVAE(ModelMixin):
         finally:
             self._programs, self._lowered.platform = default
         return programs.texts
+
+    def plan(self, kind: str, shape, target: str = "v6e-8", *, dp: int = 1, observer=None):
+        """Compiles offline, for an accelerator this machine need not have, what `encode`/`decode` would run there.
+
+        A twin of this TorchaxVAE (its config on the meta device, its settings) on a mesh of the target's
+        abstract devices compiles the same programs a run there would; nothing runs. Returns a
+        `torchax_vae.plan.Plan`: per program its runs per call, compile seconds, per-chip memory and FLOPs; per
+        call the peak per chip against the chip's memory (`fits`), sharding efficiency and a roofline bound.
+        Figures are compiled offline, never measured speed (docs/plan.md).
+
+        Args:
+            kind (`str`): `"encode"` or `"decode"`.
+            shape (`tuple[int, ...]`): the input's [batch, channels, frames, height, width].
+            target (`str`): "v6e-8", "v5e-4", "v5p-8", "v4-8", a libtpu topology ("v6e:2x4"), "h100", "h100x8", "h200".
+            dp (`int`): the mesh's 'dp' rows, a divisor of the target's device count.
+            observer: called (program name, None) before and (name, stats) after each compile.
+        """
+        from .plan import plan
+
+        return plan(self, kind, shape, target, dp=dp, observer=observer)
 
     def _shape_source(self, kind: str, shape) -> ShapeSource:
         """The shape-only source of an encode or decode input of `shape`, checked as a real input would be."""

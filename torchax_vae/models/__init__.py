@@ -11,6 +11,8 @@ subclass, often of a shared scheme: `feat_cache.FeatCacheVAE`,
 `windows.WindowVAE`; listed in `WRAPPERS`; its tests).
 """
 
+import json
+import pathlib
 import sys
 
 from .cogvideox import CogVideoXVAE
@@ -19,7 +21,7 @@ from .ltx import LTXVideoVAE
 from .qwenimage import QwenImageVAE
 from .wan import WanVAE
 
-__all__ = ["WRAPPERS", "input_shape", "load_diffusers", "wrapper_for", "wrapper_for_config"]
+__all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, LTXVideoVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
@@ -73,6 +75,27 @@ def load_diffusers(name_or_path, subfolder: str | None = "vae", expected: type |
     if expected is not None and model_class is not expected:
         raise ValueError(f"the model is a {model_class.__name__}, not a {expected.__name__}")
     return model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
+
+
+def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
+    """The diffusers VAE a config describes, on the meta device (no weights read, no memory): for planning.
+
+    name_or_path: a config.json file, a folder holding one (the VAE's, or a pipeline's with `subfolder`), or a
+    hub id (its config only). ValueError for a class no adapter serves.
+    """
+    import torch
+
+    from ..vae import vae_subfolder
+
+    path = pathlib.Path(str(name_or_path)).expanduser()
+    if path.is_file():
+        config = json.loads(path.read_text())
+    else:
+        subfolder = vae_subfolder(name_or_path, subfolder)
+        config = WRAPPERS[0].model_class.load_config(str(name_or_path), subfolder=subfolder, **hub)
+    model_class = wrapper_for_config(config.get("_class_name", "")).model_class
+    with torch.device("meta"):
+        return model_class.from_config(config)
 
 
 def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[int, ...]:

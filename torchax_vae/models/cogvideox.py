@@ -23,7 +23,7 @@ from jax.sharding import Mesh
 from torch import nn
 
 from .. import convert, patches, staging, tiling
-from ..lowering import jax_weights, private_copy, tracing
+from ..lowering import grid_for, jax_weights, private_copy, tracing
 from ..sources import ShapeSource
 from ..patches.group_norm import TorchaxGroupNorm
 from ..patches.safe_conv3d import PlainConv3d
@@ -312,15 +312,18 @@ class LoweredVAE:
         self.mesh = mesh  # activations are marked for this jax.sharding.Mesh (patches/sharding_marks.py)
         # the JAX platform the programs are for (default: JAX's default backend); picks CPU-only lowerings
         self.platform = platform or jax.default_backend()
+        self.spatial_ratio = 2 ** (len(vae.config.block_out_channels) - 1)  # the encoder's (a program's sharding grid)
         # stage modules of the encoder and decoder, for one program per block (torchax_vae/staging.py)
         self.stages = {role: staging.install(getattr(self.model, role), STAGES) for role in ("encoder", "decoder")}
 
-    def _tracing(self, valid, size):
+    def _tracing(self, valid, shape, ratio: int):
+        """The trace context for a program on input of `shape` (N, C, T, H, W); valid: a tile's real extent."""
         options = patches.options.TraceOptions.for_platform(
             self.platform,
             cpu_kernels=patches.options.cpu_kernels_for(self.platform),
             mesh=self.mesh,
-            tile_extent=None if valid is None else (valid, tuple(size)),
+            grid=grid_for(self.mesh, shape, ratio),
+            tile_extent=None if valid is None else (valid, tuple(shape[3:])),
         )
         return tracing(self.env, options)
 
@@ -335,7 +338,7 @@ class LoweredVAE:
         only that top-left region is real (patches/tile_mask.py).
         """
         weights, frames, conv_cache = self.env.j2t_iso((weights, frames, conv_cache))
-        with self._tracing(valid, frames.shape[3:]):
+        with self._tracing(valid, frames.shape, self.spatial_ratio):
             h, conv_cache = self._call("encoder", weights, frames, conv_cache=conv_cache)
             if self.model.quant_conv is not None:
                 h = self._call("quant_conv", weights, h)
@@ -344,7 +347,7 @@ class LoweredVAE:
     def decode_step(self, weights, latents, conv_cache, valid=None):
         """One decoder call on a latent frame batch: (frames, conv_cache), as JAX arrays; `valid` as above."""
         weights, latents, conv_cache = self.env.j2t_iso((weights, latents, conv_cache))
-        with self._tracing(valid, latents.shape[3:]):
+        with self._tracing(valid, latents.shape, 1):
             if self.model.post_quant_conv is not None:
                 latents = self._call("post_quant_conv", weights, latents)
             frames, conv_cache = self._call("decoder", weights, latents, conv_cache=conv_cache)
@@ -365,7 +368,7 @@ class LoweredVAE:
         weights, frames, conv_cache, given = self.env.j2t_iso((weights, frames, conv_cache, given))
         weights = {**weights, "encoder": staging.rooted(stage.path, weights["encoder"])}
         stages = self.stages["encoder"]
-        with self._tracing(valid, frames.shape[3:]):
+        with self._tracing(valid, frames.shape, self.spatial_ratio):
             forward = functools.partial(self._call, "encoder", weights, frames, conv_cache=None)
             h, conv_cache = staging.run(stages, stage, *given, conv_cache, forward)
             if stage == stages[-1] and self.model.quant_conv is not None:
@@ -376,7 +379,7 @@ class LoweredVAE:
         """One stage of one decoder call: (its output, its conv_cache); given = (previous stage's, sub-stage's output)."""
         weights, latents, conv_cache, given = self.env.j2t_iso((weights, latents, conv_cache, given))
         weights = {**weights, "decoder": staging.rooted(stage.path, weights["decoder"])}
-        with self._tracing(valid, latents.shape[3:]):
+        with self._tracing(valid, latents.shape, 1):
             if self.model.post_quant_conv is not None:  # the decoder's zq: every stage's spatial norms read it
                 latents = self._call("post_quant_conv", weights, latents)
             forward = functools.partial(self._call, "decoder", weights, latents, conv_cache=None)

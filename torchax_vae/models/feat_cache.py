@@ -45,7 +45,7 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchif
 from jax.sharding import Mesh
 
 from .. import convert, patches, tiling
-from ..lowering import jax_weights, private_copy, tracing
+from ..lowering import grid_for, jax_weights, private_copy, tracing
 from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply, join
 
@@ -68,8 +68,9 @@ class FeatCacheLowered:
     """
 
     def __init__(self, vae, resample_class: type, first_chunk: bool, patch: int | None,
-                 mesh: Mesh | None = None, platform: str | None = None, marked: tuple = ()):
+                 mesh: Mesh | None = None, platform: str | None = None, marked: tuple = (), spatial_ratio: int = 1):
         self.model = private_copy(vae)
+        self.spatial_ratio = spatial_ratio  # the encoder's spatial compression (a program's sharding grid)
         self.mesh = mesh  # activations are width-sharded over it inside the programs (patches/sharding_marks.py)
         # the JAX platform the programs are for (CPU: per-frame convolutions in bf16, see _tracing)
         self.platform = platform or jax.default_backend()
@@ -92,7 +93,7 @@ class FeatCacheLowered:
             batch, channels, _, height, width = args[0].shape
             self._rep_shapes[index[0]] = (batch, channels, 2, height, width)
 
-    def _tracing(self, dtype):
+    def _tracing(self, dtype, shape, ratio: int):
         # Per-frame convolutions (patches/frame_conv.py) only for bf16 on CPU: they accumulate in fp32, which
         # keeps the tiny model's bf16 encode within 2x PyTorch bf16's error (stock: 2.21x, by frames: 1.61x).
         # In fp32, Wan's chunk programs run 1.9x faster with XLA:CPU's stock 3-D convolution (decode
@@ -103,6 +104,7 @@ class FeatCacheLowered:
             self.platform,
             cpu_kernels=cpu and dtype == jnp.bfloat16,
             mesh=self.mesh,
+            grid=grid_for(self.mesh, shape, ratio),
         )
         return tracing(self.env, options)
 
@@ -131,7 +133,7 @@ class FeatCacheLowered:
         """
         dtype = frames.dtype
         weights, frames, cache = self.env.j2t_iso((weights, frames, cache))
-        with self._tracing(dtype):
+        with self._tracing(dtype, frames.shape, self.spatial_ratio):
             x = patchify(frames, self.patch) if self.patch else frames
             feat_cache = self._cache_list(cache, "encoder")
             h = self._call("encoder", weights, x, feat_cache=feat_cache, feat_idx=[0])
@@ -147,7 +149,7 @@ class FeatCacheLowered:
         """
         dtype = latents.dtype
         weights, latents, cache = self.env.j2t_iso((weights, latents, cache))
-        with self._tracing(dtype):
+        with self._tracing(dtype, latents.shape, 1):
             x = self._call("post_quant_conv", weights, latents)
             feat_cache = self._cache_list(cache, "decoder")
             flags = {"first_chunk": cache is None} if self.first_chunk else {}
@@ -184,7 +186,8 @@ class FeatCacheVAE(TorchaxVAE):
     def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
         self._lowered = FeatCacheLowered(vae, self.resample_class, self.first_chunk, self.patch_size, mesh,
-                                         self._placement.local_device().platform, self.marked)
+                                         self._placement.local_device().platform, self.marked,
+                                         self.spatial_compression_ratio)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         # What diffusers' pipelines and users read off the model.
         self.z_dim = vae.z_dim

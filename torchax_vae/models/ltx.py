@@ -80,7 +80,7 @@ class LTXLowered(WindowLowered):
     def decode_step(self, weights, latents, timestep=None, noise=(), **options):
         dtype = latents.dtype
         weights, latents, timestep, noise = self.env.j2t_iso((weights, latents, timestep, noise))
-        with self._tracing(dtype), ltx_noise.feeding(noise):
+        with self._tracing(dtype, latents.shape, 1), ltx_noise.feeding(noise):
             out = self._call("decoder", weights, latents, timestep, **options)
         return self.env.t2j_iso(out)
 

@@ -36,7 +36,7 @@ import torch
 from jax.sharding import Mesh
 
 from .. import convert, patches, tiling
-from ..lowering import jax_weights, private_copy, tracing
+from ..lowering import grid_for, jax_weights, private_copy, tracing
 from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply
 
@@ -49,14 +49,16 @@ def windows(frames: int, size: int, stride: int) -> list[tuple[int, int]]:
 class WindowLowered:
     """A private, patched copy of a frame-window VAE and its call functions, pure in JAX arrays."""
 
-    def __init__(self, vae, mesh: Mesh | None = None, platform: str | None = None, marked: tuple = ()):
+    def __init__(self, vae, mesh: Mesh | None = None, platform: str | None = None, marked: tuple = (),
+                 spatial_ratio: int = 1):
         self.model = private_copy(vae)
+        self.spatial_ratio = spatial_ratio  # the encoder's spatial compression (a program's sharding grid)
         self.mesh = mesh
         self.platform = platform or jax.default_backend()
         self.patch_counts = patches.apply(self.model, marked)
         self.env = patches.import_torchax().default_env()
 
-    def _tracing(self, dtype):
+    def _tracing(self, dtype, shape, ratio: int):
         # Per-frame convolutions (patches/frame_conv.py) on CPU in bf16 only, as for Wan (their fp32
         # accumulation): in fp32 XLA:CPU's stock 3-D convolution decodes HunyuanVideo's whole clips 4x faster
         # (official config, 3 latent frames at 8x12: 16.1 s against 63.8 s by frames, 2026-11-23).
@@ -64,6 +66,7 @@ class WindowLowered:
             self.platform,
             cpu_kernels=patches.options.cpu_kernels_for(self.platform) and dtype == jnp.bfloat16,
             mesh=self.mesh,
+            grid=grid_for(self.mesh, shape, ratio),
         )
         return tracing(self.env, options)
 
@@ -77,7 +80,7 @@ class WindowLowered:
         """
         dtype = frames.dtype
         weights, frames = self.env.j2t_iso((weights, frames))
-        with self._tracing(dtype):
+        with self._tracing(dtype, frames.shape, self.spatial_ratio):
             h = self._call("encoder", weights, frames, **options)
             if getattr(self.model, "quant_conv", None) is not None:
                 h = self._call("quant_conv", weights, h)
@@ -88,7 +91,7 @@ class WindowLowered:
         decoder's further arguments (LTX's timestep); options as `encode_step`'s."""
         dtype = latents.dtype
         weights, latents, extra = self.env.j2t_iso((weights, latents, extra))
-        with self._tracing(dtype):
+        with self._tracing(dtype, latents.shape, 1):
             if getattr(self.model, "post_quant_conv", None) is not None:
                 latents = self._call("post_quant_conv", weights, latents)
             out = self._call("decoder", weights, latents, *extra, **options)
@@ -119,7 +122,8 @@ class WindowVAE(TorchaxVAE):
 
     def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = self.lowered_class(vae, mesh, self._placement.local_device().platform, self.marked)
+        self._lowered = self.lowered_class(vae, mesh, self._placement.local_device().platform, self.marked,
+                                           self.spatial_compression_ratio)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         for name in self._SETTINGS:  # diffusers' settings, as the wrapped instance has them
             setattr(self, name, getattr(vae, name))

@@ -1,0 +1,136 @@
+"""Planning offline for TPUs and GPUs (torchax_vae.plan, targets, `torchax-vae plan`): the tiny config, compiled
+by libtpu for abstract TPU chips and by JAX's CUDA plugin for abstract H100s, on this CPU-only machine."""
+
+import importlib.util
+import json
+
+import pytest
+import torch
+
+from torchax_vae import TorchaxVAE, make_mesh
+from torchax_vae import cli, targets
+from torchax_vae.plan import gpu_kernels, plan, twin
+from helpers import MODELS
+
+SHAPE = (1, 4, 3, 16, 24)  # tiny CogVideoX latents: 9 frames of 128x192
+
+
+@pytest.fixture(scope="module")
+def meta_tiny():
+    model_class, config = MODELS["tiny"]
+    with torch.device("meta"):
+        return TorchaxVAE(model_class(**config), dtype=torch.bfloat16)
+
+
+@pytest.fixture(scope="module")
+def tpu_plan(meta_tiny):
+    return plan(meta_tiny, "decode", SHAPE, "v6e-4", keep_texts=True)
+
+
+def test_tpu_plan_of_the_tiny_config(tpu_plan):
+    p = tpu_plan
+    assert (p.target, p.platform, p.devices, p.mesh) == ("v6e-4", "tpu", 4, {"dp": 1, "tp": 4})
+    assert p.output_shape == (1, 3, 9, 128, 192)
+    assert p.chip_memory_bytes == 32 * 2**30 and 0 < p.peak_bytes_per_chip < p.chip_memory_bytes and p.fits
+    assert p.programs and all(r.runs >= 1 and r.compile_seconds > 0 and r.temp_bytes > 0 and r.argument_bytes > 0
+                              and r.output_bytes > 0 and r.flops > 0 for r in p.programs)
+    assert p.flops_per_chip > 0 and p.unpartitioned_flops > p.flops_per_chip
+    assert 0.5 < p.sharding_efficiency <= 1.05, p.sharding_efficiency
+    assert p.roofline_seconds == max(p.compute_seconds, p.memory_seconds) > 0
+
+
+def test_a_plans_stablehlo_is_what_lower_gives_for_that_platform_and_mesh(meta_tiny, tpu_plan):
+    """The plan compiles exactly the programs a run would: the same StableHLO as `lower` for TPU on that mesh."""
+    mesh = make_mesh(targets.target("v6e-4").devices())
+    lowered = twin(meta_tiny, mesh, memory_budget=targets.CHIPS["v6e"].memory_bytes).lower("decode", SHAPE, "tpu")
+    assert lowered.keys() == tpu_plan.texts.keys()
+    for name, text in lowered.items():
+        assert text == tpu_plan.texts[name], name
+
+
+@pytest.mark.parametrize("target, gpus", [("h100", 1), ("h100x2", 2)])
+def test_gpu_plan_of_the_tiny_config(meta_tiny, target, gpus):
+    p = meta_tiny.plan("decode", SHAPE, target)
+    assert (p.platform, p.devices) == ("cuda", gpus)
+    assert p.fits and 0 < p.peak_bytes_per_chip and p.chip_memory_bytes == 84929347584
+    assert p.flops_per_chip is None and p.sharding_efficiency is None  # the CUDA compiler counts no FLOPs
+    assert p.unpartitioned_flops > 0 and p.roofline_seconds > 0
+    for row in p.programs:
+        assert row.kernels["cudnn_convolutions"] > 0
+        assert 0 < row.kernels["largest_convolution_operand_bytes"] < 2**31
+
+
+def test_gpu_kernel_summary_reads_optimized_hlo():
+    text = """
+  %a = bf16[1,8,4,4]{3,2,1,0} custom-call(bf16[1,8,4,4]{3,2,1,0} %p, bf16[8,8,3,3]{3,2,1,0} %w), custom_call_target="__cudnn$convForward"
+  %g = bf16[256,1024]{1,0} fusion(bf16[256,64]{1,0} %x, bf16[64,1024]{1,0} %y), kind=kCustom, calls=%c, backend_config={"fusion_backend_config":{"kind":"__triton_gemm"}}
+  %h = f32[4,4]{1,0} custom-call(f32[4,4]{1,0} %x), custom_call_target="__cublas$gemm"
+"""
+    assert gpu_kernels(text) == {"cudnn_convolutions": 1, "gemms": 2, "largest_convolution_operand_bytes": 1152,
+                                 "largest_gemm_operand_bytes": 524288}
+
+
+@pytest.mark.parametrize("name, platform, topology, devices", [
+    ("v6e-8", "tpu", "v6e:2x4", 8), ("v6e-1", "tpu", "v6e:1x1", 1), ("v5e-4", "tpu", "v5e:2x2", 4),
+    ("v5p-8", "tpu", "v5p:2x2x1", 4), ("v4-8", "tpu", "v4:2x2x1", 8), ("v6e:2x2", "tpu", "v6e:2x2", 4),
+    ("h100", "cuda", "1x1x1", 1), ("H100x8", "cuda", "1x1x8", 8), ("h200", "cuda", "1x1x1", 1),
+])
+def test_targets_name_abstract_devices(name, platform, topology, devices):
+    chosen = targets.target(name)
+    assert (chosen.platform, chosen.topology) == (platform, topology)
+    found = chosen.devices()
+    assert len(found) == devices and {d.process_index for d in found} == {0}  # one host: every chip addressable
+
+
+@pytest.mark.parametrize("name", ["v6e-3", "v7x-8", "a100", "h100x0", "", "v5p-6"])
+def test_unknown_targets_say_what_works(name):
+    with pytest.raises(targets.TargetError, match=r"target|slices"):
+        targets.target(name)
+
+
+def _config_file(tmp_path):
+    model_class, config = MODELS["tiny"]
+    with torch.device("meta"):
+        model = model_class(**config)
+    model.save_config(tmp_path)
+    return tmp_path / "config.json"
+
+
+def test_command_plans_from_a_config_alone(tmp_path, capsys):
+    code = cli.main(["plan", "--model", str(_config_file(tmp_path)), "--target", "h100", "--shape", "9,128,192", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out)
+    for key in ("target", "devices", "chip_memory_bytes", "peak_bytes_per_chip", "fits", "flops_per_chip",
+                "sharding_efficiency", "programs"):
+        assert key in result
+    assert result["input_shape"] == list(SHAPE) and result["fits"] is True
+    for row in result["programs"]:
+        assert {"name", "runs", "compile_seconds", "temp_bytes", "argument_bytes", "output_bytes", "flops"} <= row.keys()
+    assert "compiling for h100" in err  # a progress line per program
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--target", "v9-8"], "unknown target 'v9-8'"),
+    (["--target", "h100x2", "--dp", "3"], "--dp 3 does not divide the 2 devices of h100x2"),
+])
+def test_command_refuses_bad_plans_in_one_line(tmp_path, capsys, args, message):
+    code = cli.main(["plan", "--model", str(_config_file(tmp_path)), "--shape", "9,128,192", *args])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+
+
+def test_command_refuses_a_shape_of_four_numbers(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["plan", "--model", str(_config_file(tmp_path)), "--target", "h100", "--shape", "1,4,3,16"])
+    assert exit_info.value.code == 2 and "expected B,C,F,H,W" in capsys.readouterr().err
+
+
+def test_missing_compilers_name_the_extra(monkeypatch, tmp_path, capsys):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("libtpu", "jax_plugins.xla_cuda13")
+                        else real(name, *a))
+    for target, extra in (("v6e-8", "torchax-vae[tpu]"), ("h100", "torchax-vae[plan-gpu]")):
+        code = cli.main(["plan", "--model", str(_config_file(tmp_path)), "--target", target, "--shape", "9,128,192"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and extra in err and len(err.splitlines()) == 1, err

@@ -1,0 +1,290 @@
+"""Plan a run for an accelerator without one: compile offline what a real run would, and read what XLA says.
+
+`plan(vae, kind, shape, target)` builds a twin of `vae` (its diffusers config
+on the meta device: no weights, no memory) on a mesh of the target's abstract
+devices (torchax_vae.targets), with the same settings (dtype, tiling, slicing,
+program split, frame batches). The twin's `precompile` then traces, patches,
+splits and compiles exactly the programs a run on that target would run, with
+the target's compiler (libtpu's, or the CUDA plugin's down to sm_90a code);
+nothing runs.
+
+What comes back (`Plan`), per program and per call:
+- per program: how often one call runs it, compile seconds, XLA's per-device
+  temp, argument and output bytes, and per-device FLOPs;
+- per call: the peak per device (the largest program's arguments, outputs
+  and temp, plus the call's result held on the device) against the chip's
+  memory, and what "auto" tiling decided there; FLOPs per device against an
+  even split of the unpartitioned program's FLOPs (sharding efficiency); a
+  roofline lower bound (FLOPs / peak, bytes / bandwidth);
+- on GPUs, the optimized HLO's kernels: cuDNN convolutions, GEMMs, the largest
+  convolution operand.
+
+Figures are compiled offline, not run on a TPU or GPU: memory, FLOPs and
+compile seconds, never speed (the roofline bound is a bound, not a time).
+"""
+
+import collections
+import dataclasses
+import math
+import re
+
+import jax
+import numpy as np
+
+from .mesh import make_mesh
+from .programs import Programs
+from .targets import Target, TargetError, target as parse_target
+
+__all__ = ["Plan", "ProgramPlan", "plan"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramPlan:
+    name: str
+    input_shapes: tuple
+    runs: int  # per call
+    compile_seconds: float
+    lower_seconds: float
+    temp_bytes: int  # per device
+    argument_bytes: int
+    output_bytes: int
+    flops: float | None  # per device, XLA's count (None: the CUDA compiler counts none)
+    unpartitioned_flops: float  # the whole program on one device (XLA's HLO cost analysis before partitioning)
+    kernels: dict | None = None  # GPU: cuDNN convolutions, GEMMs, largest convolution operand
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    target: str
+    platform: str
+    devices: int
+    mesh: dict
+    kind: str
+    input_shape: tuple
+    output_shape: tuple
+    dtype: str
+    tiling: str  # the mode planned with ("auto": tiled only if the untiled call would not fit)
+    tiled: bool  # whether the planned call tiles
+    chip_memory_bytes: int
+    peak_bytes_per_chip: int
+    fits: bool
+    flops_per_chip: float | None
+    unpartitioned_flops: float
+    sharding_efficiency: float | None  # unpartitioned FLOPs / (devices x FLOPs per device)
+    roofline_seconds: float  # max(compute, memory) lower bound
+    compute_seconds: float
+    memory_seconds: float
+    compile_seconds: float
+    programs: list[ProgramPlan]
+    texts: dict | None = dataclasses.field(default=None, repr=False)  # name -> StableHLO, with keep_texts
+
+    def to_json(self) -> dict:
+        """The plan as plain data for json.dumps (NaN, where a count is unknown, as None)."""
+        def clean(value):
+            if isinstance(value, float) and math.isnan(value):
+                return None
+            if isinstance(value, dict):
+                return {k: clean(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [clean(v) for v in value]
+            return value
+
+        return clean({k: v for k, v in dataclasses.asdict(self).items() if k != "texts"})
+
+    def summary(self) -> str:
+        gib = 2**30
+        lines = [
+            f"{self.kind} {self.input_shape} -> {self.output_shape} {self.dtype} on {self.target} "
+            f"({self.devices} x {self.platform}, mesh {self.mesh}), compiled offline, not run",
+        ]
+        for p in self.programs:
+            flops = "n/a" if p.flops is None else f"{p.flops / 1e12:.3f} TFLOP"
+            lines.append(f"  {p.name}: x{p.runs}, compile {p.compile_seconds:.1f} s, temp {p.temp_bytes / gib:.2f} GiB, "
+                         f"args {p.argument_bytes / gib:.2f} GiB, out {p.output_bytes / gib:.2f} GiB, {flops} per device"
+                         + (f", kernels {p.kernels}" if p.kernels else ""))
+        verdict = "fits" if self.fits else "does NOT fit"
+        lines.append(f"peak {self.peak_bytes_per_chip / gib:.2f} GiB per device of {self.chip_memory_bytes / gib:.1f} GiB: "
+                     f"{verdict}" + (" (tiled by 'auto')" if self.tiled and self.tiling == "auto" else ""))
+        if self.flops_per_chip is not None:
+            lines.append(f"FLOPs {self.flops_per_chip / 1e12:.2f} TFLOP per device, even split "
+                         f"{self.unpartitioned_flops / self.devices / 1e12:.2f}: sharding efficiency "
+                         f"{self.sharding_efficiency:.2f}")
+        lines.append(f"roofline lower bound {self.roofline_seconds:.3f} s (compute {self.compute_seconds:.3f} s, "
+                     f"memory {self.memory_seconds:.3f} s); compile {self.compile_seconds:.1f} s in all")
+        return "\n".join(lines)
+
+
+def unpartitioned_flops(lowered) -> float:
+    """FLOPs of a lowered program before SPMD partitioning (the whole computation), by XLA's HLO cost analysis.
+
+    On the CPU client: the abstract TPU and GPU clients report none for unoptimized modules.
+    NaN where this jax has no such entry point.
+    """
+    try:
+        from jax._src.lib import xla_client
+
+        module = lowered.compiler_ir("hlo").as_hlo_module()
+        cost = xla_client._xla.hlo_module_cost_analysis(jax.devices("cpu")[0].client, module)
+        return float(cost.get("flops", math.nan))
+    except Exception:  # noqa: BLE001 (a private entry point: a jax without it gives no efficiency, not an error)
+        return math.nan
+
+
+_SHAPE = re.compile(r"\b(pred|s8|u8|s16|u16|s32|u32|s64|u64|f16|bf16|f32|f64)\[([\d,]*)\]")
+_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
+          "s64": 8, "u64": 8, "f64": 8}
+
+
+def _largest_operand(line: str) -> int:
+    return max((math.prod(int(d) for d in dims.split(",") if d) * _BYTES[dtype]
+                for dtype, dims in _SHAPE.findall(line)), default=0)
+
+
+def gpu_kernels(hlo_text: str) -> dict:
+    """What an optimized GPU module hands to libraries and GEMM emitters: cuDNN convolutions and GEMMs (cuBLAS
+    calls, Triton GEMM fusions), with the largest operand or result of each kind in bytes."""
+    convs = gemms = 0
+    largest_conv = largest_gemm = 0
+    for line in hlo_text.splitlines():
+        target = re.search(r'custom_call_target="([^"]+)"', line) if "custom-call(" in line else None
+        if target and "cudnn$conv" in target[1]:
+            convs += 1
+            largest_conv = max(largest_conv, _largest_operand(line))
+        elif (target and ("gemm" in target[1] or "matmul" in target[1])) or (
+                " fusion(" in line and re.search(r'"kind":"__triton\w*gemm', line)):
+            gemms += 1
+            largest_gemm = max(largest_gemm, _largest_operand(line))
+    return {"cudnn_convolutions": convs, "gemms": gemms, "largest_convolution_operand_bytes": largest_conv,
+            "largest_gemm_operand_bytes": largest_gemm}
+
+
+class PlannedPrograms(Programs):
+    """`Programs` that count runs per compiled program and keep what the plan reports of each."""
+
+    def __init__(self, platform: str, observer=None):
+        super().__init__(store=None)
+        self.platform = platform  # the target's: "cuda" programs get their kernel summary
+        self.runs: collections.Counter = collections.Counter()  # id(stats) -> runs
+        self.details: dict[int, dict] = {}  # id(stats) -> unpartitioned FLOPs, kernels
+        self.observer = observer  # called (name, None) before and (name, stats) after each compile
+        self._lowered = None
+        self.texts: dict[str, str] = {}  # program name -> StableHLO, first lowering of each name
+
+    def run(self, name, fn, weights, *args):
+        if not self.probing:
+            self.runs[id(self._entry(name, fn, weights, args).stats)] += 1
+        return super().run(name, fn, weights, *args)
+
+    def _lower(self, name, fn, args):
+        lowered, from_store = super()._lower(name, fn, args)
+        self._lowered = lowered
+        self.texts.setdefault(name, lowered.as_text())
+        return lowered, from_store
+
+    def _compile(self, name, fn, weights, args):
+        if self.observer:
+            self.observer(name, None)
+        entry = super()._compile(name, fn, weights, args)
+        gpu = self.platform == "cuda"
+        self.details[id(entry.stats)] = {
+            "unpartitioned_flops": unpartitioned_flops(self._lowered),
+            "kernels": gpu_kernels(entry.compiled.as_text()) if gpu else None,
+            "bytes_accessed": _bytes_accessed(entry.compiled),
+        }
+        if self.observer:
+            self.observer(name, entry.stats)
+        return entry
+
+
+def _bytes_accessed(compiled) -> float:
+    cost = compiled.cost_analysis()
+    if isinstance(cost, (list, tuple)):
+        cost = cost[0] if cost else {}
+    return float((cost or {}).get("bytes accessed", math.nan))
+
+
+def twin(vae, mesh, memory_budget: int | None = None):
+    """A TorchaxVAE of `vae`'s class and config on the meta device, on `mesh`, with `vae`'s settings."""
+    import torch
+
+    with torch.device("meta"):
+        model = vae.model_class.from_config(vae.config)
+    copy = type(vae)(model, dtype=vae.dtype, mesh=mesh, memory_budget=memory_budget)
+    for key, value in vars(vae).items():  # the user's settings: tiling, slicing, frame batches, program split
+        if key in _NOT_SETTINGS or key not in vars(copy):
+            continue
+        if value is None or isinstance(value, (bool, int, float, str, tuple)):
+            setattr(copy, key, value)
+    return copy
+
+
+_NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget", "_on_batch"}
+
+
+def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, observer=None,
+         keep_texts: bool = False) -> Plan:
+    """Compiles offline for `target` what `vae.encode`/`vae.decode` of an input of `shape` would run there.
+
+    Args:
+        vae: a TorchaxVAE (its weights are not needed: only its class, config and settings).
+        kind: "encode" or "decode".
+        shape: the input's [batch, channels, frames, height, width].
+        target: a name (torchax_vae.targets: "v6e-8", "v5e-4", "h100", "h100x2", ...) or a Target.
+        dp: the mesh's 'dp' rows (a divisor of the device count); activations split their width over the rest.
+        observer: called (program name, None) before each compile and (name, stats) after it: progress.
+        keep_texts: also return each program's StableHLO (`Plan.texts`), as `TorchaxVAE.lower` gives it.
+    """
+    if kind not in ("encode", "decode"):
+        raise ValueError(f"kind must be 'encode' or 'decode', got {kind!r}")
+    chosen = target if isinstance(target, Target) else parse_target(target)
+    devices = chosen.devices()
+    if not isinstance(dp, int) or dp < 1 or len(devices) % dp:
+        raise TargetError(f"dp must divide the {len(devices)} devices of {chosen.name}, got {dp!r}")
+    mesh = make_mesh(devices, dp=dp)
+    budget = vae.memory_budget if vae.memory_budget is not None else chosen.chip.memory_bytes
+    planned = twin(vae, mesh, memory_budget=budget)
+    planned._programs = programs = PlannedPrograms(chosen.platform, observer)
+    source = planned._shape_source(kind, shape)
+    with programs.recording() as used:
+        out = planned._per_sample(planned._encode if kind == "encode" else planned._decode, source)
+    ran = [stats for stats in used if programs.runs[id(stats)]]
+    rows = [_row(stats, programs) for stats in ran]
+    held = _per_device_bytes(out)
+    peak = max((r.argument_bytes + r.output_bytes + r.temp_bytes for r in rows), default=0) + held
+    total = sum(r.unpartitioned_flops * r.runs for r in rows)
+    known = all(r.flops is not None for r in rows)
+    per_chip = sum(r.flops * r.runs for r in rows) if known else None
+    n = len(devices)
+    efficiency = total / (n * per_chip) if per_chip and not math.isnan(total) else None
+    chip = chosen.chip
+    compute = (per_chip if per_chip is not None else total / n) / chip.peak_flops
+    # bytes every run must move at least: its arguments in, its outputs out (weights, input, cache, result)
+    moved = sum((r.argument_bytes + r.output_bytes) * r.runs for r in rows)
+    memory = moved / chip.bandwidth
+    return Plan(
+        target=chosen.name, platform=chip.platform, devices=n, mesh=dict(mesh.shape), kind=kind,
+        input_shape=tuple(source.shape), output_shape=tuple(out.shape), dtype=str(vae.dtype).removeprefix("torch."),
+        tiling=vae.tiling_mode, tiled=planned._auto_tiling_logged or planned.tiling_mode == "on",
+        chip_memory_bytes=chip.memory_bytes, peak_bytes_per_chip=peak, fits=peak <= chip.memory_bytes,
+        flops_per_chip=per_chip, unpartitioned_flops=total, sharding_efficiency=efficiency,
+        roofline_seconds=max(compute, memory), compute_seconds=compute, memory_seconds=memory,
+        compile_seconds=sum(stats.compile_seconds for stats in used), programs=rows,
+        texts=dict(programs.texts) if keep_texts else None,
+    )
+
+
+def _row(stats, programs: PlannedPrograms) -> ProgramPlan:
+    details = programs.details[id(stats)]
+    flops = None if details["kernels"] is not None or math.isnan(stats.flops) else stats.flops
+    return ProgramPlan(
+        name=stats.name, input_shapes=stats.input_shapes, runs=programs.runs[id(stats)],
+        compile_seconds=stats.compile_seconds, lower_seconds=stats.lower_seconds, temp_bytes=stats.temp_bytes,
+        argument_bytes=stats.argument_bytes, output_bytes=stats.output_bytes, flops=flops,
+        unpartitioned_flops=details["unpartitioned_flops"], kernels=details["kernels"],
+    )
+
+
+def _per_device_bytes(info) -> int:
+    """Bytes of one device's shard of a jax.ShapeDtypeStruct (the call's result, held on the devices)."""
+    shape = info.sharding.shard_shape(info.shape) if info.sharding is not None else info.shape
+    return int(np.prod(shape)) * info.dtype.itemsize
