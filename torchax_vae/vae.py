@@ -172,13 +172,8 @@ class TorchaxVAE(ModelMixin):
         """A new diffusers model of the wrapped class on the CPU, holding copies of this TorchaxVAE's weights."""
         with torch.device("meta"):
             model = self.model_class.from_config(self.config)
-        keys = set(model.state_dict())
-        state = {
-            f"{child}.{name}": convert.to_torch(array).clone()  # to_torch may alias our array: the copy is the user's
-            for child, group in self._weights.items()
-            for name, array in group.items()
-            if f"{child}.{name}" in keys
-        }
+        # the wrapped model's own names (top-level buffers too: LTX's latents_mean), copies the user owns
+        state = weights.state_dict(self._weights, self._entries, torch.device("cpu"))
         model.load_state_dict(state, strict=True, assign=True)
         return model.eval()
 
