@@ -23,21 +23,9 @@ import sys
 
 import speed
 from bench import environment, first_call_line
-from vaes import MODELS
+from vaes import RELEASED
 
-# The released sizes (pipelines' defaults), bf16, decode and encode; CogVideoX also in fp32 at 9 frames.
-RELEASED = {
-    "cogvideox-480p": ("official", 49, 480, 720),  # CogVideoX 2b / 5b
-    "cogvideox1.5": ("official", 81, 768, 1360),  # CogVideoX 1.5
-    "wan2.1-480p": ("wan2.1", 81, 480, 832),
-    "wan2.1-720p": ("wan2.1", 81, 720, 1280),
-    "wan2.2": ("wan2.2", 121, 704, 1280),  # Wan 2.2 TI2V-5B
-    # the families of issue 20, at their pipelines' default sizes
-    "qwenimage": ("qwenimage", 1, 1328, 1328),  # QwenImagePipeline: one 1328x1328 image
-    "hunyuanvideo": ("hunyuanvideo", 129, 720, 1280),
-    "ltx0.9.1": ("ltx091", 161, 512, 704),  # LTXPipeline (decode at timestep 0.05: vaes.decode_args)
-    **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
-}
+# The released sizes (vaes.RELEASED), bf16, decode and encode; CogVideoX also in fp32 at 9 frames.
 CASES = {
     f"{name}-{kind}": speed.SpeedCase(config, kind, frames, height, width, dtype="bf16")
     for name, (config, frames, height, width) in RELEASED.items()

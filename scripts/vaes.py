@@ -158,6 +158,21 @@ else:
     MODELS.update({name: (AutoencoderKLLTX2Video, kwargs) for name, kwargs in LTX2_CONFIGS.items()})
 
 
+# The released sizes (the pipelines' defaults): name -> (config, frames, height, width). scripts/gpu_table.py
+# times them on a GPU, scripts/plan_table.py plans them for TPUs and GPUs offline.
+RELEASED = {
+    "cogvideox-480p": ("official", 49, 480, 720),  # CogVideoX 2b / 5b
+    "cogvideox1.5": ("official", 81, 768, 1360),  # CogVideoX 1.5
+    "wan2.1-480p": ("wan2.1", 81, 480, 832),
+    "wan2.1-720p": ("wan2.1", 81, 720, 1280),
+    "wan2.2": ("wan2.2", 121, 704, 1280),  # Wan 2.2 TI2V-5B
+    "qwenimage": ("qwenimage", 1, 1328, 1328),  # QwenImagePipeline: one 1328x1328 image
+    "hunyuanvideo": ("hunyuanvideo", 129, 720, 1280),
+    "ltx0.9.1": ("ltx091", 161, 512, 704),  # LTXPipeline (decode at timestep 0.05: decode_args)
+    **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
+}
+
+
 def random_vae(config: str, seed: int = 0):
     """A model of a named config (`MODELS`) with weights from a fixed seed."""
     if config not in MODELS:

@@ -58,6 +58,9 @@ def test_tiny_bf16(tiny_vae, frames):
 
 # bf16_check's yardstick: PyTorch bf16 with its convolutions' sums in fp32 (helpers.Bf16ConvsWithFp32Sums), measured
 # against torch's own bf16 CPU kernels here, where those are fast enough: the tiny config of every family.
+# Never looser than torch's own (at most 1.5x its error), and not absurdly stricter (at least half of it): torch's
+# kernels depend on the CPU (sums/kernels 0.74-1.36 on an AVX2 AMD EPYC; 0.59-1.36 on an AVX512-BF16 Xeon, where
+# most are 1.00 and CogVideoX's tiny encode is 0.59; docs/parity.md). A stricter yardstick only tightens bf16_check.
 @pytest.mark.parametrize("name", [n for n in ("tiny", "wan-tiny", "wan2.2-tiny", "qwenimage-tiny", "hunyuan-tiny",
                                               "ltx2-tiny") if n in MODELS])
 def test_bf16_yardstick_is_torchs_own_bf16_error(name):
@@ -66,7 +69,7 @@ def test_bf16_yardstick_is_torchs_own_bf16_error(name):
     reference = fp32_reference(vae, x)
     sums, kernels = (bf16_errors(vae, x, reference, fp32_sums=f) for f in (True, False))
     for stage in ("encode", "decode"):
-        assert 0 < sums[stage] and kernels[stage] / 1.5 <= sums[stage] <= 1.5 * kernels[stage], (
+        assert 0 < sums[stage] and kernels[stage] / 2 <= sums[stage] <= 1.5 * kernels[stage], (
             f"{name} {stage}: bf16 max |Δ| with fp32 sums {sums[stage]:.3g}, with torch's bf16 kernels "
             f"{kernels[stage]:.3g}")
 

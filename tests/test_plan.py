@@ -55,9 +55,9 @@ def test_gpu_plan_of_the_tiny_config(meta_tiny, target, gpus):
     assert p.fits and 0 < p.peak_bytes_per_chip and p.chip_memory_bytes == 84929347584
     assert p.flops_per_chip is None and p.sharding_efficiency is None  # the CUDA compiler counts no FLOPs
     assert p.unpartitioned_flops > 0 and p.roofline_seconds > 0
-    for row in p.programs:
-        assert row.kernels["cudnn_convolutions"] > 0
-        assert 0 < row.kernels["largest_convolution_operand_bytes"] < 2**31
+    assert len(p.programs) > 2 and all("/stage" in row.name for row in p.programs)  # CogVideoX: layer programs on GPUs
+    assert sum(row.kernels["cudnn_convolutions"] for row in p.programs) > 0
+    assert all(row.kernels["largest_convolution_operand_bytes"] < 2**31 for row in p.programs)
 
 
 def test_gpu_kernel_summary_reads_optimized_hlo():

@@ -189,18 +189,10 @@ class PlannedPrograms(Programs):
         self.details[id(entry.stats)] = {
             "unpartitioned_flops": unpartitioned_flops(self._lowered),
             "kernels": gpu_kernels(entry.compiled.as_text()) if gpu else None,
-            "bytes_accessed": _bytes_accessed(entry.compiled),
         }
         if self.observer:
             self.observer(name, entry.stats)
         return entry
-
-
-def _bytes_accessed(compiled) -> float:
-    cost = compiled.cost_analysis()
-    if isinstance(cost, (list, tuple)):
-        cost = cost[0] if cost else {}
-    return float((cost or {}).get("bytes accessed", math.nan))
 
 
 def twin(vae, mesh, memory_budget: int | None = None):

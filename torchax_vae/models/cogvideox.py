@@ -47,8 +47,9 @@ class CogVideoXVAE(TorchaxVAE):
     per resnet convolution (with the norm before it), sampler and top-level
     layer (`torchax_vae.staging`), which bounds what one program holds (a
     480x720 decoder batch: 7.7 GB of XLA temp memory instead of 48); "auto",
-    the default: "layer" on a CPU device, where it is also faster, "batch" on
-    accelerators and meshes.
+    the default: "layer" on a CPU device, where it is also faster, and on GPUs,
+    where it is what makes sharding save memory; "batch" on TPUs (faster to
+    compile) and on meshes of CPU devices.
 
     Tiling has three modes (`tiling_mode`): "on" (`enable_tiling()`, or the
     wrapped model had it on), "off" (`disable_tiling()`), and "auto", the default:
@@ -142,7 +143,7 @@ class CogVideoXVAE(TorchaxVAE):
 
     @property
     def program_split(self) -> str:
-        """"batch", "layer", or "auto" ("layer" on one CPU device, else "batch"): programs per frame batch."""
+        """"batch", "layer", or "auto" ("layer" on one CPU device and on GPUs, else "batch"): programs per frame batch."""
         return self._split
 
     @program_split.setter
@@ -153,8 +154,16 @@ class CogVideoXVAE(TorchaxVAE):
 
     @property
     def _layered(self) -> bool:
-        if self._split == "auto":  # a mesh of CPU devices is for testing sharding: keep its programs whole
-            cpu = patches.options.cpu_kernels_for(self._lowered.platform)
+        if self._split == "auto":
+            platform = self._lowered.platform
+            if platform in patches.options.GPU_PLATFORMS:
+                # XLA:GPU plans a whole frame batch's buffers so that sharding it barely saves memory (CogVideoX
+                # 1.5's first decoder batch: 21.9 GiB on one H100, 21.4 on each of two); layer programs halve
+                # it (14.0 and 7.3 GiB). docs/plan.md
+                return True
+            # TPU: one program per batch compiles faster (CogVideoX 480p's first decoder batch on v6e-8: 203 s
+            # against 283 s for its 45 layer programs) and fits; a mesh of CPU devices is for testing sharding
+            cpu = patches.options.cpu_kernels_for(platform)
             return cpu and self._placement.mesh is None
         return self._split == "layer"
 
