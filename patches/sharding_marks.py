@@ -43,6 +43,17 @@ def _torch_constrain():
     return import_torchax().interop.torch_view(constrain)
 
 
+def mark(tensor):
+    """A torch (torchax) tensor with its sharding fixed as an activation's, while tracing for a mesh; else itself.
+
+    For what a program hands on besides its layers' activations (a carried cache): marked, its sharding is the
+    same whichever program made it, so the program it feeds compiles once.
+    """
+    if current().mesh is None:
+        return tensor
+    return _torch_constrain()(tensor)
+
+
 def _mark_inputs(module, args):
     if current().mesh is None:
         return None

@@ -1,7 +1,7 @@
 """TPU compile time of one decode, side by side for two checkouts of torchax_vae, in one run on this machine.
 
 Each side runs in its own process with its checkout first on sys.path, builds the released architecture on
-the meta device (bf16), a mesh over libtpu's abstract chips of the target, and `precompile`s the decode: the
+the meta device (bf16, tiling off), a mesh over libtpu's abstract chips of the target, and `precompile`s the decode: the
 programs a real run there would compile, compiled by the TPU compiler, nothing run. It uses only what every
 version has (`TorchaxVAE(mesh=...)`, `precompile`, `compile_stats`), so an older commit can be the "before":
 
@@ -35,6 +35,7 @@ devices = topologies.get_topology_desc(platform="tpu", topology_name=topology, *
 model_class, model_kwargs = MODELS[config]
 with torch.device("meta"):
     vae = TorchaxVAE(model_class(**model_kwargs), dtype=torch.bfloat16, mesh=make_mesh(list(devices)))
+vae.tiling_mode = "off"  # as issue 27 measured it (abstract chips report no free memory to "auto")
 start = time.perf_counter()
 stats = vae.precompile("decode", shape)
 wall = time.perf_counter() - start

@@ -1,5 +1,6 @@
 """`torchax-vae` under faults: failing ffmpeg, bad arguments, interrupts, slow imports, missing models, lossless output."""
 
+import json
 import os
 import re
 import subprocess
@@ -92,7 +93,7 @@ def test_stale_partial_files_of_dead_writers_are_removed(tmp_path):
 # ----- 2. exit codes: every user error is 2, before anything loads -----
 
 
-@pytest.mark.parametrize("fps", ["nan", "inf", "0", "-1", "fast"])
+@pytest.mark.parametrize("fps", ["nan", "inf", "0", "-1", "fast", "1e9", "100000", "240.5"])
 def test_bad_fps_is_refused_up_front(latents, tmp_path, capsys, fps):
     with pytest.raises(SystemExit) as exit_info:
         cli_main(["decode", str(latents), "-o", str(tmp_path / "v.mp4"), "--model", "x/y", f"--fps={fps}"])
@@ -167,10 +168,26 @@ def test_model_and_file_errors_say_what_and_what_was_expected(latents, tmp_path,
     code, lines = run(capsys, "decode", latents, "-o", out, "--model", tmp_path / "empty")
     assert code == 2 and "has no vae/config.json" in lines[0], lines
     (tmp_path / "text.pt").write_text("hello, not a tensor")
+    code, lines = run(capsys, "decode", tmp_path / "text.pt", "-o", out, "--model", "org/model")
+    assert code == 2 and f"cannot read latents from {tmp_path / 'text.pt'}: not a file torch.save(latents) wrote" \
+        in lines[0], lines
     (tmp_path / "empty.pt").write_bytes(b"")
-    for bad in ("text.pt", "empty.pt"):
-        code, lines = run(capsys, "decode", tmp_path / bad, "-o", out, "--model", "org/model")
-        assert code == 2 and f"cannot read latents from {tmp_path / bad}" in lines[0], lines
+    code, lines = run(capsys, "decode", tmp_path / "empty.pt", "-o", out, "--model", "org/model")
+    assert code == 2 and f"latents file {tmp_path / 'empty.pt'} is empty" in lines[0], lines
+    code, lines = run(capsys, "encode", latents, "-o", tmp_path / "z.pt", "--model", "org/model")
+    assert code == 2 and "is a latents file (.pt), not a video" in lines[0], lines
+
+
+def test_latents_of_another_vae_name_the_model_not_the_layout(model_dir, tmp_path, capsys):
+    """Wan-style 16-channel latents given to the tiny CogVideoX (4 channels): the model is what is wrong."""
+    path = tmp_path / "wan.pt"
+    torch.save(torch.randn(1, 16, 2, 4, 6), path)
+    code, lines = run(capsys, "decode", path, "-o", tmp_path / "v.mp4", "--model", model_dir, "--layout", "BCFHW")
+    assert code == 2 and "another VAE's latents: check --model (AutoencoderKLCogVideoX here)" in lines[0], lines
+    assert "--layout" not in lines[0]
+    torch.save(torch.randn(1, 4, 2, 4, 6), path)  # the VAE's own layout, read as the pipeline's: the layout is wrong
+    code, lines = run(capsys, "decode", path, "-o", tmp_path / "v.mp4", "--model", model_dir, "--layout", "BFCHW")
+    assert code == 2 and "read as --layout BCFHW they would fit" in lines[0], lines
 
 
 def test_an_uncached_hub_id_offline_fails_at_once(latents, tmp_path, monkeypatch, capsys):
@@ -360,3 +377,73 @@ def test_sizes_are_height_by_width_and_shapes_as_written(model_dir, tmp_path, ca
     out = capsys.readouterr().out
     assert code == 0 and "frames 16x24;" in out, out
     assert np.load(tmp_path / "out.npy").shape == (1, 16, 24, 3)
+
+
+# ----- 6. long decodes: progress that counts finished frames, Ctrl-C at any point (issue 28) -----
+
+
+def _long_decode(model_dir, tmp_path, *extra):
+    """`torchax-vae decode` of 40 latent frames at 64x64 (20 frame batches of the tiny CogVideoX), no terminal."""
+    latents = tmp_path / "long.pt"
+    torch.save(torch.randn(1, 40, 4, 64, 64, generator=torch.Generator().manual_seed(0)), latents)  # BFCHW
+    out = tmp_path / "long.mp4"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "torchax_vae", "decode", str(latents), "-o", str(out),
+                             "--model", str(model_dir), "--no-cache", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    return proc, out
+
+
+def _stderr_lines(proc):
+    """(wall time it arrived, line) for each stderr line, as they come."""
+    import time
+
+    for line in proc.stderr:
+        yield time.time(), line.rstrip("\n")
+
+
+def test_progress_lines_count_finished_batches(model_dir, tmp_path):
+    """The 100 % line comes when the frames are done: within 15 % of the decode's time of the output being written."""
+    proc, out = _long_decode(model_dir, tmp_path, "--json")
+    lines = list(_stderr_lines(proc))
+    stdout, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, lines[-5:]
+    hundred = [t for t, line in lines if "batch 20/20 (100%)" in line]
+    assert len(hundred) == 1, [line for _, line in lines]
+    decode_seconds = json.loads(stdout)["decode_seconds"]
+    written = out.stat().st_mtime
+    assert written - hundred[0] <= 0.15 * decode_seconds, (written - hundred[0], decode_seconds)
+    steps = [t for t, line in lines if re.search(r"decode: batch \d+/20", line)]
+    # a line every tenth, spread over the decode (the 10 % line to the 100 % one: ideally 90 % of it), not a burst
+    # as the batches were queued (before: 71 % at 7.2 s of a decode written at 49.5 s)
+    assert len(steps) == 10 and steps[-1] - steps[0] >= 0.5 * decode_seconds, (steps, decode_seconds)
+
+
+def test_ctrl_c_while_decoding_exits_130_at_once_and_writes_nothing(model_dir, tmp_path):
+    import signal
+    import time
+
+    proc, out = _long_decode(model_dir, tmp_path)
+    for _, line in _stderr_lines(proc):
+        if "decode: batch" in line:  # decoding has started (the first tenth is done)
+            break
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=60)
+    took = time.perf_counter() - sent
+    assert proc.returncode == 130 and took < 3, (proc.returncode, took, rest[-500:])
+    assert "interrupted; no output written" in rest and "Exception ignored" not in rest
+    assert not out.exists() and not list(tmp_path.glob(".long.mp4.*")), sorted(p.name for p in tmp_path.iterdir())
+
+
+def test_ctrl_c_during_startup_is_not_lost(model_dir, tmp_path):
+    import signal
+    import time
+
+    proc, out = _long_decode(model_dir, tmp_path)
+    time.sleep(3)  # importing torch, JAX and diffusers, loading the model
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and time.perf_counter() - sent < 3, (proc.returncode, rest[-500:])
+    assert not out.exists()

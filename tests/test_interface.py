@@ -174,3 +174,37 @@ def test_torch_style_casts_recast_the_jax_weights():
     assert isinstance(ours, torch.nn.Module)  # so pipelines' .to(), save_pretrained and offload reach it
     assert ours.bfloat16().dtype == torch.bfloat16 and ours.float().dtype == torch.float32
     assert {w.dtype for group in ours._weights.values() for w in group.values()} == {jnp.dtype("float32")}
+
+
+# ----- the family lists (issue 28: five places listed fewer families than are served) -----
+
+
+def test_family_lists_agree():
+    """torchax_vae.FAMILIES is what the adapters serve, and every place that lists the families names all of them."""
+    import pathlib
+    import tomllib
+
+    import torchax_vae
+    from torchax_vae import cli
+    from torchax_vae.models import WRAPPERS
+
+    served = {wrapper.model_class.__name__ for wrapper in WRAPPERS}
+    optional = {"AutoencoderKLLTX2Video"}  # diffusers >= 0.37 only
+    assert served <= set(torchax_vae.FAMILIES) and set(torchax_vae.FAMILIES) - served <= optional
+    root = pathlib.Path(__file__).resolve().parent.parent
+    readme_opening = root.joinpath("README.md").read_text().split("```")[0]
+    parser = cli.parser()
+    decode = parser._subparsers._group_actions[0].choices["decode"]
+    model_help = next(action.help for action in decode._actions if "--model" in action.option_strings)
+    places = {
+        "package docstring": torchax_vae.__doc__.splitlines()[0],
+        "pyproject description": tomllib.loads(root.joinpath("pyproject.toml").read_text())["project"]["description"],
+        "README's opening": readme_opening,
+        "torchax-vae --help": parser.description,
+        "--model help": model_help,
+    }
+    for place, text in places.items():
+        missing = [name for name in torchax_vae.FAMILIES.values() if name not in text]
+        assert not missing, f"{place} leaves out {missing}: {text[:200]!r}"
+    missing = [name for name in torchax_vae.FAMILIES if name not in TorchaxVAE.__doc__]
+    assert not missing, f"TorchaxVAE's docstring leaves out {missing}"

@@ -134,3 +134,38 @@ def test_missing_compilers_name_the_extra(monkeypatch, tmp_path, capsys):
         code = cli.main(["plan", "--model", str(_config_file(tmp_path)), "--target", target, "--shape", "9,128,192"])
         err = capsys.readouterr().err.strip()
         assert code == 2 and extra in err and len(err.splitlines()) == 1, err
+
+
+def test_abstract_devices_report_no_free_memory():
+    """"auto" tiling on a topology's chips (a TorchaxVAE made on them by hand) gets None, not libtpu's error."""
+    from torchax_vae import memory
+
+    assert memory.free_bytes(targets.target("v6e-1").devices()[0]) is None
+
+
+def test_compile_effort_is_lower_on_tpus_only(meta_tiny):
+    """libtpu's default effort costs seconds per convolution (docs/tpu.md): "auto" is -0.5 there, XLA's default
+    elsewhere; a set effort applies everywhere; bad values are refused."""
+    assert meta_tiny._programs.compiler_options == {}  # a CPU device
+    model_class, config = MODELS["tiny"]
+    with torch.device("meta"):
+        on_tpu = TorchaxVAE(model_class(**config), mesh=make_mesh(targets.target("v6e-1").devices()))
+    assert on_tpu.compile_effort == "auto"
+    assert on_tpu._programs.compiler_options == {"exec_time_optimization_effort": -0.5}
+    on_tpu.compile_effort = 0.0
+    assert on_tpu._programs.compiler_options == {}  # XLA's own default
+    on_tpu.compile_effort = -1
+    assert on_tpu._programs.compiler_options == {"exec_time_optimization_effort": -1.0}
+    for bad in (2, "fast", True, None):
+        with pytest.raises(ValueError, match="compile_effort must be"):
+            on_tpu.compile_effort = bad
+
+
+def test_a_carried_cache_keeps_one_steady_program_on_a_mesh():
+    """Wan's feat_cache is marked like an activation: the first program's and the steady one's hand-over have one
+    sharding, so the steady program compiles once (it compiled twice on meshes: 44 s more for v6e-8 at 480p)."""
+    model_class, config = MODELS["wan-tiny"]
+    with torch.device("meta"):
+        wan = TorchaxVAE(model_class(**config), dtype=torch.bfloat16)
+    p = wan.plan("decode", (1, 16, 5, 16, 24), "h100x2")
+    assert [(row.name, row.runs) for row in p.programs] == [("decoder", 1), ("decoder+feat_cache", 4)]

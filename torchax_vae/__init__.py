@@ -1,4 +1,4 @@
-"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, HunyuanVideo) on JAX devices through torchax, unmodified.
+"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, HunyuanVideo, LTX-Video, LTX-2) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -13,6 +13,18 @@ from pathlib import Path
 
 __version__ = "0.1.0"
 __all__ = ["TorchaxVAE", "clear_compiled", "make_mesh", "__version__"]
+
+# The diffusers classes TorchaxVAE serves, and their families' names: the one list the command's help is made
+# from, and that tests/test_interface.py::test_family_lists_agree holds the adapters (models.WRAPPERS), the
+# docstrings, pyproject's description and the README to.
+FAMILIES = {
+    "AutoencoderKLCogVideoX": "CogVideoX",
+    "AutoencoderKLWan": "Wan",
+    "AutoencoderKLQwenImage": "Qwen-Image",
+    "AutoencoderKLHunyuanVideo": "HunyuanVideo",
+    "AutoencoderKLLTXVideo": "LTX-Video",
+    "AutoencoderKLLTX2Video": "LTX-2",  # diffusers >= 0.37
+}
 
 _LAZY = {"TorchaxVAE": ("vae", "TorchaxVAE"), "make_mesh": ("mesh", "make_mesh"), "clear_compiled": ("programs", "clear_shared")}
 

@@ -15,6 +15,8 @@ __all__ = [
 
 LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")
 VIDEO_SUFFIXES = (".mp4", ".npy")  # a decoded video: H.264 (lossy) or the exact uint8 frames
+# The highest MP4 frame rate written: above it players and ffmpeg's muxer misbehave (--fps 100000 read back as 0).
+MAX_FPS = 240
 
 
 class InputError(ValueError):

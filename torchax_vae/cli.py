@@ -8,15 +8,18 @@ so mistakes come back at once.
 """
 
 import argparse
+import contextlib
 import json
 import logging
 import math
 import os
 import pathlib
+import signal
 import sys
+import threading
 
-from . import __version__
-from .checks import (LATENT_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
+from . import FAMILIES, __version__
+from .checks import (LATENT_SUFFIXES, MAX_FPS, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
                      check_writable)
 
 __all__ = ["main"]
@@ -68,9 +71,17 @@ def _positive(kind):
     return parse
 
 
+def _fps(text: str) -> float:
+    value = _positive(float)(text)
+    if value > MAX_FPS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_FPS} frames per second, got {text!r}")
+    return value
+
+
 def _model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--model", required=required,
-                   help="CogVideoX, Wan or Qwen-Image checkpoint, local folder or hub id (cached); the VAE class is read from its config")
+                   help=f"a {', '.join(FAMILIES.values())} checkpoint: local folder or hub id (cached); the VAE class "
+                        "is read from its config")
     p.add_argument("--subfolder", default="vae", help="the VAE's folder inside --model (default: vae)")
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="compute dtype (default: fp32)")
     p.add_argument("--tiling", action="store_true",
@@ -90,7 +101,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="torchax-vae",
-        description="diffusers video VAEs (CogVideoX, Wan, Qwen-Image) on JAX through torchax. Stage 3 of a text-to-video "
+        description=f"diffusers video VAEs ({', '.join(FAMILIES.values())}) on JAX through torchax. Stage 3 of a text-to-video "
                     "pipeline: decode the latents a pipeline saved (output_type='latent') into a video.",
     )
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -102,13 +113,14 @@ def parser() -> argparse.ArgumentParser:
                    help="NAME.mp4 (H.264, lossy) or NAME.npy (the exact uint8 frames [F, H, W, 3], lossless); "
                         "batch > 1: NAME_0.mp4, NAME_1.mp4, ...")
     _model_args(p)
-    p.add_argument("--fps", type=_positive(float), default=8.0, help="frames per second of the MP4 (default: 8)")
+    p.add_argument("--fps", type=_fps, default=8.0, help=f"frames per second of the MP4, up to {MAX_FPS} (default: 8)")
     p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default=None,
                    help="how the file stores the latents (default: as the family's pipelines return them: "
                         "CogVideoX BFCHW, the others BCFHW)")
     p.add_argument("--size", type=_size, default=None,
-                   help="HEIGHTxWIDTH of the image that packed latents [B, tokens, C*4] were made for "
-                        "(Qwen-Image's and LTX-Video's pipelines return them so with output_type='latent')")
+                   help="HEIGHTxWIDTH of the image or video that packed latents [B, tokens, channels] were made "
+                        "for (output_type='latent'): Qwen-Image's pipelines pack 2x2 latent patches (channels C*4), "
+                        "LTX-Video's one token per latent pixel and frame (channels C)")
     p.add_argument("--decode-timestep", type=float, default=None,
                    help="timestep-conditioned decoders (LTX-Video 0.9.1 and later): the timestep, as the "
                         "pipeline's decode_timestep (default there: 0.0)")
@@ -233,10 +245,14 @@ def _run(args) -> dict:
                            tiling=args.tiling, kinds=kinds, batch=args.batch)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _report(command: str, result: dict) -> str:
     if command == "decode":
         return (f"wrote {', '.join(result['outputs'])}: {result['videos']} x {result['frames']} frames "
-                f"{result['size']}; compile {result['compile_seconds']:.1f} s ({result['programs']} programs), "
+                f"{result['size']}; compile {result['compile_seconds']:.1f} s ({_count(result['programs'], 'program')}), "
                 f"decode {result['decode_seconds']:.1f} s, {result['frames_per_second']:.2f} frames/s")
     if command == "encode":
         return (f"wrote {result['output']}: latents {result['latent_shape']} ({result['layout']}) from {result['frames']} frames; "
@@ -249,8 +265,48 @@ def _report(command: str, result: dict) -> str:
                 f"PSNR {result['psnr_db']:.2f} dB; max |Δ| vs the same model in PyTorch "
                 f"{result['max_abs_vs_pytorch']:.2e}; compile {result['compile_seconds']:.1f} s, "
                 f"run {result['run_seconds']:.1f} s")
-    return "; ".join(f"{kind}: {r['programs']} programs for input {r['input_shape']} in {r['seconds']:.1f} s"
+    return "; ".join(f"{kind}: {_count(r['programs'], 'program')} for input {r['input_shape']} in {r['seconds']:.1f} s"
                      for kind, r in result.items())
+
+
+@contextlib.contextmanager
+def _stopping_on_ctrl_c(command: str):
+    """Inside: Ctrl-C ends the command at once, wherever it is, with status 130 and no output file.
+
+    Python raises KeyboardInterrupt only between bytecodes, so it waits out a compile or a device wait (C++
+    code: a long decode queued on the device ended only when all of it had run), and JAX's gc callback
+    swallows one raised inside it. Here the signal's byte reaches a watcher thread through
+    `signal.set_wakeup_fd` at once, even while the main thread is in C++. The watcher removes the files
+    being written (files.discard_partials; targets are replaced atomically, so none is half-written) and
+    ends the process. Outside the main thread (nothing to install) the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    previous_fd = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    previous_handler = signal.signal(signal.SIGINT, lambda signum, frame: None)  # the watcher acts, not Python
+
+    def watch():
+        while data := os.read(read, 64):  # b"": the block ended and closed the pipe
+            if signal.SIGINT in data:
+                files = sys.modules.get("torchax_vae.files")  # not imported yet: nothing is being written
+                if files is not None:
+                    files.discard_partials()
+                print(f"torchax-vae {command}: interrupted; no output written", file=sys.stderr, flush=True)
+                os._exit(130)
+
+    watcher = threading.Thread(target=watch, name="torchax-vae-ctrl-c", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous_handler)
+        signal.set_wakeup_fd(previous_fd)
+        os.close(write)
+        watcher.join(timeout=5)
+        os.close(read)
 
 
 def main(argv=None) -> int:
@@ -258,7 +314,8 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
 
     try:
-        result = _run(args)
+        with contextlib.nullcontext() if args.debug else _stopping_on_ctrl_c(args.command):
+            result = _run(args)
     except KeyboardInterrupt:
         if args.debug:
             raise

@@ -4,6 +4,7 @@ Each returns a dict of what it measured (the command line prints it). Problems
 with files, shapes or models raise `files.InputError` before anything compiles.
 """
 
+import collections
 import contextlib
 import math
 import pathlib
@@ -116,19 +117,29 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+# Frame batches queued on the device ahead of the one being waited for. More would not run faster (one device
+# runs one program at a time); fewer in flight means the progress counts finished frames and Ctrl-C stops at once.
+IN_FLIGHT = 2
+
+
 @contextlib.contextmanager
 def _progress(vae: TorchaxVAE, total: int, desc: str, mode, frames: int):
-    """Counts frame batches while a call runs: a bar ("bar", a terminal), a line every tenth with an ETA ("log").
+    """Counts finished frame batches while a call runs: a bar ("bar", a terminal), a line every tenth with an ETA
+    ("log"); mode None: neither.
 
-    Either way, a run whose first batch says it will take longer than LONG_RUN_SECONDS gets one line up front
-    with the estimate. mode None: no bar and no lines.
+    JAX dispatches asynchronously, so a batch counts when its output is ready: at most IN_FLIGHT batches are
+    queued past the oldest unfinished one, which is waited for before the next is queued (and the rest when the
+    call has queued them all). Either way, a run whose first batch says it will take longer than
+    LONG_RUN_SECONDS gets one line up front with the estimate.
     """
     from tqdm import tqdm
 
     start, done = time.perf_counter(), [0]
     every = max(1, math.ceil(total / 10))
+    queued = collections.deque()
 
-    def step():
+    def finished():
+        jax.block_until_ready(queued.popleft())
         done[0] += 1
         bar.update()
         if mode is None:
@@ -143,10 +154,17 @@ def _progress(vae: TorchaxVAE, total: int, desc: str, mode, frames: int):
                   f"{frames * done[0] // total} of {frames} frames, {frames * done[0] / total / elapsed:.2f} frames/s, "
                   f"ETA {_duration(eta)}", file=sys.stderr, flush=True)
 
+    def step(output):
+        queued.append(output)
+        while len(queued) > IN_FLIGHT:
+            finished()
+
     with tqdm(total=total, desc=desc, unit="batch", disable=mode != "bar", leave=False) as bar:
         vae._on_batch = step
         try:
             yield
+            while queued:
+                finished()
         finally:
             vae._on_batch = None
 
@@ -206,7 +224,7 @@ def _precompile(vae: TorchaxVAE, kind: str, shape, progress=None) -> tuple[float
         print(f"compiling the {kind} programs for input {tuple(shape)} (cached after the first run) ...",
               file=sys.stderr, flush=True)
     count = [0]
-    vae._on_batch = lambda: count.__setitem__(0, count[0] + 1)
+    vae._on_batch = lambda output: count.__setitem__(0, count[0] + 1)
     start = time.perf_counter()
     try:
         stats = vae.precompile(kind, shape)
@@ -260,10 +278,11 @@ def decode_file(
     channels = ours.latent_channels
     if z.shape[1] != channels:
         shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
-        raise InputError(
-            f"{latents}: latents have {z.shape[1]} channels (layout {shown}, shape {tuple(z.shape)}); "
-            f"this model's decoder takes {channels}. Wrong --layout?"
-        )
+        other = "BCFHW" if layout == "BFCHW" else "BFCHW"
+        fix = (f"read as --layout {other} they would fit" if z.ndim == 5 and z.shape[2] == channels else
+               f"they are another VAE's latents: check --model ({ours.model_class.__name__} here)")
+        raise InputError(f"{latents}: latents have {z.shape[1]} channels (layout {shown}, shape {tuple(z.shape)}); "
+                         f"this model's decoder takes {channels}: {fix}")
     z = ours.unscale_latents(z)  # as the family's pipelines do before decoding
     try:  # the timestep and its noise, where the family's decoder takes them (before anything compiles)
         z, decode_args = ours.decode_inputs(z, timestep=decode_timestep, noise_scale=decode_noise_scale, seed=seed)
@@ -298,12 +317,12 @@ def decode_file(
 
 
 def _unpacked(ours: TorchaxVAE, z: torch.Tensor, size, where, layout: str) -> torch.Tensor:
-    """3-D packed latents [B, tokens, C x 4] as [B, C, 1, H, W], as the family's pipeline unpacks them."""
+    """3-D packed latents [B, tokens, channels] as [B, C, F, H, W], as the family's pipeline unpacks them."""
     if not hasattr(ours, "unpack_latents"):  # the same words as files.load_latents for every other rank
         shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
         raise InputError(f"{where}: latents must be 5-D {shown}, as {type(ours).model_class.__name__}'s "
                          f"pipelines hand them over; got 3-D with shape {tuple(z.shape)} (only "
-                         "Qwen-Image's packed latents may be 3-D)")
+                         "Qwen-Image's and LTX-Video's packed latents may be 3-D)")
     if size is None:
         raise InputError(f"{where}: packed latents {tuple(z.shape)} ([B, tokens, channels]); pass --size "
                          "HEIGHTxWIDTH, the image size the pipeline made them for")

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 import torch
 
-from .checks import (LATENT_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
+from .checks import (LATENT_SUFFIXES, MAX_FPS, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
                      check_writable)
 
 __all__ = [
@@ -27,6 +27,18 @@ __all__ = [
 ]
 
 LAYOUTS = ("BFCHW", "BCFHW")  # stage 2's output_type="latent" gives [B, F, C, H, W]
+
+
+# The temporary files atomic_output is writing now: what an interrupted command removes before it exits
+# (torchax_vae.cli stops on Ctrl-C from a thread, without unwinding the main thread's `finally`s).
+_WRITING: set[str] = set()
+
+
+def discard_partials() -> None:
+    """Removes every temporary file an `atomic_output` block of this process is writing (its target is untouched)."""
+    for tmp in list(_WRITING):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 @contextlib.contextmanager
@@ -40,6 +52,7 @@ def atomic_output(path):
         os.close(fd)
     except OSError as e:
         raise WriteError(f"cannot write {path}: {e.strerror or e}") from e
+    _WRITING.add(tmp)
     try:
         yield pathlib.Path(tmp)
         os.chmod(tmp, 0o644)
@@ -50,6 +63,8 @@ def atomic_output(path):
         if isinstance(e, OSError) and not isinstance(e, WriteError):  # named after the user's path, not ours
             raise WriteError(f"cannot write {path}: {e.strerror or e}") from e
         raise
+    finally:
+        _WRITING.discard(tmp)
 
 
 def _alive(pid: int) -> bool:
@@ -96,6 +111,10 @@ def _unpickling_reason(error: Exception) -> str:
     return f"it holds a {reason}, not tensors only"
 
 
+# What writes each latents format (the error for a file that is not one names it).
+_WRITERS = {".npy": "numpy.save(path, latents)", ".safetensors": "safetensors.torch.save_file({'latents': latents})"}
+
+
 def load_latents(path, layout: str | None = "BFCHW", packed: bool = False) -> torch.Tensor:
     """Latents from .pt/.pth, .safetensors or .npy as a float tensor [B, C, F, H, W].
 
@@ -111,6 +130,8 @@ def load_latents(path, layout: str | None = "BFCHW", packed: bool = False) -> to
     if layout is not None and layout not in LAYOUTS:
         raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     check_readable(path, "latents file", LATENT_SUFFIXES)
+    if path.stat().st_size == 0:
+        raise InputError(f"latents file {path} is empty: expected what torch.save, safetensors or numpy.save wrote")
     try:
         if path.suffix == ".npy":
             data = np.load(path, allow_pickle=False)
@@ -132,8 +153,10 @@ def load_latents(path, layout: str | None = "BFCHW", packed: bool = False) -> to
     except pickle.UnpicklingError as e:  # not torch.save of tensors; never relay torch's weights_only=False advice
         raise InputError(f"cannot read latents from {path}: {_unpickling_reason(e)}; expected a file written by "
                          "torch.save(latents) (a tensor, a dict of one, or a 1-tuple), e.g. the pipeline output's .frames")
-    except Exception as e:  # unreadable, truncated, wrong format: say which file and why
-        raise InputError(f"cannot read latents from {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    except Exception as e:  # unreadable, truncated, wrong format: say which file, what it is not, and why
+        writer = _WRITERS.get(path.suffix, "torch.save(latents)")
+        detail = f"{type(e).__name__}: {str(e).splitlines()[0]}" if str(e).strip() else type(e).__name__
+        raise InputError(f"cannot read latents from {path}: not a file {writer} wrote, or a truncated one ({detail})")
     if not isinstance(data, (torch.Tensor, np.ndarray)):
         raise InputError(f"{path}: expected a tensor of latents, found a {type(data).__name__}")
     tensor = torch.as_tensor(data)
@@ -208,8 +231,8 @@ def write_mp4(path, frames: np.ndarray, fps: float = 8) -> None:
     import imageio_ffmpeg
 
     _check_frames(frames)
-    if not (fps > 0 and np.isfinite(fps)):
-        raise InputError(f"fps must be a positive number, got {fps}")
+    if not (0 < fps <= MAX_FPS):
+        raise InputError(f"fps must be a positive number up to {MAX_FPS}, got {fps}")
     pad_h, pad_w = frames.shape[1] % 2, frames.shape[2] % 2
     if pad_h or pad_w:
         frames = np.pad(frames, ((0, 0), (0, pad_h), (0, pad_w), (0, 0)), mode="edge")
@@ -259,6 +282,11 @@ def read_video(path, frames: int | None = None) -> tuple[np.ndarray, float]:
     import imageio_ffmpeg
 
     path = check_readable(path, "video file")
+    if path.suffix.lower() in LATENT_SUFFIXES:
+        raise InputError(f"{path} is a latents file ({path.suffix}), not a video: encode takes a video ffmpeg reads "
+                         "(e.g. .mp4); `torchax-vae decode` turns latents into one")
+    if path.stat().st_size == 0:
+        raise InputError(f"video file {path} is empty")
     try:
         with _ffmpeg():
             reader = imageio_ffmpeg.read_frames(str(path))

@@ -2,10 +2,18 @@
 
 import os
 
+import jax
+
 
 def device_free_bytes(device) -> int | None:
-    """bytes_limit - bytes_in_use from `device.memory_stats()`, where the backend reports them (GPU, TPU)."""
-    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    """bytes_limit - bytes_in_use from `device.memory_stats()`, where the backend reports them (GPU, TPU).
+
+    None for a device that reports nothing, or cannot (an abstract device of a topology: torchax_vae.targets).
+    """
+    try:
+        stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    except jax.errors.JaxRuntimeError:  # "MemoryStats is only supported for addressable PjRt devices"
+        return None
     if not stats or "bytes_limit" not in stats:
         return None
     return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))

@@ -236,6 +236,7 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
     budget = vae.memory_budget if vae.memory_budget is not None else chosen.chip.memory_bytes
     planned = twin(vae, mesh, memory_budget=budget)
     planned._programs = programs = PlannedPrograms(chosen.platform, observer)
+    planned.compile_effort = vae.compile_effort  # the twin's programs compile as a run's would
     source = planned._shape_source(kind, shape)
     with programs.recording() as used:
         out = planned._per_sample(planned._encode if kind == "encode" else planned._decode, source)

@@ -77,10 +77,10 @@ def clear_shared() -> int:
     return count
 
 
-def _shared_compile(key: tuple, lowered):
+def _shared_compile(key: tuple, lowered, options: dict):
     compiled = _SHARED.get(key)
     if compiled is None:
-        compiled = _SHARED[key] = lowered.compile()
+        compiled = _SHARED[key] = lowered.compile(compiler_options=options or None)
         while len(_SHARED) > SHARED_LIMIT:
             _SHARED.popitem(last=False)
     else:
@@ -114,6 +114,7 @@ class Programs:
         self._recording: list[list[ProgramStats]] = []
         self._executing: list[list[ProgramStats]] = []
         self.probing = 0  # > 0 while calls only size a decision ("auto" tiling's memory check, `probe`)
+        self.compiler_options: dict = {}  # XLA's, for every compile (TorchaxVAE.compile_effort)
 
     @contextlib.contextmanager
     def recording(self):
@@ -194,8 +195,9 @@ class Programs:
         # the argument and result pytrees (the compiled object checks and rebuilds them) and the shardings
         # (which devices it runs on).
         shardings = tuple(getattr(leaf, "sharding", None) for leaf in jax.tree.leaves((weights, args)))
-        same = (lowered.as_text(), lowered.in_tree, lowered.out_tree, shardings)
-        compiled = _shared_compile(same, lowered)
+        same = (lowered.as_text(), lowered.in_tree, lowered.out_tree, shardings,
+                tuple(sorted(self.compiler_options.items())))
+        compiled = _shared_compile(same, lowered, self.compiler_options)
         self._by_text.add(same)
         t2 = time.perf_counter()
         memory = compiled.memory_analysis()

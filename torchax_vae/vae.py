@@ -71,7 +71,8 @@ class TorchaxVAE(ModelMixin):
     """A diffusers video VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
-    `torchax_vae.models`): `AutoencoderKLCogVideoX` or `AutoencoderKLWan`.
+    `torchax_vae.models`): `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
+    `AutoencoderKLHunyuanVideo`, `AutoencoderKLLTXVideo` or `AutoencoderKLLTX2Video`.
 
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module
@@ -122,6 +123,7 @@ class TorchaxVAE(ModelMixin):
         self._placement = Placement(None if mesh is None else check_mesh(mesh))
         # compiled programs, and (unless the caches are off) traced programs kept on disk for the next process
         self._programs = Programs(store=ProgramStore.for_model(cache.for_api(), vae))
+        self.compile_effort = "auto"
         self.memory_budget = memory_budget
         self.use_slicing = vae.use_slicing
         # diffusers' flag on: tile every input larger than a tile; off: "auto", tile what would not fit
@@ -130,7 +132,7 @@ class TorchaxVAE(ModelMixin):
         self._entries = weights.layout(vae)  # the wrapped model's tensor names, for state_dict and friends
         self._stochastic = stochastic_layers(vae)
         self.train(vae.training)
-        self._on_batch = None  # called after each encoder/decoder call is run or (in precompile) compiled
+        self._on_batch = None  # called with each encoder/decoder call's output as it is queued (or, abstract, planned)
 
     @classmethod
     def from_pretrained(
@@ -426,6 +428,26 @@ class TorchaxVAE(ModelMixin):
             self._auto_tiling_logged = True
         return True
 
+    @property
+    def compile_effort(self):
+        """How hard XLA optimizes each program: "auto" (the default), or XLA's `exec_time_optimization_effort`
+        from -1.0 (fastest compile) to 1.0 (0.0: XLA's own default).
+
+        "auto" is -0.5 on TPUs and XLA's default elsewhere. libtpu spends about 3 s per convolution at its
+        default effort: CogVideoX's first 480x720 decoder batch compiled in 135 s for v6e-8, at -0.5 in 34 s,
+        with the same FLOPs and fewer bytes accessed by XLA's count (compiled offline; speed on a TPU
+        unmeasured: docs/tpu.md). Set 0.0 for XLA's full effort. Programs compiled before a change are kept.
+        """
+        return self._compile_effort
+
+    @compile_effort.setter
+    def compile_effort(self, effort) -> None:
+        if effort != "auto" and not (isinstance(effort, (int, float)) and not isinstance(effort, bool)
+                                     and -1.0 <= effort <= 1.0):
+            raise ValueError(f"compile_effort must be 'auto' or a number from -1.0 to 1.0, got {effort!r}")
+        self._compile_effort = effort
+        self._programs.compiler_options = compiler_options(self._placement.local_device().platform, effort)
+
     def compile_stats(self) -> list[dict]:
         """One dict per compiled program: name, input_shapes, lower/compile seconds, devices, flops, temp_bytes."""
         return self._programs.stats()
@@ -600,9 +622,21 @@ class TorchaxVAE(ModelMixin):
             return outputs[0]
         return apply(join, outputs, axis=0)
 
-    def _ran_batch(self) -> None:
+    def _ran_batch(self, output) -> None:
+        """Hands a queued encoder/decoder call's output (a JAX array or pytree, or its shapes) to the progress hook."""
         if self._on_batch is not None:  # progress reporting (torchax_vae.commands)
-            self._on_batch()
+            self._on_batch(output)
+
+
+# "auto" compile_effort per JAX platform: libtpu's default effort costs seconds per convolution (docs/tpu.md)
+AUTO_COMPILE_EFFORT = {"tpu": -0.5}
+
+
+def compiler_options(platform: str, effort) -> dict:
+    """XLA's compiler options for `compile_effort` on a JAX platform (empty: XLA's defaults)."""
+    if effort == "auto":
+        effort = AUTO_COMPILE_EFFORT.get(platform)
+    return {} if effort is None or effort == 0 else {"exec_time_optimization_effort": float(effort)}
 
 
 def stochastic_layers(model: nn.Module) -> list[str]:

@@ -215,7 +215,7 @@ class CogVideoXVAE(TorchaxVAE):
                 program = name if conv_cache is None else f"{name}+conv_cache"
                 out, conv_cache = self._programs.run(program, step, self._weights, chunk, conv_cache, *extra)
             outputs.append(out)
-            self._ran_batch()
+            self._ran_batch(out)
         return outputs
 
     def _staged_batch(self, name, chunk, conv_cache, extra):

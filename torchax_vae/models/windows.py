@@ -207,7 +207,7 @@ class WindowVAE(TorchaxVAE):
         if tiled:
             return self._tiled(kind, source, span, conditioning)
         out = self._call(kind, source, span, conditioning=conditioning)
-        self._ran_batch()
+        self._ran_batch(out)
         return out
 
     def _call(self, kind: str, source, span, block=None, conditioning=None):
@@ -253,7 +253,7 @@ class WindowVAE(TorchaxVAE):
             for t in row:
                 block = (t.row, t.col, t.valid_height, t.valid_width)
                 tiles[-1].append([self._call(kind, source, span, block, conditioning)])
-                self._ran_batch()
+                self._ran_batch(tiles[-1][-1])
         return apply(_assemble, tiles, lay=lay, size=size)
 
 
