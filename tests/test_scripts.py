@@ -228,3 +228,15 @@ def test_bench_wan_memory_rows(capsys):
     # 2 latent frames: the first chunk's program and the steady one, one latent frame each
     assert [(name, frames) for name, frames, _ in programs] == [("decoder", "1"), ("decoder+feat_cache", "1")], out
     assert all(float(gb) > 0 for _, _, gb in programs)
+
+
+def test_plan_table_plans_a_released_size(capsys, tmp_path):
+    """scripts/plan_table.py: LTX-2's released decode (121x512x768, one program) for one H100, as a table row and
+    a JSON line with the environment."""
+    table = load("plan_table")
+    case = "ltx2" if "ltx2" in table.RELEASED else "ltx0.9.1"
+    assert table.main([case, "--targets", "h100", "--kinds", "decode", "--json", str(tmp_path / "plans.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"\| {re.escape(case)} \| decode \| h100 \| 1x1 \| 1 \(1\) \| yes \|", out), out
+    row = json.loads((tmp_path / "plans.jsonl").read_text())
+    assert row["fits"] and row["environment"]["jax"] and row["programs"][0]["kernels"]["cudnn_convolutions"] > 0

@@ -14,8 +14,9 @@ What comes back (`Plan`), per program and per call:
 - per call: the peak per device (the largest program's arguments, outputs
   and temp, plus the call's result held on the device) against the chip's
   memory, and what "auto" tiling decided there; FLOPs per device against an
-  even split of the unpartitioned program's FLOPs (sharding efficiency); a
-  roofline lower bound (FLOPs / peak, bytes / bandwidth);
+  even split of the same call compiled for one chip (sharding efficiency, on
+  TPU meshes: a second compile); a roofline lower bound (FLOPs / peak,
+  bytes / bandwidth);
 - on GPUs, the optimized HLO's kernels: cuDNN convolutions, GEMMs, the largest
   convolution operand.
 
@@ -69,8 +70,9 @@ class Plan:
     peak_bytes_per_chip: int
     fits: bool
     flops_per_chip: float | None
-    unpartitioned_flops: float
-    sharding_efficiency: float | None  # unpartitioned FLOPs / (devices x FLOPs per device)
+    unpartitioned_flops: float  # XLA's count of the programs before partitioning and optimization (nominal)
+    one_chip_flops: float | None  # the same call compiled for one chip of the target (TPU meshes)
+    sharding_efficiency: float | None  # one chip's FLOPs / (devices x FLOPs per device)
     roofline_seconds: float  # max(compute, memory) lower bound
     compute_seconds: float
     memory_seconds: float
@@ -105,9 +107,9 @@ class Plan:
         verdict = "fits" if self.fits else "does NOT fit"
         lines.append(f"peak {self.peak_bytes_per_chip / gib:.2f} GiB per device of {self.chip_memory_bytes / gib:.1f} GiB: "
                      f"{verdict}" + (" (tiled by 'auto')" if self.tiled and self.tiling == "auto" else ""))
-        if self.flops_per_chip is not None:
-            lines.append(f"FLOPs {self.flops_per_chip / 1e12:.2f} TFLOP per device, even split "
-                         f"{self.unpartitioned_flops / self.devices / 1e12:.2f}: sharding efficiency "
+        if self.sharding_efficiency is not None:
+            lines.append(f"FLOPs {self.flops_per_chip / 1e12:.2f} TFLOP per device; one chip's {self.one_chip_flops / 1e12:.2f}, "
+                         f"an even split {self.one_chip_flops / self.devices / 1e12:.2f}: sharding efficiency "
                          f"{self.sharding_efficiency:.2f}")
         lines.append(f"roofline lower bound {self.roofline_seconds:.3f} s (compute {self.compute_seconds:.3f} s, "
                      f"memory {self.memory_seconds:.3f} s); compile {self.compile_seconds:.1f} s in all")
@@ -213,8 +215,18 @@ def twin(vae, mesh, memory_budget: int | None = None):
 _NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget", "_on_batch"}
 
 
+def _compile_call(planned, kind, shape, platform, effort, observer):
+    """Compiles (abstractly runs) one call of `planned`: (its output's shapes, the programs used, PlannedPrograms)."""
+    planned._programs = programs = PlannedPrograms(platform, observer)
+    planned.compile_effort = effort  # the twin's programs compile as a run's would
+    source = planned._shape_source(kind, shape)
+    with programs.recording() as used:
+        out = planned._per_sample(planned._encode if kind == "encode" else planned._decode, source)
+    return out, used, programs
+
+
 def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, observer=None,
-         keep_texts: bool = False) -> Plan:
+         keep_texts: bool = False, reference: bool = True) -> Plan:
     """Compiles offline for `target` what `vae.encode`/`vae.decode` of an input of `shape` would run there.
 
     Args:
@@ -225,6 +237,8 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
         dp: the mesh's 'dp' rows (a divisor of the device count); activations split their width over the rest.
         observer: called (program name, None) before each compile and (name, stats) after it: progress.
         keep_texts: also return each program's StableHLO (`Plan.texts`), as `TorchaxVAE.lower` gives it.
+        reference: on a TPU mesh, also compile the call for one chip: the sharding efficiency's yardstick
+            (twice the compile time; False: no efficiency).
     """
     if kind not in ("encode", "decode"):
         raise ValueError(f"kind must be 'encode' or 'decode', got {kind!r}")
@@ -235,20 +249,28 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
     mesh = make_mesh(devices, dp=dp)
     budget = vae.memory_budget if vae.memory_budget is not None else chosen.chip.memory_bytes
     planned = twin(vae, mesh, memory_budget=budget)
-    planned._programs = programs = PlannedPrograms(chosen.platform, observer)
-    planned.compile_effort = vae.compile_effort  # the twin's programs compile as a run's would
-    source = planned._shape_source(kind, shape)
-    with programs.recording() as used:
-        out = planned._per_sample(planned._encode if kind == "encode" else planned._decode, source)
+    out, used, programs = _compile_call(planned, kind, shape, chosen.platform, vae.compile_effort, observer)
     ran = [stats for stats in used if programs.runs[id(stats)]]
     rows = [_row(stats, programs) for stats in ran]
+    tiled = planned._auto_tiling_logged or planned.tiling_mode == "on"
+    one_chip = None
+    if reference and len(devices) > 1 and chosen.platform == "tpu":
+        # the issue's yardstick: the same call for one chip, tiled as here (XLA's count before optimization
+        # overstates what it compiles: Qwen-Image 1328x1328, 20.2 TFLOP against 8.5 compiled for one chip)
+        single = twin(vae, make_mesh(devices[:1]), memory_budget=budget)
+        single.tiling_mode = "on" if tiled else "off"
+        note = None if observer is None else (lambda name, stats: observer(f"{name} (one chip, for efficiency)", stats))
+        _, single_used, single_programs = _compile_call(single, kind, shape, chosen.platform, vae.compile_effort, note)
+        one_chip = sum(stats.flops * single_programs.runs[id(stats)] for stats in single_used)
     held = _per_device_bytes(out)
     peak = max((r.argument_bytes + r.output_bytes + r.temp_bytes for r in rows), default=0) + held
     total = sum(r.unpartitioned_flops * r.runs for r in rows)
     known = all(r.flops is not None for r in rows)
     per_chip = sum(r.flops * r.runs for r in rows) if known else None
     n = len(devices)
-    efficiency = total / (n * per_chip) if per_chip and not math.isnan(total) else None
+    if n == 1:
+        one_chip = per_chip
+    efficiency = one_chip / (n * per_chip) if per_chip and one_chip else None
     chip = chosen.chip
     compute = (per_chip if per_chip is not None else total / n) / chip.peak_flops
     # bytes every run must move at least: its arguments in, its outputs out (weights, input, cache, result)
@@ -256,10 +278,10 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
     memory = moved / chip.bandwidth
     return Plan(
         target=chosen.name, platform=chip.platform, devices=n, mesh=dict(mesh.shape), kind=kind,
-        input_shape=tuple(source.shape), output_shape=tuple(out.shape), dtype=str(vae.dtype).removeprefix("torch."),
-        tiling=vae.tiling_mode, tiled=planned._auto_tiling_logged or planned.tiling_mode == "on",
+        input_shape=tuple(shape), output_shape=tuple(out.shape), dtype=str(vae.dtype).removeprefix("torch."),
+        tiling=vae.tiling_mode, tiled=tiled,
         chip_memory_bytes=chip.memory_bytes, peak_bytes_per_chip=peak, fits=peak <= chip.memory_bytes,
-        flops_per_chip=per_chip, unpartitioned_flops=total, sharding_efficiency=efficiency,
+        flops_per_chip=per_chip, unpartitioned_flops=total, one_chip_flops=one_chip, sharding_efficiency=efficiency,
         roofline_seconds=max(compute, memory), compute_seconds=compute, memory_seconds=memory,
         compile_seconds=sum(stats.compile_seconds for stats in used), programs=rows,
         texts=dict(programs.texts) if keep_texts else None,
