@@ -59,7 +59,8 @@ def markdown(rows: list[dict]) -> str:
     lines = ["| case | kind | target | mesh | programs (runs) | fits | peak GiB per chip | max temp GiB per chip | "
              "sharding efficiency | roofline s | compile s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        eff = "n/a" if r["sharding_efficiency"] is None else f"{r['sharding_efficiency']:.2f}"
+        eff = "n/a" if r["sharding_efficiency"] is None else f"{r['sharding_efficiency']:.2f}" + (
+            "" if r["yardstick"] == "one chip" else f" ({r['yardstick']})")
         mesh = "x".join(str(v) for v in r["mesh"].values())
         lines.append(f"| {r['case']} | {r['kind']} | {r['target']} | {mesh} | {len(r['programs'])} "
                      f"({sum(p['runs'] for p in r['programs'])}) | {'yes' if r['fits'] else 'NO'} | "

@@ -35,7 +35,8 @@ def test_tpu_plan_of_the_tiny_config(tpu_plan):
     assert p.programs and all(r.runs >= 1 and r.compile_seconds > 0 and r.temp_bytes > 0 and r.argument_bytes > 0
                               and r.output_bytes > 0 and r.flops > 0 for r in p.programs)
     assert p.flops_per_chip > 0 and p.unpartitioned_flops > p.flops_per_chip
-    assert p.one_chip_flops > p.flops_per_chip and p.sharding_efficiency == p.one_chip_flops / (4 * p.flops_per_chip)
+    assert p.yardstick == "one chip" and p.one_chip_flops > p.flops_per_chip
+    assert p.sharding_efficiency == p.one_chip_flops / (4 * p.flops_per_chip)
     assert 0.5 < p.sharding_efficiency <= 1.05, p.sharding_efficiency
     assert p.roofline_seconds == max(p.compute_seconds, p.memory_seconds) > 0
 

@@ -73,6 +73,7 @@ class Plan:
     unpartitioned_flops: float  # XLA's count of the programs before partitioning and optimization (nominal)
     one_chip_flops: float | None  # the same call compiled for one chip of the target (TPU meshes)
     sharding_efficiency: float | None  # one chip's FLOPs / (devices x FLOPs per device)
+    yardstick: str | None  # what "one chip's FLOPs" is: "one chip", or "unpartitioned" where one chip cannot hold it
     roofline_seconds: float  # max(compute, memory) lower bound
     compute_seconds: float
     memory_seconds: float
@@ -108,7 +109,7 @@ class Plan:
         lines.append(f"peak {self.peak_bytes_per_chip / gib:.2f} GiB per device of {self.chip_memory_bytes / gib:.1f} GiB: "
                      f"{verdict}" + (" (tiled by 'auto')" if self.tiled and self.tiling == "auto" else ""))
         if self.sharding_efficiency is not None:
-            lines.append(f"FLOPs {self.flops_per_chip / 1e12:.2f} TFLOP per device; one chip's {self.one_chip_flops / 1e12:.2f}, "
+            lines.append(f"FLOPs {self.flops_per_chip / 1e12:.2f} TFLOP per device; {self.yardstick}: {self.one_chip_flops / 1e12:.2f}, "
                          f"an even split {self.one_chip_flops / self.devices / 1e12:.2f}: sharding efficiency "
                          f"{self.sharding_efficiency:.2f}")
         lines.append(f"roofline lower bound {self.roofline_seconds:.3f} s (compute {self.compute_seconds:.3f} s, "
@@ -253,15 +254,21 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
     ran = [stats for stats in used if programs.runs[id(stats)]]
     rows = [_row(stats, programs) for stats in ran]
     tiled = planned._auto_tiling_logged or planned.tiling_mode == "on"
-    one_chip = None
+    one_chip, yardstick = None, None
     if reference and len(devices) > 1 and chosen.platform == "tpu":
         # the yardstick: the same call for one chip, tiled as here (XLA's count before optimization
         # overstates what it compiles: Qwen-Image 1328x1328, 20.2 TFLOP against 8.5 compiled for one chip)
         single = twin(vae, make_mesh(devices[:1]), memory_budget=budget)
         single.tiling_mode = "on" if tiled else "off"
         note = None if observer is None else (lambda name, stats: observer(f"{name} (one chip, for efficiency)", stats))
-        _, single_used, single_programs = _compile_call(single, kind, shape, chosen.platform, vae.compile_effort, note)
-        one_chip = sum(stats.flops * single_programs.runs[id(stats)] for stats in single_used)
+        try:
+            _, single_used, single_programs = _compile_call(single, kind, shape, chosen.platform, vae.compile_effort,
+                                                            note)
+            one_chip, yardstick = sum(stats.flops * single_programs.runs[id(stats)] for stats in single_used), "one chip"
+        except jax.errors.JaxRuntimeError as error:  # libtpu compiles nothing past one chip's HBM
+            if "RESOURCE_EXHAUSTED" not in str(error):
+                raise
+            yardstick = None
     held = _per_device_bytes(out)
     peak = max((r.argument_bytes + r.output_bytes + r.temp_bytes for r in rows), default=0) + held
     total = sum(r.unpartitioned_flops * r.runs for r in rows)
@@ -269,7 +276,9 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
     per_chip = sum(r.flops * r.runs for r in rows) if known else None
     n = len(devices)
     if n == 1:
-        one_chip = per_chip
+        one_chip, yardstick = per_chip, "one chip"
+    elif reference and one_chip is None and per_chip and not math.isnan(total):
+        one_chip, yardstick = total, "unpartitioned"  # the call does not fit one chip: XLA's count before it
     efficiency = one_chip / (n * per_chip) if per_chip and one_chip else None
     chip = chosen.chip
     compute = (per_chip if per_chip is not None else total / n) / chip.peak_flops
@@ -282,6 +291,7 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
         tiling=vae.tiling_mode, tiled=tiled,
         chip_memory_bytes=chip.memory_bytes, peak_bytes_per_chip=peak, fits=peak <= chip.memory_bytes,
         flops_per_chip=per_chip, unpartitioned_flops=total, one_chip_flops=one_chip, sharding_efficiency=efficiency,
+        yardstick=yardstick,
         roofline_seconds=max(compute, memory), compute_seconds=compute, memory_seconds=memory,
         compile_seconds=sum(stats.compile_seconds for stats in used), programs=rows,
         texts=dict(programs.texts) if keep_texts else None,
