@@ -171,3 +171,20 @@ def test_a_carried_cache_keeps_one_steady_program_on_a_mesh():
         wan = TorchaxVAE(model_class(**config), dtype=torch.bfloat16)
     p = wan.plan("decode", (1, 16, 5, 16, 24), "h100x2")
     assert [(row.name, row.runs) for row in p.programs] == [("decoder", 1), ("decoder+feat_cache", 4)]
+
+
+def test_auto_tiling_tiles_what_the_compiler_refuses_for_memory(tiny_torchax):
+    """libtpu refuses to compile a program past the chip's HBM (RESOURCE_EXHAUSTED): "auto" then tiles, as for a
+    program XLA says is too big; other compile errors still raise."""
+    import jax
+
+    def refused():
+        raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Ran out of memory on HBM")
+
+    def broken():
+        raise jax.errors.JaxRuntimeError("INTERNAL: something else")
+
+    tiny_torchax.tiling_mode, tiny_torchax.memory_budget = "auto", 10**12
+    assert tiny_torchax._should_tile("decoder", refused, (1, 4, 3, 64, 64), (32, 32))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="INTERNAL"):
+        tiny_torchax._should_tile("decoder", broken, (1, 4, 3, 64, 64), (32, 32))
