@@ -191,7 +191,8 @@ class PlannedPrograms(Programs):
         gpu = self.platform == "cuda"
         self.details[id(entry.stats)] = {
             "unpartitioned_flops": unpartitioned_flops(self._lowered),
-            "kernels": gpu_kernels(entry.compiled.as_text()) if gpu else None,
+            # jax < 0.10 gives no text for a compile-only client's executable: no kernel summary there
+            "kernels": gpu_kernels(text) if gpu and (text := entry.compiled.as_text()) else None,
         }
         if self.observer:
             self.observer(name, entry.stats)

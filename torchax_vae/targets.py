@@ -88,6 +88,12 @@ class Target:
                 raise TargetError(f"libtpu refused topology {self.topology!r} for target {self.name!r}: "
                                   f"{str(error).splitlines()[0]}") from None
         _require("jax_plugins.xla_cuda13", "planning for a GPU needs JAX's CUDA compiler: pip install 'torchax-vae[plan-gpu]'")
+        import jax
+
+        if tuple(int(n) for n in jax.__version__.split(".")[:2]) < (0, 10):
+            # jax 0.8's CUDA plugin wants cuDNN to start, autotuning results to compile GEMM fusions without a
+            # GPU, and returns no output shardings from a compile-only client (tried 2026-11-24)
+            raise TargetError(f"planning for a GPU needs jax >= 0.10 (this is {jax.__version__}); TPU targets work")
         config = importlib.resources.files("torchax_vae").joinpath(f"assets/gpu/{self.chip_key}.txtpb").read_text()
         return list(topologies.get_topology_desc(platform="cuda", topology=self.topology, target_config=config).devices)
 
