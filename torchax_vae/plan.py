@@ -301,7 +301,8 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
 
 def _row(stats, programs: PlannedPrograms) -> ProgramPlan:
     details = programs.details[id(stats)]
-    flops = None if details["kernels"] is not None or math.isnan(stats.flops) else stats.flops
+    # the CUDA compiler without a device counts no FLOPs
+    flops = None if programs.platform == "cuda" or math.isnan(stats.flops) else stats.flops
     return ProgramPlan(
         name=stats.name, input_shapes=stats.input_shapes, runs=programs.runs[id(stats)],
         compile_seconds=stats.compile_seconds, lower_seconds=stats.lower_seconds, temp_bytes=stats.temp_bytes,
