@@ -208,3 +208,31 @@ def test_clear_cache_is_there_and_harmless():
     before = ours.decode(z).sample
     ours.clear_cache()
     assert torch.equal(ours.decode(z).sample, before)
+
+
+# ----- config (ConfigMixin) -----
+
+
+def test_config_methods_behave_as_on_the_wrapped_class(tmp_path):
+    """register_to_config, save_config, load_config, from_config and extract_init_dict, as diffusers' models have."""
+    vae = random_vae("wan-tiny")
+    ours = TorchaxVAE(vae)
+    assert ours.config == vae.config
+    ours.register_to_config(test_attribute=5)
+    assert ours.config.test_attribute == 5 and "test_attribute" not in vae.config  # the wrapped model keeps its own
+    with pytest.warns(FutureWarning):  # config attributes on the model itself: diffusers' deprecation, as there
+        assert ours.test_attribute == 5
+    with pytest.raises(AttributeError, match="'WanVAE' object has no attribute 'does_not_exist'"):
+        ours.does_not_exist  # noqa: B018
+    ours.save_config(tmp_path)
+    saved = TorchaxVAE.load_config(tmp_path)
+    assert saved["_class_name"] == "AutoencoderKLWan" and saved["test_attribute"] == 5
+    assert "_class_name" not in ours.config  # writing the file named the class without touching the config
+    assert type(vae).from_config(saved).config.z_dim == vae.config.z_dim  # diffusers alone reads it
+    again = TorchaxVAE.from_config(saved, dtype=torch.bfloat16)
+    assert type(again) is type(ours) and again.dtype == torch.bfloat16 and again.config.z_dim == vae.config.z_dim
+    assert type(ours).extract_init_dict(dict(vae.config))[0]["z_dim"] == vae.config.z_dim
+    assert TorchaxVAE.extract_init_dict(saved)[0] == type(vae).extract_init_dict(saved)[0]
+    with pytest.raises(ValueError, match="no `_class_name`"):
+        TorchaxVAE.extract_init_dict(dict(vae.config))
+    assert ours._supports_gradient_checkpointing  # enable_gradient_checkpointing works for every family

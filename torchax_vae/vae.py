@@ -10,13 +10,14 @@ from the type of `vae`.
 
 import dataclasses
 import functools
+import json
 import logging
 import pathlib
 
 import jax
 import jax.numpy as jnp
 import torch
-from diffusers import ModelMixin
+from diffusers import ConfigMixin, ModelMixin
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
@@ -67,7 +68,7 @@ def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
     return subfolder
 
 
-class TorchaxVAE(ModelMixin):
+class TorchaxVAE(ModelMixin, ConfigMixin):
     """A diffusers video VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
@@ -93,6 +94,10 @@ class TorchaxVAE(ModelMixin):
 
     # Set by each family's adapter (torchax_vae.models).
     model_class: type = None
+    config_name = "config.json"  # ConfigMixin: the wrapped model's config, in diffusers' file
+    # enable_gradient_checkpointing works for every family (jax.checkpoint on each program), whatever the
+    # wrapped class says (diffusers' AutoencoderKLWan and AutoencoderKLQwenImage say False)
+    _supports_gradient_checkpointing = True
     # How the family's pipelines hold latents (output_type="latent"): the transformer's layout.
     pipeline_layout: str = "BCFHW"
 
@@ -119,7 +124,7 @@ class TorchaxVAE(ModelMixin):
         self._dtype = _as_dtype(dtype) or vae.dtype
         gpu_memory.share_gpu_with_torch()  # before the first device query starts JAX's backends
         self._device = vae.device
-        self.config = vae.config
+        self._internal_dict = vae.config  # ConfigMixin's `config`: the wrapped model's (register_to_config copies)
         self._placement = Placement(None if mesh is None else check_mesh(mesh))
         # compiled programs, and (unless the caches are off) traced programs kept on disk for the next process
         self._programs = Programs(store=ProgramStore.for_model(cache.for_api(), vae))
@@ -155,6 +160,47 @@ class TorchaxVAE(ModelMixin):
 
         vae = load_diffusers(name_or_path, subfolder, None if cls is TorchaxVAE else cls.model_class, **kwargs)
         return cls(vae, dtype=dtype, mesh=mesh)
+
+    # ----- ConfigMixin: the wrapped model's config -----
+
+    @classmethod
+    def _config_class(cls, config) -> type:
+        """The diffusers class a config is for: this wrapper's, or (on TorchaxVAE) the one its `_class_name` names."""
+        if cls.model_class is not None:
+            return cls.model_class
+        from .models import wrapper_for_config
+
+        name = dict(config).get("_class_name")
+        if not name:
+            raise ValueError("this config has no `_class_name` (a saved config.json has one) to say which VAE it is "
+                             "for: call this on the family's class, e.g. type(vae), or add the name")
+        return wrapper_for_config(name).model_class
+
+    @classmethod
+    def from_config(cls, config=None, return_unused_kwargs: bool = False, **kwargs):
+        """A TorchaxVAE of a new diffusers model (random weights) built from `config`, as the class's `from_config`.
+
+        `dtype` and `mesh` go to TorchaxVAE; the other `kwargs` to the diffusers class's `from_config`.
+        """
+        options = {key: kwargs.pop(key) for key in ("dtype", "mesh", "memory_budget") if key in kwargs}
+        if config is None:
+            raise ValueError("from_config needs a config (a dict, or a model's .config)")
+        made = cls._config_class(config).from_config(config, return_unused_kwargs=return_unused_kwargs, **kwargs)
+        model, unused = made if return_unused_kwargs else (made, None)
+        wrapped = TorchaxVAE(model, **options)
+        return (wrapped, unused) if return_unused_kwargs else wrapped
+
+    @classmethod
+    def extract_init_dict(cls, config_dict, **kwargs):
+        """The wrapped class's split of a config into its `__init__` arguments and the rest."""
+        return cls._config_class(config_dict).extract_init_dict(config_dict, **kwargs)
+
+    def to_json_string(self) -> str:
+        """The config as JSON, naming the wrapped diffusers class (so that diffusers alone loads it)."""
+        # ConfigMixin's writer, on a config holder named as the wrapped class (it writes its class's name)
+        holder = type(self.model_class.__name__, (ConfigMixin,), {"config_name": self.config_name})()
+        holder._internal_dict = dict(self._internal_dict)
+        return holder.to_json_string()
 
     def save_pretrained(
         self, save_directory, safe_serialization: bool = True, variant: str | None = None,
