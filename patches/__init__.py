@@ -14,6 +14,8 @@ applied; importing this package changes nothing.
   applied through `gpu_conv`'s hook on torchax's convolution lowering, and by `frame_conv` for its layers.
 - `nearest_upsample`: nearest-neighbour upsampling by whole factors as a repeat, not torchax's gather (which
   XLA cannot partition: on a mesh it all-gathered every upsampler's input); every trace.
+- `attention_split`: on a mesh, scaled-dot-product attention with each device's share of the queries (keys and
+  values whole), not the whole attention on every device; traces for a mesh only.
 - `frame_conv`: on CPU, 3-D convolutions as sums of per-frame 2-D convolutions (XLA:CPU runs those faster).
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
 - `spatial_norm`: CogVideoXSpatialNorm3D's pointwise convs on the latents before upsampling, not after.
@@ -35,6 +37,7 @@ Which layers carry sharding marks is the family's knowledge, so its adapter pass
 from torch import nn
 
 from . import (
+    attention_split,
     frame_conv,
     gpu_conv,
     group_norm,
@@ -57,7 +60,7 @@ __all__ = ["apply", "import_torchax"]
 def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
     """Patches `model` (a private copy: its classes change), makes torchax importable, routes its
     convolution lowering through `gpu_conv` (once per process; stock outside GPU traces) and its nearest
-    upsampling through `nearest_upsample` (once per process).
+    upsampling through `nearest_upsample` and its attention through `attention_split` (once per process).
 
     marked: the layer classes whose activations get sharding marks (each family's adapter says which).
     Returns how many modules each patch replaced.
@@ -65,6 +68,7 @@ def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
     import_torchax()
     gpu_conv.patch()
     nearest_upsample.patch()
+    attention_split.patch()
     return {
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),

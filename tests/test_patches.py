@@ -550,3 +550,78 @@ def test_nearest_upsample_is_still_a_gather_upstream():
     text = jax.jit(f).lower(jnp.zeros((1, 2, 4, 4))).as_text()
     assert "gather" in text
 
+
+
+# ----- attention_split -----
+
+
+def _sdpa_lowered_for(mesh, q_shape, mask=None) -> str:
+    """The StableHLO of F.scaled_dot_product_attention on [B, heads, tokens, dim] zeros, traced for `mesh`."""
+    from torchax_vae.patches.options import TraceOptions, tracing
+
+    env = patches.import_torchax().default_env()
+    patches.attention_split.patch()
+
+    def f(q):
+        with env, tracing(TraceOptions(mesh=mesh)):
+            t = env.j2t_iso(q)
+            m = None if mask is None else env.j2t_iso(jnp.asarray(mask.numpy()))
+            return env.t2j_iso(nn.functional.scaled_dot_product_attention(t, t, t, attn_mask=m))
+
+    return jax.jit(f).lower(jax.ShapeDtypeStruct(q_shape, jnp.float32)).as_text()
+
+
+def test_attention_split_gives_each_device_its_share_of_the_queries():
+    """On a mesh of 8 (abstract v6e chips), the queries' token axis is split 8 ways, padded to a multiple of 8."""
+    from torchax_vae import make_mesh
+    from torchax_vae.targets import target
+
+    mesh = make_mesh(target("v6e-8").devices())
+    even = _sdpa_lowered_for(mesh, (1, 1, 1024, 8))
+    assert "tensor<1x1x1024x8xf32>" in even and even.count("sharding_constraint") >= 4
+    uneven = _sdpa_lowered_for(mesh, (1, 1, 780, 8))  # 780 tokens: 784 = 8 x 98 rows, the last 4 dropped
+    assert "tensor<1x1x784x8xf32>" in uneven and "tensor<1x1x780x8xf32>" in uneven
+    small = _sdpa_lowered_for(mesh, (1, 1, 32, 8))  # tokens < 8 x dim: the scores are small, nothing split
+    assert "sharding_constraint" not in small
+    assert "sharding_constraint" not in _sdpa_lowered_for(None, (1, 1, 1024, 8))  # no mesh: torchax's lowering
+
+
+def test_attention_split_pads_a_mask_with_rows_that_mask_nothing():
+    from torchax_vae.patches.attention_split import _padded_mask
+
+    causal = torch.ones(6, 6, dtype=torch.bool).tril()
+    args, kwargs = _padded_mask((), {"attn_mask": causal}, 6, 8)
+    assert kwargs["attn_mask"].shape == (8, 6) and kwargs["attn_mask"][6:].all() and torch.equal(kwargs["attn_mask"][:6], causal)
+    additive = torch.zeros(1, 6, 6).masked_fill(~causal, float("-inf"))
+    (padded, *_), _ = _padded_mask((additive,), {}, 6, 8)
+    assert padded.shape == (1, 8, 6) and (padded[:, 6:] == 0).all()
+    row = torch.zeros(1, 1, 6)  # one row for every query: nothing to pad
+    assert _padded_mask((row,), {}, 6, 8)[0][0] is row
+
+
+def test_attention_split_in_torchax_equals_torch_with_a_causal_mask(monkeypatch):
+    """The padded lowering computes what torch does: 70 queries padded to 72 (one device here, so the padding is
+    forced; the 8-device worker checks whole decodes against PyTorch)."""
+    from jax.sharding import PartitionSpec
+
+    from torchax_vae import make_mesh
+    from torchax_vae.patches import attention_split
+    from torchax_vae.patches.options import TraceOptions, tracing
+
+    monkeypatch.setattr(attention_split, "query_split", lambda mesh, shape: (PartitionSpec(None, None, None, None), 72))
+
+    env = patches.import_torchax().default_env()
+    patches.attention_split.patch()
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 70, 8, generator=gen) for _ in range(3))
+    mask = torch.ones(70, 70, dtype=torch.bool).tril()
+    want = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    def f(a, b, c):
+        with env, tracing(TraceOptions(mesh=make_mesh())):
+            out = nn.functional.scaled_dot_product_attention(
+                env.j2t_iso(a), env.j2t_iso(b), env.j2t_iso(c), attn_mask=env.j2t_iso(jnp.asarray(mask.numpy())))
+            return env.t2j_iso(out)
+
+    got = np.asarray(jax.jit(f)(*(jnp.asarray(t.numpy()) for t in (q, k, v))))
+    assert np.abs(got - want.numpy()).max() < 1e-5, f"max |Δ| {np.abs(got - want.numpy()).max()}"

@@ -192,6 +192,18 @@ def sharding_for(mesh: Mesh, shape, grid: tuple[int, int] | None = None) -> Name
     return NamedSharding(fine, PartitionSpec(*lead, _spec_axes(_take(rows, fine, a)), _spec_axes(_take(cols, fine, b))))
 
 
+def attention_axes(mesh: Mesh, batch: int) -> tuple:
+    """(batch axes, token axes, shards) of `fine_mesh(mesh)` for a [batch, heads, tokens, dim] attention query.
+
+    The batch goes over 'dp' where the activations' does (`_batch_and_group`), the tokens over all the
+    spatial group's devices (`shards` of them; the caller pads the tokens to a multiple:
+    patches/attention_split.py).
+    """
+    fine = fine_mesh(mesh)
+    batch_axis, group, size = _batch_and_group(mesh, batch)
+    return _spec_axes(_fine_axes(fine, batch_axis)), _spec_axes(_fine_axes(fine, group)), size
+
+
 class Placement:
     """Shardings for TorchaxVAE's arrays on one device (mesh None) or on a mesh."""
 

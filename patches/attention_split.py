@@ -1,0 +1,121 @@
+"""Spatial attention on a mesh: each device takes a share of the queries, not the whole attention.
+
+Upstream: torchax lowers `F.scaled_dot_product_attention` (Wan's and
+Qwen-Image's `WanAttentionBlock`, HunyuanVideo's mid-block `Attention`) to
+softmax(q k^T) v over [B, heads, tokens, dim] arrays. Our activations are split
+over a height x width grid (patches/sharding_marks.py), but the attention
+flattens height and width into one token axis, which no grid sharding maps
+onto, so XLA gathered q, k and v and ran the whole attention on every device:
+the mid block's scores, tokens^2 per frame, computed n times. Compiled offline
+for v6e-8, that capped the sharding efficiency at 0.86 (Wan 2.1 720p) and 0.75
+(Qwen-Image 1328x1328, HunyuanVideo): issue 27.
+
+Here: while tracing for a mesh (`TraceOptions.mesh`), the queries' token axis
+is split over all the devices of the activations' spatial split, the keys and
+values are whole on every device (one all-gather each), and the output keeps
+the queries' split. Each device computes its rows of the scores and of the
+softmax, which is exact: a softmax row needs only its own scores. Per device,
+score memory and FLOPs fall n-fold. Tokens that do not divide by n are padded
+with zero queries (and mask rows that mask nothing) to a multiple of n, and
+the extra output rows dropped: Qwen-Image's 166 x 166 latents are 27556
+tokens, which only 4 of 8 devices divide (0.79 split 4-way, 0.89 padded to
+8, compiled for v6e-8). Traces without a mesh keep torchax's lowering.
+
+Where the scores are small beside q, k and v (tokens < `MIN_TOKENS_PER_DIM` x
+head dim), the split is not made: it would add the gathers and reshards for
+little. Compiled for v6e-8 (offline, not run on a TPU): Wan 2.1 720p 0.86 ->
+0.92, HunyuanVideo 0.75 -> 0.93, Qwen-Image 0.75 -> 0.89 (docs/tpu.md).
+XLA:CPU note: on one CPU device the whole attention becomes one YNNPACK
+fusion whose scores its memory analysis does not count, so CPU temp figures
+understate one device's attention (the 8-device test compares TPU compiles).
+Still needed while torchax's lowering has no sharding of its own
+(tests/test_patches.py::test_attention_split_*).
+"""
+
+import dataclasses
+import functools
+
+import jax
+import torch
+from jax.sharding import NamedSharding, PartitionSpec
+
+from ..mesh import attention_axes, fine_mesh
+from .options import current
+from .torchax_torch213 import import_torchax
+
+KEYS = ("scaled_dot_product_attention",)
+MIN_TOKENS_PER_DIM = 8  # split only where tokens >= this x head dim: the scores (tokens^2) outweigh q, k, v
+
+
+def query_split(mesh, shape) -> tuple[PartitionSpec, int] | None:
+    """(the split of a [B, heads, tokens, dim] query on `mesh`'s fine mesh, the padded token count), or None."""
+    batch, _, tokens, dim = shape
+    if tokens < MIN_TOKENS_PER_DIM * dim:
+        return None
+    batch_axes, token_axes, shards = attention_axes(mesh, batch)
+    if token_axes is None:
+        return None
+    return PartitionSpec(batch_axes, None, token_axes, None), -(-tokens // shards) * shards
+
+
+def split_attention(stock_func):
+    """`stock_func` (torchax's lowering) with the queries split over the mesh while tracing for one."""
+
+    def lowering(query, key, value, *args, **kwargs):
+        options = current()
+        if options.mesh is None or query.ndim != 4 or key.ndim != 4:
+            return stock_func(query, key, value, *args, **kwargs)
+        split = query_split(options.mesh, tuple(query.shape))
+        if split is None:
+            return stock_func(query, key, value, *args, **kwargs)
+        spec, padded = split
+        fine = fine_mesh(options.mesh)
+        rows = _constrain(NamedSharding(fine, spec))
+        whole = _constrain(NamedSharding(fine, PartitionSpec(spec[0])))
+        tokens = query.shape[2]
+        if padded > tokens:  # extra query rows (zeros) make the split even; their outputs are dropped
+            query = torch.nn.functional.pad(query, (0, 0, 0, padded - tokens))
+            args, kwargs = _padded_mask(args, kwargs, tokens, padded)
+        out = rows(stock_func(rows(query), whole(key), whole(value), *args, **kwargs))
+        return out[:, :, :tokens] if padded > tokens else out
+
+    lowering.torchax_vae_stock = stock_func
+    return lowering
+
+
+def _padded_mask(args, kwargs, tokens: int, padded: int):
+    """The call's arguments with an attention mask that has a row per query padded by rows that mask nothing."""
+    in_args = bool(args)
+    mask = args[0] if in_args else kwargs.get("attn_mask")
+    if mask is None or mask.ndim < 2 or mask.shape[-2] != tokens:
+        return args, kwargs  # none, or one row broadcast to every query
+    pad = (0, 0, 0, padded - tokens)  # the last two axes: keys (none), queries (at the end)
+    mask = torch.nn.functional.pad(mask, pad, value=True if mask.dtype == torch.bool else 0.0)
+    if in_args:
+        return (mask, *args[1:]), kwargs
+    return args, {**kwargs, "attn_mask": mask}
+
+
+@functools.lru_cache(maxsize=64)
+def _constrain(sharding):
+    return import_torchax().interop.torch_view(lambda x: jax.lax.with_sharding_constraint(x, sharding))
+
+
+def patch_env(env) -> int:
+    """Wraps torchax's lowering of F.scaled_dot_product_attention and aten.scaled_dot_product_attention in `env`;
+    how many it wrapped (0 if done before)."""
+    count = 0
+    for key, op in list(env._ops.items()):
+        name = getattr(key, "__name__", None) or getattr(getattr(key, "overloadpacket", key), "__name__", "")
+        if str(key).rsplit(".", 1)[-1] not in KEYS and name not in KEYS:
+            continue
+        if hasattr(op.func, "torchax_vae_stock"):
+            continue
+        env._ops[key] = dataclasses.replace(op, func=split_attention(op.func), is_user_defined=True)
+        count += 1
+    return count
+
+
+def patch() -> int:
+    """`patch_env` on torchax's default environment (the one every lowering here traces in)."""
+    return patch_env(import_torchax().default_env())
