@@ -17,6 +17,8 @@ applied; importing this package changes nothing.
 - `attention_split`: on a mesh, scaled-dot-product attention with each device's share of the queries (keys and
   values whole), not the whole attention on every device; traces for a mesh only.
 - `frame_conv`: on CPU, 3-D convolutions as sums of per-frame 2-D convolutions (XLA:CPU runs those faster).
+- `zero_history`: Wan's and Qwen-Image's causal convolutions with one output frame read only their real
+  frames (the time taps on the zero padding dropped: a one-frame input convolves as 2-D, a third of the FLOPs).
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
 - `spatial_norm`: CogVideoXSpatialNorm3D's pointwise convs on the latents before upsampling, not after.
 - `time_pool`: CogVideoXDownsample3D's frame averaging without merging width into the batch axis.
@@ -51,6 +53,7 @@ from . import (
     tile_mask,
     time_pool,
     wan_upsample,
+    zero_history,
 )
 from .torchax_torch213 import import_torchax
 
@@ -73,6 +76,7 @@ def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),
         "frame_conv": frame_conv.patch(model),  # after safe_conv3d: it refines PlainConv3d
+        "zero_history": zero_history.patch(model),  # after frame_conv: it refines the causal classes it made
         "pointwise_conv_cache": pointwise_conv_cache.patch(model),
         "spatial_norm": spatial_norm.patch(model),  # after pointwise_conv_cache: it needs cache-less conv_y, conv_b
         "time_pool": time_pool.patch(model),

@@ -625,3 +625,42 @@ def test_attention_split_in_torchax_equals_torch_with_a_causal_mask(monkeypatch)
 
     got = np.asarray(jax.jit(f)(*(jnp.asarray(t.numpy()) for t in (q, k, v))))
     assert np.abs(got - want.numpy()).max() < 1e-5, f"max |Δ| {np.abs(got - want.numpy()).max()}"
+
+
+# ----- zero_history -----
+
+
+@pytest.mark.parametrize("frames, cache", [(1, 0), (1, 1), (1, 2), (3, 0), (2, 2)])
+def test_zero_history_equals_diffusers_causal_conv(frames, cache):
+    """One output frame over zero padding (1 frame, no cache; 1 frame after 1 cached) drops the zero taps; the
+    rest (a full cache, several output frames) is diffusers' forward. Same numbers either way."""
+    import copy
+
+    from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
+
+    from torchax_vae.patches import zero_history
+
+    torch.manual_seed(0)
+    conv = WanCausalConv3d(4, 6, 3, padding=1)
+    ours = copy.deepcopy(conv)
+    assert zero_history.patch(nn.Sequential(ours)) == 1 and zero_history.patch(nn.Sequential(ours)) == 0
+    x = torch.randn(1, 4, frames, 5, 7)
+    cache_x = torch.randn(1, 4, cache, 5, 7) if cache else None
+    want = conv(x, cache_x)
+    got = ours(x, cache_x)
+    assert got.shape == want.shape and torch.allclose(got, want, atol=1e-6), f"max |Δ| {(got - want).abs().max()}"
+
+
+def test_zero_history_convolves_one_frame_in_2d(monkeypatch):
+    from diffusers.models.autoencoders.autoencoder_kl_qwenimage import QwenImageCausalConv3d
+
+    from torchax_vae.patches import zero_history
+
+    conv = QwenImageCausalConv3d(4, 6, 3, padding=1)
+    zero_history.patch(nn.Sequential(conv))
+
+    def no_3d(*args, **kwargs):
+        raise AssertionError("a 3-D convolution over zero frames")
+
+    monkeypatch.setattr(nn.functional, "conv3d", no_3d)
+    assert conv(torch.randn(1, 4, 1, 5, 7)).shape == (1, 6, 1, 5, 7)
