@@ -1,4 +1,4 @@
-"""WanUpsample (and its copy QwenImageUpsample) returning its input's dtype through `.to`, not torchax 0.0.13's `type_as`.
+"""WanUpsample (and its copies QwenImageUpsample, QwenImage21Upsample) returning its input's dtype through `.to`, not torchax 0.0.13's `type_as`.
 
 Upstream: diffusers' `WanUpsample.forward` (and `QwenImageUpsample.forward`) upsamples in float32 and casts back
 with `.type_as(x)`. torchax 0.0.13's `Tensor.type_as` changes the wrapped JAX
@@ -36,9 +36,21 @@ class CastingQwenImageUpsample(QwenImageUpsample):
 
 _REPLACE = {WanUpsample: CastingWanUpsample, QwenImageUpsample: CastingQwenImageUpsample}
 
+try:  # diffusers >= 0.42: Qwen-Image 2.1's copy
+    from diffusers.models.autoencoders.autoencoder_kl_qwenimage21 import QwenImage21Upsample
+except ImportError:
+    pass
+else:
+    class CastingQwenImage21Upsample(QwenImage21Upsample):
+        """QwenImage21Upsample whose cast back to the input's dtype is `.to`."""
+
+        forward = _forward
+
+    _REPLACE[QwenImage21Upsample] = CastingQwenImage21Upsample
+
 
 def patch(model: nn.Module) -> int:
-    """Makes every WanUpsample and QwenImageUpsample in `model` cast with `.to`; returns how many."""
+    """Makes every WanUpsample, QwenImageUpsample and QwenImage21Upsample in `model` cast with `.to`; how many."""
     count = 0
     for module in model.modules():
         if type(module) in _REPLACE:

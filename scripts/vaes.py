@@ -142,6 +142,16 @@ LTX2_CONFIGS = {
     },
 }
 
+# AutoencoderKLQwenImage21 (diffusers >= 0.42): a tiny residual config, 4-channel images, 4x spatial
+QWENIMAGE21_CONFIGS = {
+    "qwenimage21-tiny": {
+        "base_dim": 8, "decoder_base_dim": 12, "z_dim": 4, "dim_mult": [1, 2, 2], "num_res_blocks": 1,
+        "temperal_downsample": [False, True], "scale_factor_spatial": 4, "scale_factor_temporal": 2,
+        **_normalization(4),
+    },
+    "qwenimage21": {},
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
@@ -156,6 +166,12 @@ except ImportError:  # diffusers < 0.37
     pass
 else:
     MODELS.update({name: (AutoencoderKLLTX2Video, kwargs) for name, kwargs in LTX2_CONFIGS.items()})
+try:
+    from diffusers import AutoencoderKLQwenImage21
+except ImportError:  # diffusers < 0.42
+    pass
+else:
+    MODELS.update({name: (AutoencoderKLQwenImage21, kwargs) for name, kwargs in QWENIMAGE21_CONFIGS.items()})
 
 
 # The released sizes (the pipelines' defaults): name -> (config, frames, height, width). scripts/gpu_table.py
@@ -170,6 +186,8 @@ RELEASED = {
     "hunyuanvideo": ("hunyuanvideo", 129, 720, 1280),
     "ltx0.9.1": ("ltx091", 161, 512, 704),  # LTXPipeline (decode at timestep 0.05: decode_args)
     **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
+    # QwenImage21Pipeline: output_resolution 1024, a 1024x1024 image; diffusers >= 0.42
+    **({"qwenimage21": ("qwenimage21", 1, 1024, 1024)} if "qwenimage21" in MODELS else {}),
 }
 
 

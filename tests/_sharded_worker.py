@@ -118,6 +118,10 @@ def wan():
 def qwenimage():
     feat_cache(["wan2.2-tiny", "qwenimage-tiny"])
     gen = torch.Generator().manual_seed(0)
+    if "qwenimage21-tiny" in MODELS:  # Qwen-Image 2.1 (diffusers >= 0.42): 4-channel images
+        vae = random_vae("qwenimage21-tiny")
+        parity("qwenimage21-tiny 1x8", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(1, 4, 1, 32, 64, generator=gen),
+               torch.randn(1, 4, 1, 8, 16, generator=gen))
     # The mid block's attention split over the 8 devices: 26 x 30 latents, 780 tokens padded to 784
     # (patches/attention_split.py); and HunyuanVideo's causal mask padded with them (3 x 6 x 10 = 180 tokens).
     for config, latents in (("qwenimage-tiny", (1, 4, 1, 26, 30)), ("hunyuan-tiny", (1, 4, 3, 6, 10))):

@@ -19,7 +19,7 @@ import pytest
 import torch
 from jax.sharding import AxisType, Mesh, PartitionSpec
 
-from helpers import TOLERANCE, assert_close, random_vae
+from helpers import MODELS, TOLERANCE, assert_close, random_vae
 from torchax_vae import TorchaxVAE, make_mesh
 from torchax_vae.lowering import jax_weights
 from torchax_vae.models.cogvideox import LoweredVAE
@@ -79,6 +79,8 @@ def test_the_other_families_on_8_devices_match_pytorch(families_8_devices):
     assert {"wan2.2-tiny 1x8", "qwenimage-tiny 1x8", "hunyuan-tiny 1x8", "ltx091-tiny 1x8", "ltx2ts-tiny 1x8",
             "qwenimage-tiny 1x8 uneven attention", "hunyuan-tiny 1x8 uneven attention"} <= cases
     assert any(row["what"] == "decode causal=True" for row in rows if row["case"] == "ltx2ts-tiny 1x8 causal")
+    if "qwenimage21-tiny" in MODELS:
+        assert "qwenimage21-tiny 1x8" in cases
     check_parity(rows)
 
 

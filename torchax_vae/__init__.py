@@ -1,4 +1,4 @@
-"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, HunyuanVideo, LTX-Video, LTX-2) on JAX devices through torchax, unmodified.
+"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, LTX-Video, LTX-2) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -24,6 +24,7 @@ FAMILIES = {
     "AutoencoderKLHunyuanVideo": "HunyuanVideo",
     "AutoencoderKLLTXVideo": "LTX-Video",
     "AutoencoderKLLTX2Video": "LTX-2",  # diffusers >= 0.37
+    "AutoencoderKLQwenImage21": "Qwen-Image 2.1",  # diffusers >= 0.42
 }
 
 _LAZY = {"TorchaxVAE": ("vae", "TorchaxVAE"), "make_mesh": ("mesh", "make_mesh"), "clear_compiled": ("programs", "clear_shared")}

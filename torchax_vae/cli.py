@@ -120,7 +120,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--size", type=_size, default=None,
                    help="HEIGHTxWIDTH of the image or video that packed latents [B, tokens, channels] were made "
                         "for (output_type='latent'): Qwen-Image's pipelines pack 2x2 latent patches (channels C*4), "
-                        "LTX-Video's one token per latent pixel and frame (channels C)")
+                        "Qwen-Image 2.1's and LTX-Video's one token per latent pixel (and frame) (channels C)")
     p.add_argument("--decode-timestep", type=float, default=None,
                    help="timestep-conditioned decoders (LTX-Video 0.9.1 and later): the timestep, as the "
                         "pipeline's decode_timestep (default there: 0.0)")

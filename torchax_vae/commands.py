@@ -96,7 +96,7 @@ def psnr(reference: np.ndarray, test: np.ndarray, peak: float = 2.0) -> float:
 
 @jax.jit
 def _to_uint8(video):
-    """[B, 3, F, H, W] in [-1, 1] -> uint8 [B, F, H, W, 3], as diffusers' VideoProcessor rounds it."""
+    """[B, C, F, H, W] in [-1, 1] -> uint8 [B, F, H, W, C], as diffusers' VideoProcessor rounds it."""
     scaled = jnp.round(jnp.clip(video.astype(jnp.float32) / 2 + 0.5, 0.0, 1.0) * 255)
     return scaled.astype(jnp.uint8).transpose(0, 2, 3, 4, 1)
 
@@ -273,6 +273,9 @@ def decode_file(
         files.check_distinct(path, [latents])
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
+    if ours.video_channels != 3 and out.suffix.lower() != ".npy":
+        raise InputError(f"{out}: this model makes {ours.video_channels}-channel images (RGBA), which an "
+                         f"{out.suffix} file cannot hold; write .npy (uint8 [F, H, W, {ours.video_channels}])")
     layout = layout or ours.pipeline_layout
     z = _unpacked(ours, z, size, latents, layout) if z.ndim == 3 else files.to_layout(z, layout, "BCFHW").contiguous()
     channels = ours.latent_channels
@@ -343,10 +346,11 @@ def encode_file(
     mode = _progress_mode(progress)
     out = files.check_writable(out, files.LATENT_SUFFIXES)
     files.check_distinct(out, [video])
-    frames, fps = files.read_video(video, max_frames)
     vae = load_vae(model, subfolder)
-    x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0  # [1, 3, F, H, W] in [-1, 1]
     ours = _make_vae(vae, dtype, tiling)
+    # RGB, or RGBA for a 4-channel VAE (Qwen-Image 2.1); [1, C, F, H, W] in [-1, 1]
+    frames, fps = files.read_video(video, max_frames, channels=4 if ours.video_channels == 4 else 3)
+    x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
     _check(x, ours, "encode", f"video {video}")
     compile_seconds, batches, stats = _precompile(ours, "encode", tuple(x.shape), mode)
     start = time.perf_counter()
@@ -422,9 +426,14 @@ def warmup(model: str, shape, *, subfolder: str | None = "vae", dtype: str = "fp
     if height % spatial or width % spatial:
         raise InputError(f"--shape height and width must be multiples of {spatial}, got {height}x{width}")
     video_shape = (batch, ours.video_channels, frames, height, width)
+    shapes = {kind: ours.latent_shape(video_shape) if kind == "decode" else video_shape for kind in kinds}
+    for kind, input_shape in shapes.items():  # the family's own checks, before anything compiles
+        try:
+            ours._shape_source(kind, input_shape)
+        except ValueError as e:
+            raise InputError(f"--shape {frames},{height},{width}: {e}") from None
     result = {}
-    for kind in kinds:
-        input_shape = ours.latent_shape(video_shape) if kind == "decode" else video_shape
+    for kind, input_shape in shapes.items():
         seconds, _, stats = _precompile(ours, kind, input_shape)
         result[kind] = {"input_shape": list(input_shape), "programs": len(stats), "seconds": seconds}
     return result

@@ -215,9 +215,10 @@ def _ffmpeg():
         gc.collect()
 
 
-def _check_frames(frames: np.ndarray) -> None:
-    if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] != 3:
-        raise InputError(f"frames must be uint8 [F, H, W, 3], got {frames.dtype} {frames.shape}")
+def _check_frames(frames: np.ndarray, channels=(3,)) -> None:
+    if frames.dtype != np.uint8 or frames.ndim != 4 or frames.shape[-1] not in channels:
+        wanted = " or ".join(f"[F, H, W, {c}]" for c in channels)
+        raise InputError(f"frames must be uint8 {wanted}, got {frames.dtype} {frames.shape}")
 
 
 def write_mp4(path, frames: np.ndarray, fps: float = 8) -> None:
@@ -271,14 +272,18 @@ def _run_ffmpeg(command: list[str], frames: np.ndarray, path) -> None:
 
 
 def write_frames(path, frames: np.ndarray) -> None:
-    """uint8 frames [F, H, W, 3] as a .npy file, exactly (the lossless output), atomically."""
-    _check_frames(frames)
+    """uint8 frames [F, H, W, 3] (RGB) or [F, H, W, 4] (RGBA) as a .npy file, exactly (the lossless output),
+    atomically."""
+    _check_frames(frames, (3, 4))
     with atomic_output(path) as tmp, open(tmp, "wb") as f:
         np.save(f, frames)
 
 
-def read_video(path, frames: int | None = None) -> tuple[np.ndarray, float]:
-    """uint8 frames [F, H, W, 3] and fps from a video file (imageio-ffmpeg); at most `frames` frames."""
+def read_video(path, frames: int | None = None, channels: int = 3) -> tuple[np.ndarray, float]:
+    """uint8 frames [F, H, W, channels] and fps from a video or image file (imageio-ffmpeg); at most `frames` frames.
+
+    channels: 3 (RGB) or 4 (RGBA: an image's alpha, or opaque where the file has none).
+    """
     import imageio_ffmpeg
 
     path = check_readable(path, "video file")
@@ -289,12 +294,12 @@ def read_video(path, frames: int | None = None) -> tuple[np.ndarray, float]:
         raise InputError(f"video file {path} is empty")
     try:
         with _ffmpeg():
-            reader = imageio_ffmpeg.read_frames(str(path))
+            reader = imageio_ffmpeg.read_frames(str(path), pix_fmt="rgba" if channels == 4 else "rgb24", bpp=channels)
             meta = next(reader)
             width, height = meta["size"]
             out = []
             for raw in reader:
-                out.append(np.frombuffer(raw, np.uint8).reshape(height, width, 3))
+                out.append(np.frombuffer(raw, np.uint8).reshape(height, width, channels))
                 if frames is not None and len(out) == frames:
                     break
             reader.close()

@@ -73,7 +73,8 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
     `torchax_vae.models`): `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
-    `AutoencoderKLHunyuanVideo`, `AutoencoderKLLTXVideo` or `AutoencoderKLLTX2Video`.
+    `AutoencoderKLHunyuanVideo`, `AutoencoderKLLTXVideo`, `AutoencoderKLLTX2Video` or
+    `AutoencoderKLQwenImage21`.
 
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module
@@ -277,6 +278,9 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
 
     def _check_video(self, shape, name: str) -> None:
         """Further family-specific checks of an encode input's shape (ValueError)."""
+
+    def _check_latents(self, shape, name: str) -> None:
+        """Further family-specific checks of a decode input's shape (ValueError)."""
 
     # ----- what pipelines and users touch besides encode/decode -----
 
@@ -516,6 +520,7 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, F, H, W] into videos, as diffusers does; differentiable like `encode`."""
         validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder")
+        self._check_latents(tuple(z.shape), "decode input")
         sample = self._compute(functools.partial(self._per_sample, self._decode), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
@@ -539,6 +544,7 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
     def tiled_decode(self, z: torch.Tensor, return_dict: bool = True):
         """diffusers' `tiled_decode`: `z` decoded in tiles whatever its size or the settings (no slicing)."""
         validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder")
+        self._check_latents(tuple(z.shape), "tiled_decode input")
         sample = self._compute(functools.partial(self._decode, tiled=True), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
@@ -629,6 +635,8 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
         shape = validation.check_shape(shape, name=f"{kind} shape", channels=channels, role=role)
         if kind == "encode":
             self._check_video(shape, f"{kind} shape")
+        else:
+            self._check_latents(shape, f"{kind} shape")
         return ShapeSource(shape, convert.jax_dtype(self._dtype), self._placement)
 
     def _compute(self, run, x: torch.Tensor) -> torch.Tensor:

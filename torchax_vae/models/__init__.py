@@ -30,6 +30,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (LTX2VideoVAE,)
+try:  # diffusers has AutoencoderKLQwenImage21 from 0.42 on
+    from .qwenimage21 import QwenImage21VAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (QwenImage21VAE,)
 
 
 def supported() -> str:
