@@ -188,3 +188,39 @@ def test_auto_tiling_tiles_what_the_compiler_refuses_for_memory(tiny_torchax):
     assert tiny_torchax._should_tile("decoder", refused, (1, 4, 3, 64, 64), (32, 32))
     with pytest.raises(jax.errors.JaxRuntimeError, match="INTERNAL"):
         tiny_torchax._should_tile("decoder", broken, (1, 4, 3, 64, 64), (32, 32))
+
+
+# ----- the GPU optimized-HLO guard: every released size on one and two H100s (-m slow, about 6 minutes) -----
+
+
+def _released():
+    from vaes import RELEASED  # scripts/vaes.py (helpers puts scripts/ on the path)
+
+    return sorted(RELEASED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _released())
+def test_released_decode_on_one_and_two_h100s(case):
+    """The programs a GPU would run, compiled to sm_90a: no convolution or GEMM operand of 2^31 bytes or more
+    (patches/gpu_conv.py's rule, in the optimized HLO), and less memory per GPU on two than on one."""
+    from vaes import RELEASED
+
+    from torchax_vae.models import input_shape
+
+    config, frames, height, width = RELEASED[case]
+    model_class, kwargs = MODELS[config]
+    with torch.device("meta"):
+        ours = TorchaxVAE(model_class(**kwargs), dtype=torch.bfloat16)
+    shape = input_shape(ours, "decode", frames, height, width)
+    one, two = (plan(ours, "decode", shape, target) for target in ("h100", "h100x2"))
+    for result in (one, two):
+        assert sum(p.kernels["cudnn_convolutions"] + p.kernels["gemms"] for p in result.programs) > 0
+        for program in result.programs:
+            kernels = program.kernels
+            largest = max(kernels["largest_convolution_operand_bytes"], kernels["largest_gemm_operand_bytes"])
+            assert largest < 2**31, f"{case} on {result.target}, {program.name}: an operand of {largest / 2**30:.2f} GiB"
+    temp = [max(p.temp_bytes for p in r.programs) for r in (one, two)]
+    assert temp[1] < temp[0], f"{case}: max temp per GPU {temp[1] / 2**30:.2f} GiB on two, {temp[0] / 2**30:.2f} on one"
+    assert two.peak_bytes_per_chip < one.peak_bytes_per_chip, (
+        f"{case}: peak per GPU {two.peak_bytes_per_chip / 2**30:.2f} GiB on two, {one.peak_bytes_per_chip / 2**30:.2f} on one")

@@ -346,6 +346,7 @@ def encode_file(
     mode = _progress_mode(progress)
     out = files.check_writable(out, files.LATENT_SUFFIXES)
     files.check_distinct(out, [video])
+    files.check_video_file(video)  # before the model loads; read once its channels are known
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
     # RGB, or RGBA for a 4-channel VAE (Qwen-Image 2.1); [1, C, F, H, W] in [-1, 1]

@@ -279,6 +279,17 @@ def write_frames(path, frames: np.ndarray) -> None:
         np.save(f, frames)
 
 
+def check_video_file(path) -> pathlib.Path:
+    """The path of a readable, non-empty file that is not a latents file (InputError otherwise)."""
+    path = check_readable(path, "video file")
+    if path.suffix.lower() in LATENT_SUFFIXES:
+        raise InputError(f"{path} is a latents file ({path.suffix}), not a video: encode takes a video ffmpeg reads "
+                         "(e.g. .mp4); `torchax-vae decode` turns latents into one")
+    if path.stat().st_size == 0:
+        raise InputError(f"video file {path} is empty")
+    return path
+
+
 def read_video(path, frames: int | None = None, channels: int = 3) -> tuple[np.ndarray, float]:
     """uint8 frames [F, H, W, channels] and fps from a video or image file (imageio-ffmpeg); at most `frames` frames.
 
@@ -286,12 +297,7 @@ def read_video(path, frames: int | None = None, channels: int = 3) -> tuple[np.n
     """
     import imageio_ffmpeg
 
-    path = check_readable(path, "video file")
-    if path.suffix.lower() in LATENT_SUFFIXES:
-        raise InputError(f"{path} is a latents file ({path.suffix}), not a video: encode takes a video ffmpeg reads "
-                         "(e.g. .mp4); `torchax-vae decode` turns latents into one")
-    if path.stat().st_size == 0:
-        raise InputError(f"video file {path} is empty")
+    path = check_video_file(path)
     try:
         with _ffmpeg():
             reader = imageio_ffmpeg.read_frames(str(path), pix_fmt="rgba" if channels == 4 else "rgb24", bpp=channels)
