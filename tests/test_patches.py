@@ -479,12 +479,14 @@ def test_apply_counts_and_leaves_users_model_alone():
     counts = patches.apply(vae, MARKED)
     assert set(counts) == {
         "group_norm", "safe_conv3d", "frame_conv", "pointwise_conv_cache", "spatial_norm", "time_pool", "tile_mask",
-        "sharding_marks", "wan_upsample", "ltx_noise",
+        "sharding_marks", "wan_upsample", "ltx_noise", "zero_history",
     }
-    assert all(counts[name] > 0 for name in counts if name not in ("wan_upsample", "ltx_noise")), counts
-    assert counts["wan_upsample"] == counts["ltx_noise"] == 0
+    others = ("wan_upsample", "ltx_noise", "zero_history")  # Wan's, LTX-Video's, Wan's and Qwen-Image's
+    assert all(counts[name] > 0 for name in counts if name not in others), counts
+    assert counts["wan_upsample"] == counts["ltx_noise"] == counts["zero_history"] == 0
     wan_counts = patches.apply(random_vae("wan-tiny"), WanVAE.marked)  # the same patches, by class: a Wan model gets its own
-    assert {name for name, n in wan_counts.items() if n} == {"frame_conv", "sharding_marks", "wan_upsample"}, wan_counts
+    assert {name for name, n in wan_counts.items() if n} == {"frame_conv", "sharding_marks", "wan_upsample", "zero_history"}, (
+        wan_counts)
     from torchax_vae.models.ltx import LTXVideoVAE
 
     ltx_counts = patches.apply(random_vae("ltx091-tiny"), LTXVideoVAE.marked)  # 0.9.1: 5 noise-injecting resnets
