@@ -21,9 +21,10 @@ the extra output rows dropped: Qwen-Image's 166 x 166 latents are 27556
 tokens, which only 4 of 8 devices divide (0.79 split 4-way, 0.89 padded to
 8, compiled for v6e-8). Traces without a mesh keep torchax's lowering.
 
-Where the scores are small beside q, k and v (tokens < `MIN_TOKENS_PER_DIM` x
-head dim), the split is not made: it would add the gathers and reshards for
-little. Compiled for v6e-8 (offline, not run on a TPU): Wan 2.1 720p 0.86 ->
+Any attention with at least one query per device is split: even where the
+scores are small beside q, k and v (Qwen-Image 2.1's 64 x 64 latents of 1152
+channels), the replicated attention cost its decode's efficiency on v6e-8
+(0.85 unsplit). Compiled for v6e-8 (offline, not run on a TPU): Wan 2.1 720p 0.86 ->
 0.92, HunyuanVideo 0.75 -> 0.93, Qwen-Image 0.75 -> 0.89 (docs/tpu.md).
 XLA:CPU note: on one CPU device the whole attention becomes one YNNPACK
 fusion whose scores its memory analysis does not count, so CPU temp figures
@@ -44,16 +45,13 @@ from .options import current
 from .torchax_torch213 import import_torchax
 
 KEYS = ("scaled_dot_product_attention",)
-MIN_TOKENS_PER_DIM = 8  # split only where tokens >= this x head dim: the scores (tokens^2) outweigh q, k, v
 
 
 def query_split(mesh, shape) -> tuple[PartitionSpec, int] | None:
     """(the split of a [B, heads, tokens, dim] query on `mesh`'s fine mesh, the padded token count), or None."""
-    batch, _, tokens, dim = shape
-    if tokens < MIN_TOKENS_PER_DIM * dim:
-        return None
+    batch, _, tokens, _ = shape
     batch_axes, token_axes, shards = attention_axes(mesh, batch)
-    if token_axes is None:
+    if token_axes is None or tokens < shards:  # fewer queries than devices: nothing worth splitting
         return None
     return PartitionSpec(batch_axes, None, token_axes, None), -(-tokens // shards) * shards
 

@@ -188,7 +188,9 @@ def fake_mesh(dp: int, tp: int):
     [
         (1, 8, 1, (60, 720), (1, 8)),  # the width alone where it divides
         (1, 8, 1, (60, 90), (4, 2)),  # CogVideoX 480x720: 60 x 90 latents
-        (1, 8, 1, (96, 170), (4, 2)),  # CogVideoX 1.5 768x1360: the widest b first (not 8 x 1)
+        (1, 8, 1, (96, 170), (4, 2)),  # CogVideoX 1.5 768x1360: 24 x 85 blocks (not 12 x 170)
+        (1, 8, 1, (90, 160), (2, 4)),  # Wan 2.1 720p: 45 x 40 blocks, not 1 x 8's 90 x 20 strips
+        (1, 8, 1, (64, 64), (2, 4)),  # Qwen-Image 2.1 1024x1024: squarest, ties to the wider b
         (1, 8, 1, (166, 166), (2, 4)),  # Qwen-Image 1328x1328: no grid of 8 at 166, 2 x 4 from 332 up
         (2, 4, 2, (60, 90), (2, 2)),  # batch over dp: a video's 4 devices
         (2, 4, 1, (60, 90), (4, 2)),  # batch 1: all 8
