@@ -202,8 +202,11 @@ def _released():
 @pytest.mark.slow
 @pytest.mark.parametrize("case", _released())
 def test_released_decode_on_one_and_two_h100s(case):
-    """The programs a GPU would run, compiled to sm_90a: no convolution or GEMM operand of 2^31 bytes or more
-    (patches/gpu_conv.py's rule, in the optimized HLO), and less memory per GPU on two than on one."""
+    """The programs a GPU would run, compiled to sm_90a: no cuDNN convolution operand of 2^31 bytes or more
+    (patches/gpu_conv.py's rule, in the optimized HLO), and less memory per GPU on two than on one.
+
+    GEMMs may exceed it (cuBLAS indexes with 64 bits): CogVideoX 1.5's pointwise shortcuts, HunyuanVideo's
+    one-GPU attention scores (72000^2 bf16, 9.7 GiB)."""
     from vaes import RELEASED
 
     from torchax_vae.models import input_shape
@@ -218,8 +221,8 @@ def test_released_decode_on_one_and_two_h100s(case):
         assert sum(p.kernels["cudnn_convolutions"] + p.kernels["gemms"] for p in result.programs) > 0
         for program in result.programs:
             kernels = program.kernels
-            largest = max(kernels["largest_convolution_operand_bytes"], kernels["largest_gemm_operand_bytes"])
-            assert largest < 2**31, f"{case} on {result.target}, {program.name}: an operand of {largest / 2**30:.2f} GiB"
+            largest = kernels["largest_convolution_operand_bytes"]
+            assert largest < 2**31, f"{case} on {result.target}, {program.name}: a convolution operand of {largest / 2**30:.2f} GiB"
     temp = [max(p.temp_bytes for p in r.programs) for r in (one, two)]
     assert temp[1] < temp[0], f"{case}: max temp per GPU {temp[1] / 2**30:.2f} GiB on two, {temp[0] / 2**30:.2f} on one"
     assert two.peak_bytes_per_chip < one.peak_bytes_per_chip, (
