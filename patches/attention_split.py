@@ -44,7 +44,8 @@ from ..mesh import attention_axes, fine_mesh
 from .options import current
 from .torchax_torch213 import import_torchax
 
-KEYS = ("scaled_dot_product_attention",)
+# the two registrations of torchax's lowering (torchax/ops/jtorch.py)
+KEYS = (torch.nn.functional.scaled_dot_product_attention, torch.ops.aten.scaled_dot_product_attention)
 
 
 def query_split(mesh, shape) -> tuple[PartitionSpec, int] | None:
@@ -103,11 +104,9 @@ def patch_env(env) -> int:
     """Wraps torchax's lowering of F.scaled_dot_product_attention and aten.scaled_dot_product_attention in `env`;
     how many it wrapped (0 if done before)."""
     count = 0
-    for key, op in list(env._ops.items()):
-        name = getattr(key, "__name__", None) or getattr(getattr(key, "overloadpacket", key), "__name__", "")
-        if str(key).rsplit(".", 1)[-1] not in KEYS and name not in KEYS:
-            continue
-        if hasattr(op.func, "torchax_vae_stock"):
+    for key in KEYS:
+        op = env._ops.get(key)
+        if op is None or hasattr(op.func, "torchax_vae_stock"):
             continue
         env._ops[key] = dataclasses.replace(op, func=split_attention(op.func), is_user_defined=True)
         count += 1
