@@ -12,8 +12,7 @@ Here: where the convolution has exactly one output frame and its time padding is
 front), the taps that read them are dropped: the real frames are convolved with `weight[:, :, p:]`, one
 frame as a 2-D convolution. The sum is the same products of the same nonzero terms (a zero frame adds
 exact zeros), so fp32 results match diffusers' within rounding order. Every other call (a cache in front,
-several output frames) runs diffusers' forward. Every trace without a mesh, every platform; not on a mesh yet
-(see `_forward`).
+several output frames) runs diffusers' forward. Every trace, every platform, with or without a mesh.
 Still needed while diffusers pads with zeros (tests/test_patches.py::test_zero_history_*).
 """
 
@@ -25,8 +24,6 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
 from torch import nn
 from torch.nn import functional as F
 
-from .options import current
-
 CLASSES = (WanCausalConv3d, QwenImageCausalConv3d)
 
 
@@ -35,12 +32,7 @@ def _forward(self, x, cache_x=None):
     zeros = padding[4] - (cache_x.shape[2] if cache_x is not None and padding[4] > 0 else 0)
     frames = x.shape[2] + (cache_x.shape[2] if cache_x is not None and padding[4] > 0 else 0)
     # one output frame whose first `zeros` taps read the zeros: the padded frames fill the kernel exactly.
-    # Not while tracing for a mesh (plans, whose one-chip yardstick is a mesh too, keep one rule): there Wan
-    # 2.2's tiny encoder came out wrong (max |Δ| 0.71 on 8 CPU devices, in its 2 x 4-pixel levels split
-    # 2 x 4), with the 2-D or 3-D form and with the padding inside the convolution; cause not found yet
-    # (docs/limits.md).
-    if (zeros <= 0 or padding[5] or frames + zeros != self.kernel_size[0] or self.dilation[0] != 1
-            or current().mesh is not None):
+    if zeros <= 0 or padding[5] or frames + zeros != self.kernel_size[0] or self.dilation[0] != 1:
         return super(_Dropped, self).forward(x, cache_x)
     if cache_x is not None and padding[4] > 0:
         x = torch.cat([cache_x.to(x.device), x], dim=2)

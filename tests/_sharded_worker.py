@@ -165,6 +165,33 @@ def windowed():
              sharded=sharded[0]["temp_bytes"], devices=len(sharded[0]["devices"]))
 
 
+def xla_conv_blocks():
+    """XLA's one-element-block bug (`torchax_vae.mesh._at_least_two`): a 2 x 4 image level split 2 x 4 ways, given a
+    frame axis (a reshape) and convolved with a 1-pixel halo, against the same program on one device; and
+    through `sharding_for`, which avoids those blocks."""
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from torchax_vae.mesh import fine_mesh, sharding_for
+
+    mesh = make_mesh()
+    rng = np.random.default_rng(0)
+    x = jnp.asarray(rng.standard_normal((1, 8, 2, 4)), jnp.float32)
+    w = jnp.asarray(rng.standard_normal((8, 8, 1, 3, 3)), jnp.float32)
+
+    def conv(x):  # what zero_history's one-frame convolution is, in the other direction
+        return jax.lax.conv_general_dilated(x[:, :, None], w, (1, 1, 1), ((0, 0), (1, 1), (1, 1)),
+                                            dimension_numbers=("NCDHW", "OIDHW", "NCDHW"))
+
+    expected = conv(x)
+    blocks = NamedSharding(fine_mesh(mesh), PartitionSpec(None, None, "tp0", ("tp1", "tp2")))
+    ours = sharding_for(mesh, x.shape, (2, 4))
+    for what, sharding in (("one-element blocks", blocks), ("sharding_for", ours)):
+        out = jax.jit(conv, in_shardings=sharding)(jax.device_put(x, sharding))
+        emit(case="xla conv 2x4 level", what=what, spec=str(sharding.spec), error=float(jnp.abs(out - expected).max()))
+
+
 def official():
     vae = random_vae("official")
     gen = torch.Generator().manual_seed(0)
@@ -176,4 +203,4 @@ def official():
 if __name__ == "__main__":
     assert len(jax.devices()) == 8, f"expected 8 virtual devices, got {jax.devices()}"
     # "tiny": the default suite's cases (CogVideoX, Wan 2.1); "families": the other families (-m slow)
-    {"tiny": lambda: (tiny(), wan()), "families": lambda: (qwenimage(), windowed()), "official": official}[sys.argv[1]]()
+    {"tiny": lambda: (xla_conv_blocks(), tiny(), wan()), "families": lambda: (qwenimage(), windowed()), "official": official}[sys.argv[1]]()

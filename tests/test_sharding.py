@@ -72,6 +72,24 @@ def test_tiny_on_8_devices_matches_pytorch(tiny_8_devices):
     assert device_input["output_devices"] == 8  # moved onto the mesh, and the result stays there
 
 
+def test_no_one_element_blocks_on_a_two_axis_grid(tiny_8_devices):
+    """XLA partitions a convolution after a reshape wrongly where a two-device axis of a 2-D grid holds one
+    element per device; `sharding_for` splits such a level less. The first row watches for the bug: when it
+    passes, XLA is fixed and `torchax_vae.mesh._at_least_two` can go."""
+    rows = {row["what"]: row for row in tiny_8_devices[0] if row["case"] == "xla conv 2x4 level"}
+    assert rows["one-element blocks"]["error"] > 1, f"XLA's bug is gone: {rows['one-element blocks']}"
+    assert rows["sharding_for"]["spec"] == "P(None, None, None, 'tp1')", rows["sharding_for"]
+    assert rows["sharding_for"]["error"] <= ATOL, f"max |Δ| = {rows['sharding_for']['error']:.3g}"
+
+
+@pytest.mark.parametrize("height, width, grid, expected", [
+    (2, 4, (2, 4), (1, 2)), (4, 2, (4, 2), (2, 1)), (4, 8, (2, 4), (2, 4)), (2, 8, (2, 4), (1, 4)),
+    (1, 8, (1, 8), (1, 8)),  # one axis: XLA is right there
+])
+def test_at_least_two_elements_per_block(height, width, grid, expected):
+    assert mesh_policy.level_grid(grid, height, width) == expected
+
+
 @pytest.mark.slow  # 2 min on 2 cores: four more families' programs on 8 virtual devices
 def test_the_other_families_on_8_devices_match_pytorch(families_8_devices):
     rows, _ = families_8_devices

@@ -130,6 +130,17 @@ def _largest_divisor(n: int, extent: int) -> int:
     return max(d for d in range(1, n + 1) if n % d == 0 and extent % d == 0)
 
 
+def _at_least_two(n: int, extent: int) -> int:
+    """The largest divisor of n (which divides extent) whose blocks hold two or more elements of extent.
+
+    XLA's SPMD partitioner (jax 0.10.2; it runs before any backend's code generation) computes a convolution
+    wrongly when its input comes through a reshape (a frame axis added or dropped), its height x width is
+    split both ways and an axis of two devices holds one element per device: a 2 x 4 level split 2 x 4, max
+    |Δ| 42 against the same program on one device. Wan 2.2's tiny encoder on 8 devices met it. `tests/_sharded_worker.py xla` watches for the bug; docs/limits.md has the table.
+    """
+    return max(d for d in range(1, n + 1) if n % d == 0 and extent // d >= 2) if extent >= 2 else 1
+
+
 def _batch_and_group(mesh: Mesh, batch: int):
     """The batch's axis ('dp' where it divides, dp > 1) and the axes (and their size) the spatial split uses."""
     batch_axis = "dp" if mesh.shape["dp"] > 1 and batch % mesh.shape["dp"] == 0 else None
@@ -173,6 +184,15 @@ def program_grid(mesh: Mesh | None, batch: int, height: int, width: int) -> tupl
     return grid
 
 
+def level_grid(grid: tuple[int, int], height: int, width: int) -> tuple[int, int]:
+    """The split of a height x width level under a program's grid: the largest divisors of its rows and columns
+    that divide the level, with no one-element blocks where both axes split (`_at_least_two`)."""
+    a, b = _largest_divisor(grid[0], height), _largest_divisor(grid[1], width)
+    if a > 1 and b > 1:
+        a, b = _at_least_two(a, height), _at_least_two(b, width)
+    return a, b
+
+
 def sharding_for(mesh: Mesh, shape, grid: tuple[int, int] | None = None) -> NamedSharding:
     """Where an NCTHW activation of `shape` lives on `mesh` (the module docstring's policy), on `fine_mesh(mesh)`.
 
@@ -184,7 +204,7 @@ def sharding_for(mesh: Mesh, shape, grid: tuple[int, int] | None = None) -> Name
     batch_axis, group, size = _batch_and_group(mesh, batch)
     if grid is None:
         grid = program_grid(mesh, batch, height, width)
-    a, b = _largest_divisor(grid[0], height), _largest_divisor(grid[1], width)
+    a, b = level_grid(grid, height, width)
     axes = _fine_axes(fine, group)
     rows = _take(axes, fine, grid[0])
     cols = _take([name for name in axes if name not in rows], fine, grid[1])
