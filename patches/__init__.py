@@ -25,6 +25,8 @@ applied; importing this package changes nothing.
 - `tile_mask`: edge tiles at the full tile shape, with convolutions and GroupNorm limited to the valid region.
 - `sharding_marks`: NCTHW activations split on width over a ('dp', 'tp') mesh while tracing for one.
 - `ltx_noise`: LTX-Video 0.9.1's injected decoder noise as program inputs the caller draws with torch's generator.
+- `causal_mask`: HunyuanVideo 1.5's frame-causal attention mask from one index comparison, not a Python loop
+  of one write per token.
 - `wan_upsample`: WanUpsample's (and QwenImageUpsample's) cast back to bf16 through `.to` (torchax 0.0.13's
   `type_as` works in place).
 
@@ -40,6 +42,7 @@ from torch import nn
 
 from . import (
     attention_split,
+    causal_mask,
     frame_conv,
     gpu_conv,
     group_norm,
@@ -84,4 +87,5 @@ def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
         "sharding_marks": sharding_marks.patch(model, marked),  # hooks on the classes the others set
         "wan_upsample": wan_upsample.patch(model),
         "ltx_noise": ltx_noise.patch(model),
+        "causal_mask": causal_mask.patch(model),
     }

@@ -25,7 +25,8 @@ import torch  # noqa: E402
 from vaes import MODELS, RELEASED  # noqa: E402
 
 
-def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None, progress: bool = True) -> dict:
+def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None, progress: bool = True,
+        tiling: str = "auto") -> dict:
     from torchax_vae import TorchaxVAE
     from torchax_vae.models import input_shape
 
@@ -35,6 +36,7 @@ def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None
         vae = TorchaxVAE(model_class(**kwargs), dtype=torch.bfloat16)
     if split and hasattr(vae, "program_split"):
         vae.program_split = split
+    vae.tiling_mode = tiling
     shape = input_shape(vae, kind, frames, height, width)
 
     def observer(name, stats):
@@ -44,7 +46,7 @@ def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None
     start = time.perf_counter()
     plan = vae.plan(kind, shape, target, dp=dp, observer=observer)
     result = plan.to_json()
-    result.update(case=case, config=config, video=[frames, height, width], dp=dp, split=split,
+    result.update(case=case, config=config, video=[frames, height, width], dp=dp, split=split, tiling_mode=tiling,
                   wall_seconds=time.perf_counter() - start)
     return result
 
@@ -78,6 +80,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dp", type=int, default=1)
     parser.add_argument("--program-split", default=None, choices=("batch", "layer", "auto"),
                         help="CogVideoX's program split (default: the adapter's, 'auto')")
+    parser.add_argument("--tiling", default="auto", choices=("auto", "on", "off"),
+                        help="tiling mode (default: auto, which tiles where the untiled programs would not fit)")
     parser.add_argument("--json", default=None, help="append each row as a JSON line here as it is done")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args(argv)
@@ -95,7 +99,7 @@ def main(argv=None) -> int:
     for case in args.cases or list(RELEASED):
         for kind in args.kinds.split(","):
             for target in args.targets.split(","):
-                r = row(case, kind, target, args.dp, args.program_split)
+                r = row(case, kind, target, args.dp, args.program_split, tiling=args.tiling)
                 rows.append(r)
                 if args.json:
                     with open(args.json, "a") as f:

@@ -8,6 +8,7 @@ import torch
 from diffusers import (
     AutoencoderKLCogVideoX,
     AutoencoderKLHunyuanVideo,
+    AutoencoderKLHunyuanVideo15,
     AutoencoderKLLTXVideo,
     AutoencoderKLQwenImage,
     AutoencoderKLWan,
@@ -74,6 +75,21 @@ HUNYUAN_CONFIGS = {
         "latent_channels": 4, "block_out_channels": (8, 8, 8, 8), "layers_per_block": 1, "norm_num_groups": 4,
     },
     "hunyuanvideo": {},
+}
+
+# AutoencoderKLHunyuanVideo15: the VAE of diffusers' HunyuanVideo15Pipeline tests (tests/pipelines/hunyuan_video1_5);
+# a tiny one with channel-matching samplers (the released kind) and both downsamplers temporal; the released
+# HunyuanVideo 1.5 VAE's architecture (the class defaults).
+HUNYUAN15_CONFIGS = {
+    "hunyuan15-tiny": {
+        "latent_channels": 4, "block_out_channels": (16, 16), "layers_per_block": 1, "spatial_compression_ratio": 4,
+        "temporal_compression_ratio": 2, "downsample_match_channel": False, "upsample_match_channel": False,
+    },
+    "hunyuan15match-tiny": {
+        "latent_channels": 4, "block_out_channels": (16, 32, 64), "layers_per_block": 1, "spatial_compression_ratio": 4,
+        "temporal_compression_ratio": 4,
+    },
+    "hunyuanvideo15": {},
 }
 
 # AutoencoderKLLTXVideo: diffusers' own test configs (tests/models/autoencoders/test_models_autoencoder_ltx_video.py)
@@ -158,6 +174,7 @@ MODELS = {
     **{name: (AutoencoderKLWan, kwargs) for name, kwargs in WAN_CONFIGS.items()},
     **{name: (AutoencoderKLQwenImage, kwargs) for name, kwargs in QWENIMAGE_CONFIGS.items()},
     **{name: (AutoencoderKLHunyuanVideo, kwargs) for name, kwargs in HUNYUAN_CONFIGS.items()},
+    **{name: (AutoencoderKLHunyuanVideo15, kwargs) for name, kwargs in HUNYUAN15_CONFIGS.items()},
     **{name: (AutoencoderKLLTXVideo, kwargs) for name, kwargs in LTX_CONFIGS.items()},
 }
 try:
@@ -184,6 +201,7 @@ RELEASED = {
     "wan2.2": ("wan2.2", 121, 704, 1280),  # Wan 2.2 TI2V-5B
     "qwenimage": ("qwenimage", 1, 1328, 1328),  # QwenImagePipeline: one 1328x1328 image
     "hunyuanvideo": ("hunyuanvideo", 129, 720, 1280),
+    "hunyuanvideo15": ("hunyuanvideo15", 129, 720, 1280),  # HunyuanVideo15Pipeline, 720p (issue 29's size)
     "ltx0.9.1": ("ltx091", 161, 512, 704),  # LTXPipeline (decode at timestep 0.05: decode_args)
     **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
     # QwenImage21Pipeline: output_resolution 1024, a 1024x1024 image; diffusers >= 0.42

@@ -148,6 +148,8 @@ def windowed():
     cases = [  # config, row label, video, latents, decode's further arguments, memory decode shape
         ("hunyuan-tiny", "hunyuan", (1, 3, 9, 32, 64), (1, 4, 3, 4, 8), (), (1, 4, 3, 8, 32)),
         ("ltx091-tiny", "ltx", (1, 3, 9, 32, 64), (1, 8, 2, 4, 8), (torch.tensor([0.05]),), (1, 8, 2, 8, 32)),
+        # HunyuanVideo 1.5: pixel-(un)shuffle samplers and a whole-clip causal attention (3 x 8 x 16 = 384 tokens)
+        ("hunyuan15match-tiny", "hunyuan15", (1, 3, 9, 32, 64), (1, 4, 3, 8, 16), (), (1, 4, 3, 16, 64)),
     ]
     if "ltx2ts-tiny" in MODELS:  # LTX-2 (diffusers >= 0.37): reflect padding split on width, noise, timestep
         cases.append(("ltx2ts-tiny", "ltx2", (1, 3, 9, 64, 128), (1, 8, 2, 4, 16), (torch.tensor([0.05]),),

@@ -479,11 +479,12 @@ def test_apply_counts_and_leaves_users_model_alone():
     counts = patches.apply(vae, MARKED)
     assert set(counts) == {
         "group_norm", "safe_conv3d", "frame_conv", "pointwise_conv_cache", "spatial_norm", "time_pool", "tile_mask",
-        "sharding_marks", "wan_upsample", "ltx_noise", "zero_history",
+        "sharding_marks", "wan_upsample", "ltx_noise", "zero_history", "causal_mask",
     }
-    others = ("wan_upsample", "ltx_noise", "zero_history")  # Wan's, LTX-Video's, Wan's and Qwen-Image's
+    # Wan's, LTX-Video's, Wan's and Qwen-Image's, HunyuanVideo 1.5's
+    others = ("wan_upsample", "ltx_noise", "zero_history", "causal_mask")
     assert all(counts[name] > 0 for name in counts if name not in others), counts
-    assert counts["wan_upsample"] == counts["ltx_noise"] == counts["zero_history"] == 0
+    assert all(counts[name] == 0 for name in others), counts
     wan_counts = patches.apply(random_vae("wan-tiny"), WanVAE.marked)  # the same patches, by class: a Wan model gets its own
     assert {name for name, n in wan_counts.items() if n} == {"frame_conv", "sharding_marks", "wan_upsample", "zero_history"}, (
         wan_counts)
@@ -666,3 +667,21 @@ def test_zero_history_convolves_one_frame_in_2d(monkeypatch):
 
     monkeypatch.setattr(nn.functional, "conv3d", no_3d)
     assert conv(torch.randn(1, 4, 1, 5, 7)).shape == (1, 6, 1, 5, 7)
+
+
+# ----- causal_mask -----
+
+
+@pytest.mark.parametrize("n_frame, n_hw", [(1, 4), (3, 6), (5, 2)])
+def test_causal_mask_equals_diffusers_loop(n_frame, n_hw):
+    from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import HunyuanVideo15AttnBlock
+
+    from torchax_vae.patches import causal_mask
+
+    expected = HunyuanVideo15AttnBlock.prepare_causal_attention_mask(n_frame, n_hw, torch.float32, "cpu")
+    for batch_size in (None, 2):  # one [tokens, tokens] mask, broadcast over the batch
+        actual = causal_mask.causal_attention_mask(n_frame, n_hw, torch.float32, "cpu", batch_size=batch_size)
+        assert actual.dtype == expected.dtype and torch.equal(actual, expected), (n_frame, n_hw, batch_size)
+    block = HunyuanVideo15AttnBlock(8)
+    assert causal_mask.patch(nn.Sequential(block)) == 1 and causal_mask.patch(nn.Sequential(block)) == 0
+    assert block.prepare_causal_attention_mask is causal_mask.causal_attention_mask

@@ -1,4 +1,4 @@
-"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, LTX-Video, LTX-2) on JAX devices through torchax, unmodified.
+"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -22,6 +22,7 @@ FAMILIES = {
     "AutoencoderKLWan": "Wan",
     "AutoencoderKLQwenImage": "Qwen-Image",
     "AutoencoderKLHunyuanVideo": "HunyuanVideo",
+    "AutoencoderKLHunyuanVideo15": "HunyuanVideo 1.5",
     "AutoencoderKLLTXVideo": "LTX-Video",
     "AutoencoderKLLTX2Video": "LTX-2",  # diffusers >= 0.37
     "AutoencoderKLQwenImage21": "Qwen-Image 2.1",  # diffusers >= 0.42

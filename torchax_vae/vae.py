@@ -73,8 +73,8 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
     `torchax_vae.models`): `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
-    `AutoencoderKLHunyuanVideo`, `AutoencoderKLLTXVideo`, `AutoencoderKLLTX2Video` or
-    `AutoencoderKLQwenImage21`.
+    `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
+    `AutoencoderKLLTX2Video` or `AutoencoderKLQwenImage21`.
 
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module

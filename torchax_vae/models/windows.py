@@ -109,6 +109,7 @@ class WindowVAE(TorchaxVAE):
 
     marked: tuple = ()  # the family's layers whose activations get sharding marks (patches/sharding_marks.py)
     lowered_class = WindowLowered
+    frame_windows = True  # False: diffusers' class has no frame windows, every call sees the whole clip
     # diffusers' LTX classes test `use_framewise_decoding` in `_encode` too; HunyuanVideo its own flag
     encode_window_flag = "use_framewise_encoding"
     # the frame each decoded window after the first drops, the one it shares with the window before:
@@ -168,9 +169,25 @@ class WindowVAE(TorchaxVAE):
 
     # ----- encode / decode -----
 
+    def _tile_threshold(self, kind: str) -> tuple[int, int]:
+        """The input height and width above which diffusers tiles a call of `kind` (when tiling is on)."""
+        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
+        return sample if kind == "encode" else tuple(t // self.spatial_compression_ratio for t in sample)
+
+    def _tile_layout(self, kind: str) -> tiling.TileLayout:
+        """diffusers' tiles for a call of `kind`: where they start, how their outputs blend and what they keep."""
+        ratio = self.spatial_compression_ratio
+        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
+        stride = (self.tile_sample_stride_height, self.tile_sample_stride_width)
+        if kind == "encode":
+            return tiling.strided(*sample, *stride, out_scale=ratio)
+        return tiling.strided(sample[0] // ratio, sample[1] // ratio, stride[0] // ratio, stride[1] // ratio,
+                              out_scale=ratio, out_tile=sample, out_stride=stride)
+
     def _encode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
         frames = source.shape[2]
-        if getattr(self, self.encode_window_flag) and frames > self.tile_sample_min_num_frames and tiled is None:
+        if (self.frame_windows and getattr(self, self.encode_window_flag) and frames > self.tile_sample_min_num_frames
+                and tiled is None):
             spans = windows(frames, self.tile_sample_min_num_frames, self.tile_sample_stride_num_frames)
             ratio = self.temporal_compression_ratio
             outs = [self._clip("encode", source, span, tiled, conditioning) for span in spans]
@@ -180,6 +197,8 @@ class WindowVAE(TorchaxVAE):
 
     def _decode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
         frames = source.shape[2]
+        if not self.frame_windows:
+            return self._clip("decode", source, (0, frames), tiled, conditioning)
         ratio = self.temporal_compression_ratio
         size, stride = self.tile_sample_min_num_frames // ratio, self.tile_sample_stride_num_frames // ratio
         if self.use_framewise_decoding and frames > size and tiled is None:
@@ -198,8 +217,7 @@ class WindowVAE(TorchaxVAE):
     def _clip(self, kind: str, source, span, tiled, conditioning=None) -> jax.Array:
         """One clip (frames `span`) encoded or decoded: one call, or tiled as the tiling mode (or `tiled`) says."""
         height, width = source.shape[3:]
-        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
-        tile = sample if kind == "encode" else tuple(t // self.spatial_compression_ratio for t in sample)
+        tile = self._tile_threshold(kind)
         if tiled is None:
             need = functools.partial(self._untiled_bytes, kind, source, span, conditioning)
             name = "encoder" if kind == "encode" else "decoder"
@@ -238,15 +256,8 @@ class WindowVAE(TorchaxVAE):
         """diffusers' tiled_encode / tiled_decode of one clip: tiles at their own shapes, blended, cropped."""
         ratio = self.spatial_compression_ratio
         height, width = source.shape[3:]
-        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
-        stride = (self.tile_sample_stride_height, self.tile_sample_stride_width)
-        if kind == "encode":
-            lay = tiling.strided(*sample, *stride, out_scale=ratio)
-            size = (height // ratio, width // ratio)
-        else:
-            lay = tiling.strided(sample[0] // ratio, sample[1] // ratio, stride[0] // ratio, stride[1] // ratio,
-                                 out_scale=ratio, out_tile=sample, out_stride=stride)
-            size = (height * ratio, width * ratio)
+        lay = self._tile_layout(kind)
+        size = (height // ratio, width // ratio) if kind == "encode" else (height * ratio, width * ratio)
         tiles = []
         for row in lay.tiles(height, width):
             tiles.append([])

@@ -1,0 +1,116 @@
+"""The HunyuanVideo 1.5 family: diffusers' AutoencoderKLHunyuanVideo15 (HunyuanVideo15Pipeline, and its
+image-to-video pipeline).
+
+A whole-clip VAE on the frame-window scheme (torchax_vae/models/windows.py) without the windows: diffusers'
+class has no framewise encoding or decoding, so every encoder and decoder call sees the whole clip, one
+program per clip length and resolution, as in PyTorch. Its blocks: replicate-padded causal convolutions,
+RMS norms over channels, 16x spatial compression by channel-matching pixel-(un)shuffle samplers, 32 latent
+channels, and a mid-block attention over all the clip's tokens with a frame-causal mask (built vectorized
+here: patches/causal_mask.py). Spatial tiling is diffusers' own for this class: tiles of
+`tile_sample_min_height/width` (latents: `tile_latent_min_height/width`) overlapping by
+`tile_overlap_factor`. Its pipelines divide latents by `scaling_factor` before decoding, and multiply the
+encoded image's latents by it.
+"""
+
+import torch
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.hunyuanvideo15", "HunyuanVideo15VAE"] entry
+# by looking the base class up in this module.
+from diffusers import AutoencoderKLHunyuanVideo15, ModelMixin  # noqa: F401
+from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import (
+    HunyuanVideo15CausalConv3d,
+    HunyuanVideo15Downsample,
+    HunyuanVideo15RMS_norm,
+    HunyuanVideo15Upsample,
+)
+
+from .. import tiling
+from .windows import WindowVAE
+
+__all__ = ["HunyuanVideo15VAE", "latent_shape", "video_channels"]
+
+
+def video_channels(config) -> int:
+    return config.in_channels
+
+
+def latent_shape(config, video_shape) -> tuple[int, ...]:
+    """[B, latent_channels, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
+    batch, _, frames, height, width = video_shape
+    temporal, spatial = config.temporal_compression_ratio, config.spatial_compression_ratio
+    return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+
+
+class HunyuanVideo15VAE(WindowVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanVideo15`, as diffusers runs it (module docstring)."""
+
+    model_class = AutoencoderKLHunyuanVideo15
+    marked = (HunyuanVideo15CausalConv3d, HunyuanVideo15RMS_norm, HunyuanVideo15Upsample, HunyuanVideo15Downsample)
+    frame_windows = False
+    _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_latent_min_height", "tile_latent_min_width",
+                 "tile_overlap_factor")
+
+    @property
+    def video_channels(self) -> int:
+        return video_channels(self.config)
+
+    @property
+    def latent_channels(self) -> int:
+        return self.config.latent_channels
+
+    @property
+    def spatial_compression_ratio(self) -> int:
+        return self.config.spatial_compression_ratio
+
+    @property
+    def temporal_compression_ratio(self) -> int:
+        return self.config.temporal_compression_ratio
+
+    def latent_shape(self, video_shape) -> tuple[int, ...]:
+        return latent_shape(self.config, video_shape)
+
+    def _check_video(self, shape, name: str) -> None:
+        temporal, spatial = self.temporal_compression_ratio, self.spatial_compression_ratio
+        if (shape[2] - 1) % temporal:
+            raise ValueError(f"{name} has {shape[2]} frames (shape {tuple(shape)}); AutoencoderKLHunyuanVideo15 "
+                             f"encodes 1 + {temporal}k frames")
+        if shape[3] % spatial or shape[4] % spatial:
+            raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); AutoencoderKLHunyuanVideo15 "
+                             f"needs a height and width divisible by {spatial}")
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        return latents * self.config.scaling_factor  # as HunyuanVideo15ImageToVideoPipeline's image latents
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        return latents / self.config.scaling_factor  # as HunyuanVideo15Pipeline before decoding
+
+    # ----- tiling, with this class's arguments -----
+
+    def enable_tiling(
+        self,
+        tile_sample_min_height: int | None = None,
+        tile_sample_min_width: int | None = None,
+        tile_latent_min_height: int | None = None,
+        tile_latent_min_width: int | None = None,
+        tile_overlap_factor: float | None = None,
+    ) -> None:
+        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers' for this class."""
+        self.tiling_mode = "on"
+        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
+        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
+        self.tile_latent_min_height = tile_latent_min_height or self.tile_latent_min_height
+        self.tile_latent_min_width = tile_latent_min_width or self.tile_latent_min_width
+        self.tile_overlap_factor = tile_overlap_factor or self.tile_overlap_factor
+
+    def _tile_threshold(self, kind: str) -> tuple[int, int]:
+        if kind == "encode":
+            return (self.tile_sample_min_height, self.tile_sample_min_width)
+        return (self.tile_latent_min_height, self.tile_latent_min_width)
+
+    def _tile_layout(self, kind: str) -> tiling.TileLayout:
+        """diffusers' tiled_encode / tiled_decode arithmetic: input tiles every int(tile * (1 - overlap)),
+        outputs blended over int(output tile * overlap) and cut to the rest."""
+        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent = (self.tile_latent_min_height, self.tile_latent_min_width)
+        tile, out = (sample, latent) if kind == "encode" else (latent, sample)
+        overlap = self.tile_overlap_factor
+        return tiling.layout(*tile, *out, overlap, overlap)
