@@ -33,7 +33,9 @@ class Row:
 
 # diffusers classes that fail on a batch of two or more unless slicing is on (AutoencoderKLHunyuanVideo15: its attention
 # mask broadcasts over the batch as heads; patches/causal_mask.py): their reference is always the sliced result.
-SLICED_REFERENCE = {"AutoencoderKLHunyuanVideo15"}
+SLICED_REFERENCE = {"AutoencoderKLHunyuanVideo15", "AutoencoderKLAllegro"}
+# diffusers classes that encode and decode only tiled (AutoencoderKLAllegro raises NotImplementedError otherwise)
+TILED_ONLY = {"AutoencoderKLAllegro"}
 
 
 def _diff(a, b) -> float:
@@ -103,6 +105,8 @@ def main(argv=None) -> int:
     bf16_frames = {9, 17} & set(args.frames) or {max(args.frames)}  # (images: the one frame)
     for config in args.config:
         vae = random_vae(config)
+        if type(vae).__name__ in TILED_ONLY:
+            vae.enable_tiling()
         ours = {torch.float32: TorchaxVAE(vae)}
         if not args.no_bf16:
             ours[torch.bfloat16] = TorchaxVAE(vae, dtype=torch.bfloat16)

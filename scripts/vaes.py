@@ -6,6 +6,7 @@ this folder on sys.path and re-exports them); not part of the installed package.
 
 import torch
 from diffusers import (
+    AutoencoderKLAllegro,
     AutoencoderKLCogVideoX,
     AutoencoderKLHunyuanVideo,
     AutoencoderKLHunyuanVideo15,
@@ -92,6 +93,17 @@ HUNYUAN15_CONFIGS = {
     "hunyuanvideo15": {},
 }
 
+# AutoencoderKLAllegro: the VAE of diffusers' AllegroPipeline tests (tests/pipelines/allegro) with sample_size 128
+# (its tile: 24 x 128 x 128 every 16 x 8 x 48, the released overlaps; at the default 320 a test video would need
+# 320 x 320 pixels), and the released Allegro VAE's architecture (the class defaults).
+ALLEGRO_CONFIGS = {
+    "allegro-tiny": {
+        "block_out_channels": (8, 8, 8, 8), "latent_channels": 4, "layers_per_block": 1, "norm_num_groups": 2,
+        "temporal_compression_ratio": 4, "sample_size": 128,
+    },
+    "allegro": {},
+}
+
 # AutoencoderKLLTXVideo: diffusers' own test configs (tests/models/autoencoders/test_models_autoencoder_ltx_video.py)
 # for 0.9.0 and 0.9.1 (timestep-conditioned, noise-injecting decoder), and the released architectures of
 # LTX-Video 0.9.0 (the class defaults) and 0.9.1 (scripts/convert_ltx_to_diffusers.py), placeholder normalization.
@@ -176,6 +188,7 @@ MODELS = {
     **{name: (AutoencoderKLHunyuanVideo, kwargs) for name, kwargs in HUNYUAN_CONFIGS.items()},
     **{name: (AutoencoderKLHunyuanVideo15, kwargs) for name, kwargs in HUNYUAN15_CONFIGS.items()},
     **{name: (AutoencoderKLLTXVideo, kwargs) for name, kwargs in LTX_CONFIGS.items()},
+    **{name: (AutoencoderKLAllegro, kwargs) for name, kwargs in ALLEGRO_CONFIGS.items()},
 }
 try:
     from diffusers import AutoencoderKLLTX2Video
@@ -202,6 +215,7 @@ RELEASED = {
     "qwenimage": ("qwenimage", 1, 1328, 1328),  # QwenImagePipeline: one 1328x1328 image
     "hunyuanvideo": ("hunyuanvideo", 129, 720, 1280),
     "hunyuanvideo15": ("hunyuanvideo15", 129, 720, 1280),  # HunyuanVideo15Pipeline, 720p (issue 29's size)
+    "allegro": ("allegro", 88, 720, 1280),  # AllegroPipeline
     "ltx0.9.1": ("ltx091", 161, 512, 704),  # LTXPipeline (decode at timestep 0.05: decode_args)
     **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
     # QwenImage21Pipeline: output_resolution 1024, a 1024x1024 image; diffusers >= 0.42

@@ -150,12 +150,16 @@ def windowed():
         ("ltx091-tiny", "ltx", (1, 3, 9, 32, 64), (1, 8, 2, 4, 8), (torch.tensor([0.05]),), (1, 8, 2, 8, 32)),
         # HunyuanVideo 1.5: pixel-(un)shuffle samplers and a whole-clip causal attention (3 x 8 x 16 = 384 tokens)
         ("hunyuan15match-tiny", "hunyuan15", (1, 3, 9, 32, 64), (1, 4, 3, 8, 16), (), (1, 4, 3, 16, 64)),
+        # Allegro: one fixed 24 x 128 x 128 tile (latents 6 x 16 x 16), its per-frame 2-D layers split on the mesh
+        ("allegro-tiny", "allegro", (1, 3, 24, 128, 128), (1, 4, 6, 16, 16), (), (1, 4, 6, 16, 16)),
     ]
     if "ltx2ts-tiny" in MODELS:  # LTX-2 (diffusers >= 0.37): reflect padding split on width, noise, timestep
         cases.append(("ltx2ts-tiny", "ltx2", (1, 3, 9, 64, 128), (1, 8, 2, 4, 16), (torch.tensor([0.05]),),
                       (1, 8, 2, 8, 64)))
     for config, label, video, latents, decode_args, memory_shape in cases:
         vae = with_noise(random_vae(config), 0.5)
+        if label == "allegro":
+            vae.enable_tiling()  # diffusers' class runs no other way
         ours = TorchaxVAE(vae, mesh=make_mesh())
         x, z = torch.randn(*video, generator=gen), torch.randn(*latents, generator=gen)
         parity(f"{config} 1x8", vae, ours, x, z, *decode_args)

@@ -101,6 +101,15 @@ def _to_uint8(video):
     return scaled.astype(jnp.uint8).transpose(0, 2, 3, 4, 1)
 
 
+def _frames_second(ours, video):
+    """A decoded video (or its shape) as [B, C, F, H, W], from the family's `decoded_layout`."""
+    if ours.decoded_layout == "BCFHW":
+        return video
+    if isinstance(video, tuple):
+        return (video[0], video[2], video[1], *video[3:])
+    return jnp.transpose(video, (0, 2, 1, 3, 4))
+
+
 def _on_device(x: torch.Tensor) -> torch.Tensor:
     """A torchax tensor holding x on the default JAX device (TorchaxVAE then keeps everything there)."""
     return patches.import_torchax().default_env().j2t_iso(jax.device_put(x.numpy()))
@@ -293,13 +302,13 @@ def decode_file(
         raise InputError(str(e)) from None
     _check(z, ours, "decode", f"latents in {latents}")
     compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape), mode)
-    video_shape = ours.output_shape("decode", tuple(z.shape))  # compiled already: shapes only
+    video_shape = _frames_second(ours, ours.output_shape("decode", tuple(z.shape)))  # compiled already: shapes only
     _check_output_fits(video_shape, f"latents in {latents}", mode)
     start = time.perf_counter()
     with _progress(ours, batches, "decode", mode, video_shape[2]):
         torch.manual_seed(seed)  # a decoder that injects noise draws it from torch's generator (LTX-Video 0.9.1)
         video = ours.decode(_on_device(z), *decode_args).sample
-        frames = np.asarray(jax.device_get(_to_uint8(video._elem)))
+        frames = np.asarray(jax.device_get(_to_uint8(_frames_second(ours, video._elem))))
     decode_seconds = time.perf_counter() - start
     for path, clip in zip(paths, frames):
         if path.suffix.lower() == ".npy":

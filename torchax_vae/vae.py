@@ -74,7 +74,7 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
     `torchax_vae.models`): `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
-    `AutoencoderKLLTX2Video` or `AutoencoderKLQwenImage21`.
+    `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21` or `AutoencoderKLAllegro`.
 
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module
@@ -101,6 +101,8 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
     _supports_gradient_checkpointing = True
     # How the family's pipelines hold latents (output_type="latent"): the transformer's layout.
     pipeline_layout: str = "BCFHW"
+    # What `decode` returns, as the wrapped class returns it (AutoencoderKLAllegro: [B, F, C, H, W]).
+    decoded_layout: str = "BCFHW"
 
     def __new__(cls, vae=None, *args, **kwargs):
         if cls is TorchaxVAE:

@@ -15,6 +15,7 @@ import json
 import pathlib
 import sys
 
+from .allegro import AllegroVAE
 from .cogvideox import CogVideoXVAE
 from .hunyuanvideo import HunyuanVideoVAE
 from .hunyuanvideo15 import HunyuanVideo15VAE
@@ -24,7 +25,7 @@ from .wan import WanVAE
 
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
-WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE)
+WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:
