@@ -33,7 +33,7 @@ def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None
     config, frames, height, width = RELEASED[case]
     model_class, kwargs = MODELS[config]
     with torch.device("meta"):
-        vae = TorchaxVAE(model_class(**kwargs), dtype=torch.bfloat16)
+        vae = TorchaxVAE(model_class(**kwargs).eval(), dtype=torch.bfloat16)
     if split and hasattr(vae, "program_split"):
         vae.program_split = split
     vae.tiling_mode = tiling

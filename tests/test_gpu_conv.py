@@ -132,6 +132,10 @@ RELEASED = [  # (config, frames, height, width)
     pytest.param("ltx091", 161, 512, 704, marks=pytest.mark.slow),
     # LTX-2 (diffusers >= 0.37): LTX2Pipeline's default, 121 frames at 512x768, one decoder call
     *[pytest.param(name, 121, 512, 768, marks=pytest.mark.slow) for name in ("ltx2", "ltx2.3") if name in MODELS],
+    # HunyuanVideo 1.5's whole 129-frame clip at 720p (untiled here), Allegro's 24 x 320 x 320 tiles of AllegroPipeline's
+    # 88 x 720 x 1280
+    pytest.param("hunyuanvideo15", 129, 720, 1280, marks=pytest.mark.slow),
+    pytest.param("allegro", 88, 720, 1280, marks=pytest.mark.slow),
 ]
 
 _TENSOR = re.compile(r"tensor<((?:\d+x)+)(bf16|f32|f16)>")
@@ -166,7 +170,7 @@ def _pointwise_convolutions(text: str) -> list[str]:
 def _meta_model(config):
     model_class, kwargs = MODELS[config]
     with torch.device("meta"):
-        return model_class(**kwargs)
+        return model_class(**kwargs).eval()
 
 
 @pytest.mark.parametrize("config,frames,height,width", RELEASED)
@@ -180,6 +184,8 @@ def test_released_sizes_lowered_for_cuda_keep_the_rule(config, frames, height, w
         if isinstance(ours, WindowVAE):  # untiled whole clips or windows: `lower` keys its texts by program
             # name, so one name per direction (HunyuanVideo's window shapes share it; the last one is checked)
             assert list(texts) == ["encoder" if kind == "encode" else "decoder"], list(texts)
+        elif type(ours).__name__ == "AllegroVAE":  # one tile program each way, and quant_conv after the encoder's
+            assert list(texts) == (["encoder/tile", "quant_conv"] if kind == "encode" else ["decoder/tile"]), list(texts)
         elif hasattr(ours, "program_split"):  # CogVideoX: layer programs on GPUs, of both frame batches
             assert all("/stage" in name for name in texts) and any("+conv_cache" in name for name in texts), list(texts)
         else:  # the first batch and the steady one

@@ -204,7 +204,7 @@ def twin(vae, mesh, memory_budget: int | None = None):
     import torch
 
     with torch.device("meta"):
-        model = vae.model_class.from_config(vae.config)
+        model = vae.model_class.from_config(vae.config).eval()
     copy = type(vae)(model, dtype=vae.dtype, mesh=mesh, memory_budget=memory_budget)
     for key, value in vars(vae).items():  # the user's settings: tiling, slicing, frame batches, program split
         if key in _NOT_SETTINGS or key not in vars(copy):

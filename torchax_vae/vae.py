@@ -190,7 +190,7 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
             raise ValueError("from_config needs a config (a dict, or a model's .config)")
         made = cls._config_class(config).from_config(config, return_unused_kwargs=return_unused_kwargs, **kwargs)
         model, unused = made if return_unused_kwargs else (made, None)
-        wrapped = TorchaxVAE(model, **options)
+        wrapped = TorchaxVAE(model.eval(), **options)  # a new model; diffusers leaves its dropout layers training
         return (wrapped, unused) if return_unused_kwargs else wrapped
 
     @classmethod

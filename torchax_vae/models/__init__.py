@@ -103,7 +103,7 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
         config = WRAPPERS[0].model_class.load_config(str(name_or_path), subfolder=subfolder, **hub)
     model_class = wrapper_for_config(config.get("_class_name", "")).model_class
     with torch.device("meta"):
-        return model_class.from_config(config)
+        return model_class.from_config(config).eval()  # (from_config leaves dropout layers training)
 
 
 def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[int, ...]:
