@@ -114,3 +114,14 @@ def test_a_torchax_input_that_requires_grad_is_refused_not_detached():
     z.requires_grad_(True)
     with pytest.raises(NotImplementedError, match="torchax tensor that requires grad"):
         ours.decode(z)
+
+
+# (Allegro's are not here yet: its tiny decode's input gradient reaches 142, where PyTorch fp32 is 7.4e-4 from fp64
+# and this 1.9e-3 from PyTorch fp32; the comparison against fp64 is still to write: docs/limits.md.)
+@pytest.mark.parametrize("name, video, latents", [("hunyuan15-tiny", (1, 3, 5, 16, 16), (1, 4, 3, 4, 4))])
+def test_gradients_of_the_newer_families_equal_pytorchs(name, video, latents):
+    vae = random_vae(name)
+    ours = TorchaxVAE(vae)
+    x = torch.randn(*video, generator=torch.Generator().manual_seed(0))
+    z = torch.randn(*latents, generator=torch.Generator().manual_seed(1))
+    check_grads(vae, ours, x, z, name)
