@@ -22,7 +22,7 @@ os.environ.setdefault("TORCHAX_VAE_CACHE_DIR", "off")
 
 import torch  # noqa: E402
 
-from vaes import MODELS, RELEASED  # noqa: E402
+from vaes import RELEASED, meta_vae  # noqa: E402
 
 
 def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None, progress: bool = True,
@@ -31,9 +31,7 @@ def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None
     from torchax_vae.models import input_shape
 
     config, frames, height, width = RELEASED[case]
-    model_class, kwargs = MODELS[config]
-    with torch.device("meta"):
-        vae = TorchaxVAE(model_class(**kwargs).eval(), dtype=torch.bfloat16)
+    vae = TorchaxVAE(meta_vae(config), dtype=torch.bfloat16)
     if split and hasattr(vae, "program_split"):
         vae.program_split = split
     vae.tiling_mode = tiling

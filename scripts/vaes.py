@@ -223,6 +223,16 @@ RELEASED = {
 }
 
 
+def meta_vae(config: str):
+    """A model of a named config on the meta device (no weights, no memory), in eval mode as TorchaxVAE needs it
+    (a fresh diffusers model trains: Allegro's dropout layers), for planning and lowering."""
+    if config not in MODELS:
+        raise ValueError(f"unknown config {config!r}; known: {sorted(MODELS)}")
+    model_class, kwargs = MODELS[config]
+    with torch.device("meta"):
+        return model_class(**kwargs).eval()
+
+
 def random_vae(config: str, seed: int = 0):
     """A model of a named config (`MODELS`) with weights from a fixed seed."""
     if config not in MODELS:

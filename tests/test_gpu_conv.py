@@ -18,6 +18,7 @@ from torchax_vae.models import input_shape
 from torchax_vae.models.windows import WindowVAE
 from torchax_vae.patches import gpu_conv
 from helpers import MODELS, TOLERANCE, assert_close, random_vae
+from vaes import meta_vae
 
 # (x shape, w shape, stride, padding, dilation, groups)
 CASES = [
@@ -167,16 +168,12 @@ def _pointwise_convolutions(text: str) -> list[str]:
     return found
 
 
-def _meta_model(config):
-    model_class, kwargs = MODELS[config]
-    with torch.device("meta"):
-        return model_class(**kwargs).eval()
 
 
 @pytest.mark.parametrize("config,frames,height,width", RELEASED)
 def test_released_sizes_lowered_for_cuda_keep_the_rule(config, frames, height, width):
     """bf16, untiled, the programs a GPU runs: no pointwise convolution, no operand of 2^31 bytes or more."""
-    ours = TorchaxVAE(_meta_model(config), dtype=torch.bfloat16)
+    ours = TorchaxVAE(meta_vae(config), dtype=torch.bfloat16)
     if hasattr(ours, "tiling_mode"):
         ours.tiling_mode = "off"
     for kind in ("decode", "encode"):
@@ -202,7 +199,7 @@ def test_released_sizes_lowered_for_cuda_keep_the_rule(config, frames, height, w
 
 def test_other_backends_keep_the_stock_lowering():
     """TPU programs keep every convolution as torchax lowers it (the 768x1360 decoder: 5.9 GB operands on TPU)."""
-    ours = TorchaxVAE(_meta_model("official"), dtype=torch.bfloat16)
+    ours = TorchaxVAE(meta_vae("official"), dtype=torch.bfloat16)
     ours.tiling_mode = "off"
     ours.program_split = "batch"  # the same whole program for both (GPUs get layer programs by default)
     shape = input_shape(ours, "decode", 81, 768, 1360)
@@ -213,6 +210,6 @@ def test_other_backends_keep_the_stock_lowering():
 
 
 def test_a_meta_model_lowers_but_does_not_run():
-    ours = TorchaxVAE(_meta_model("tiny"))
+    ours = TorchaxVAE(meta_vae("tiny"))
     with pytest.raises(ValueError, match="meta device"):
         ours.decode(torch.zeros(1, 4, 2, 4, 4))

@@ -163,6 +163,18 @@ def test_compile_effort_is_lower_on_tpus_only(meta_tiny):
             on_tpu.compile_effort = bad
 
 
+def test_gpu_programs_compile_with_synchronous_collectives():
+    """XLA:GPU's schedule around asynchronous halo exchanges kept more activations alive per GPU (docs/plan.md,
+    item 8): a TorchaxVAE on (abstract) GPUs compiles with them synchronous, whatever the effort."""
+    model_class, config = MODELS["tiny"]
+    with torch.device("meta"):
+        on_gpus = TorchaxVAE(model_class(**config), mesh=make_mesh(targets.target("h100x2").devices()))
+    assert on_gpus._programs.compiler_options == {"xla_gpu_disable_async_collectives": "ALLCOLLECTIVES"}
+    on_gpus.compile_effort = -1
+    assert on_gpus._programs.compiler_options == {"xla_gpu_disable_async_collectives": "ALLCOLLECTIVES",
+                                                  "exec_time_optimization_effort": -1.0}
+
+
 def test_a_carried_cache_keeps_one_steady_program_on_a_mesh():
     """Wan's feat_cache is marked like an activation: the first program's and the steady one's hand-over have one
     sharding, so the steady program compiles once (it compiled twice on meshes: 44 s more for v6e-8 at 480p)."""
@@ -207,14 +219,12 @@ def test_released_decode_on_one_and_two_h100s(case):
 
     GEMMs may exceed it (cuBLAS indexes with 64 bits): CogVideoX 1.5's pointwise shortcuts, HunyuanVideo's
     one-GPU attention scores (72000^2 bf16, 9.7 GiB)."""
-    from vaes import RELEASED
+    from vaes import RELEASED, meta_vae
 
     from torchax_vae.models import input_shape
 
     config, frames, height, width = RELEASED[case]
-    model_class, kwargs = MODELS[config]
-    with torch.device("meta"):
-        ours = TorchaxVAE(model_class(**kwargs).eval(), dtype=torch.bfloat16)
+    ours = TorchaxVAE(meta_vae(config), dtype=torch.bfloat16)
     if case == "hunyuanvideo15":  # its pipeline's example enables tiling; "auto" tiles on one H100, not on two
         ours.enable_tiling()
     shape = input_shape(ours, "decode", frames, height, width)

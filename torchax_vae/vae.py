@@ -696,8 +696,7 @@ AUTO_COMPILE_EFFORT = {"tpu": -0.5}
 # asynchronous ones (halo exchanges, gathers) keeps more activations alive across them; compiled offline for
 # two H100s, Wan 2.1 720p's steady decoder program needed 2.74 GiB of temp per GPU with them and 1.48 GiB
 # without (one H100: 2.97). The exchanges are a few columns per convolution (docs/plan.md).
-_GPU_OPTIONS = {"xla_gpu_disable_async_collectives": "ALLCOLLECTIVES"}
-PLATFORM_OPTIONS = {"gpu": _GPU_OPTIONS, "cuda": _GPU_OPTIONS, "rocm": _GPU_OPTIONS}  # a device's platform: "gpu"
+PLATFORM_OPTIONS = {"gpu": {"xla_gpu_disable_async_collectives": "ALLCOLLECTIVES"}}  # a CUDA device's platform: "gpu"
 
 
 def compiler_options(platform: str, effort) -> dict:

@@ -60,36 +60,32 @@ class AllegroLowered(WindowLowered):
     """The private, patched copy's calls: encoder and decoder tiles, and the quant convolutions as diffusers
     applies them (each frame as a 2-D image)."""
 
+    def _run(self, ratio: int, fn, weights, x):
+        """fn(weights, x) traced in torch on JAX arrays; `ratio`: x's spatial size over its program's smallest level."""
+        dtype = x.dtype
+        weights, x = self.env.j2t_iso((weights, x))
+        with self._tracing(dtype, x.shape, ratio):
+            out = fn(weights, x)
+        return self.env.t2j_iso(out)
+
+    def _by_frames(self, child: str, weights, x):
+        """A 2-D child (the quant convolutions) on each frame, as diffusers folds frames into the batch."""
+        batch = x.shape[0]
+        h = self._call(child, weights, x.permute(0, 2, 1, 3, 4).flatten(0, 1))
+        return h.unflatten(0, (batch, -1)).permute(0, 2, 1, 3, 4)
+
     def encode_step(self, weights, tile):
         """One encoder call on a tile: its moments before quant_conv."""
-        dtype = tile.dtype
-        weights, tile = self.env.j2t_iso((weights, tile))
-        with self._tracing(dtype, tile.shape, self.spatial_ratio):
-            h = self._call("encoder", weights, tile)
-        return self.env.t2j_iso(h)
+        return self._run(self.spatial_ratio, lambda w, t: self._call("encoder", w, t), weights, tile)
 
     def quant_step(self, weights, moments):
-        """quant_conv on the assembled moments, frame by frame (diffusers' tiled_encode, its last lines)."""
-        dtype = moments.dtype
-        weights, moments = self.env.j2t_iso((weights, moments))
-        with self._tracing(dtype, moments.shape, 1):
-            batch = moments.shape[0]
-            h = moments.permute(0, 2, 1, 3, 4).flatten(0, 1)
-            h = self._call("quant_conv", weights, h)
-            h = h.unflatten(0, (batch, -1)).permute(0, 2, 1, 3, 4)
-        return self.env.t2j_iso(h)
+        """quant_conv on the assembled moments (diffusers' tiled_encode, its last lines)."""
+        return self._run(1, lambda w, m: self._by_frames("quant_conv", w, m), weights, moments)
 
     def decode_step(self, weights, tile):
         """post_quant_conv (pointwise: on a tile, the values it has on the whole latents), then one decoder call."""
-        dtype = tile.dtype
-        weights, tile = self.env.j2t_iso((weights, tile))
-        with self._tracing(dtype, tile.shape, 1):
-            batch = tile.shape[0]
-            z = tile.permute(0, 2, 1, 3, 4).flatten(0, 1)
-            z = self._call("post_quant_conv", weights, z)
-            z = z.unflatten(0, (batch, -1)).permute(0, 2, 1, 3, 4)
-            out = self._call("decoder", weights, z)
-        return self.env.t2j_iso(out)
+        return self._run(1, lambda w, z: self._call("decoder", w, self._by_frames("post_quant_conv", w, z)),
+                         weights, tile)
 
 
 def tile_starts(size: int, kernel: int, stride: int) -> list[int]:

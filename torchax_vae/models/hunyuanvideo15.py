@@ -12,7 +12,6 @@ here: patches/causal_mask.py). Spatial tiling is diffusers' own for this class: 
 encoded image's latents by it.
 """
 
-import torch
 # ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.hunyuanvideo15", "HunyuanVideo15VAE"] entry
 # by looking the base class up in this module.
 from diffusers import AutoencoderKLHunyuanVideo15, ModelMixin  # noqa: F401
@@ -24,49 +23,24 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import (
 )
 
 from .. import tiling
-from .windows import WindowVAE
+# the same config fields (in_channels, latent_channels, the two compression ratios, scaling_factor)
+from .hunyuanvideo import HunyuanVideoVAE, latent_shape, video_channels
 
 __all__ = ["HunyuanVideo15VAE", "latent_shape", "video_channels"]
 
 
-def video_channels(config) -> int:
-    return config.in_channels
+class HunyuanVideo15VAE(HunyuanVideoVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanVideo15`, as diffusers runs it (module docstring).
 
-
-def latent_shape(config, video_shape) -> tuple[int, ...]:
-    """[B, latent_channels, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
-    batch, _, frames, height, width = video_shape
-    temporal, spatial = config.temporal_compression_ratio, config.spatial_compression_ratio
-    return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
-
-
-class HunyuanVideo15VAE(WindowVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanVideo15`, as diffusers runs it (module docstring)."""
+    HunyuanVideo's adapter with this class's layers, whole clips, and its tiling arguments; the channels, ratios,
+    latent shape and `scaling_factor` normalization (as HunyuanVideo15Pipeline applies it) are HunyuanVideo's.
+    """
 
     model_class = AutoencoderKLHunyuanVideo15
     marked = (HunyuanVideo15CausalConv3d, HunyuanVideo15RMS_norm, HunyuanVideo15Upsample, HunyuanVideo15Downsample)
     frame_windows = False
     _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_latent_min_height", "tile_latent_min_width",
                  "tile_overlap_factor")
-
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
-
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
-
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return self.config.spatial_compression_ratio
-
-    @property
-    def temporal_compression_ratio(self) -> int:
-        return self.config.temporal_compression_ratio
-
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
 
     def _check_video(self, shape, name: str) -> None:
         temporal, spatial = self.temporal_compression_ratio, self.spatial_compression_ratio
@@ -76,12 +50,6 @@ class HunyuanVideo15VAE(WindowVAE):
         if shape[3] % spatial or shape[4] % spatial:
             raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); AutoencoderKLHunyuanVideo15 "
                              f"needs a height and width divisible by {spatial}")
-
-    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents * self.config.scaling_factor  # as HunyuanVideo15ImageToVideoPipeline's image latents
-
-    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents / self.config.scaling_factor  # as HunyuanVideo15Pipeline before decoding
 
     # ----- tiling, with this class's arguments -----
 

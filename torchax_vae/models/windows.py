@@ -186,8 +186,9 @@ class WindowVAE(TorchaxVAE):
 
     def _encode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
         frames = source.shape[2]
-        if (self.frame_windows and getattr(self, self.encode_window_flag) and frames > self.tile_sample_min_num_frames
-                and tiled is None):
+        if not self.frame_windows:
+            return self._clip("encode", source, (0, frames), tiled, conditioning)
+        if getattr(self, self.encode_window_flag) and frames > self.tile_sample_min_num_frames and tiled is None:
             spans = windows(frames, self.tile_sample_min_num_frames, self.tile_sample_stride_num_frames)
             ratio = self.temporal_compression_ratio
             outs = [self._clip("encode", source, span, tiled, conditioning) for span in spans]
