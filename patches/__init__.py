@@ -12,13 +12,17 @@ applied; importing this package changes nothing.
 - `cpu_conv`: on CPU, weight-bound convolutions (few output positions, many channels) as one matmul over
   gathered patches (XLA:CPU's convolution ran LTX-2's 2048-channel mid block 70x slower than PyTorch);
   applied through `gpu_conv`'s hook on torchax's convolution lowering, and by `frame_conv` for its layers.
+- `halo_conv`: on GPU meshes, "same" convolutions of split activations as each device's own convolution plus
+  its neighbours' edge terms (no halo-padded copy or mask beside each shard); reached through `gpu_conv`'s
+  hook, and HunyuanVideo's replicate-padded causal convolutions through their forward.
 - `nearest_upsample`: nearest-neighbour upsampling by whole factors as a repeat, not torchax's gather (which
   XLA cannot partition: on a mesh it all-gathered every upsampler's input); every trace.
 - `attention_split`: on a mesh, scaled-dot-product attention with each device's share of the queries (keys and
   values whole), not the whole attention on every device; traces for a mesh only.
 - `frame_conv`: on CPU, 3-D convolutions as sums of per-frame 2-D convolutions (XLA:CPU runs those faster).
 - `zero_history`: Wan's and Qwen-Image's causal convolutions with one output frame read only their real
-  frames (the time taps on the zero padding dropped: a one-frame input convolves as 2-D, a third of the FLOPs).
+  frames (the time taps on the zero padding dropped: a one-frame input convolves as 2-D, a third of the FLOPs);
+  on GPUs their height and width padding inside the convolution (Qwen-Image 2.1's too).
 - `pointwise_conv_cache`: no conv_cache for time-kernel-1 causal convs (diffusers copies the whole input).
 - `spatial_norm`: CogVideoXSpatialNorm3D's pointwise convs on the latents before upsampling, not after.
 - `time_pool`: CogVideoXDownsample3D's frame averaging without merging width into the batch axis.
@@ -46,6 +50,7 @@ from . import (
     frame_conv,
     gpu_conv,
     group_norm,
+    halo_conv,
     ltx_noise,
     nearest_upsample,
     options,
@@ -88,4 +93,5 @@ def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
         "wan_upsample": wan_upsample.patch(model),
         "ltx_noise": ltx_noise.patch(model),
         "causal_mask": causal_mask.patch(model),
+        "halo_conv": halo_conv.patch(model),
     }

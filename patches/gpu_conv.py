@@ -28,6 +28,9 @@ The plain reference is torchax's own lowering (`stock`); the rule is tested
 against it on CPU (tests/test_gpu_conv.py), and every released size lowered
 for CUDA is checked to keep it.
 
+On a GPU mesh, a convolution of a split activation goes through patches/halo_conv.py
+first (each device's shard under this rule, plus its neighbours' edge terms).
+
 TPU keeps torchax's lowering; the rule is applied only to GPU traces. The same
 hook serves CPU traces with patches/cpu_conv.py's rule (weight-bound
 convolutions as one matmul).
@@ -41,7 +44,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from . import cpu_conv
+from . import cpu_conv, halo_conv
 from .options import GPU_CONV_LIMIT as LIMIT, current
 from .torchax_torch213 import import_torchax
 
@@ -131,7 +134,13 @@ def _ruled(stock_func, transposed_at, rest_count):
             if cpu_conv.weight_bound(x.shape, w.shape, stride, padding, dilation, rest[-1]):
                 return cpu_conv.as_matmul(x, w, b, stride, padding, dilation)
             return stock_func(*args)
-        return gpu_conv(x, w, b, stride, padding, dilation, rest[-1], options.gpu_conv_limit)
+        limit = options.gpu_conv_limit
+        if options.halo_conv and options.mesh is not None:
+            local = lambda *a: gpu_conv(*a, limit=limit)  # noqa: E731 (the rule, on each device's shard)
+            split = halo_conv.sharded(local, x, w, b, stride, padding, dilation, rest[-1], options.mesh, options.grid)
+            if split is not None:
+                return split
+        return gpu_conv(x, w, b, stride, padding, dilation, rest[-1], limit)
 
     lowering.torchax_vae_stock = stock_func
     return lowering

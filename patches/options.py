@@ -15,6 +15,8 @@ extra arguments, so the lowering sets one `TraceOptions` around a trace
 - `cpu_conv_matmul` (cpu_conv, through gpu_conv's lowering hook): on CPU,
   weight-bound convolutions as one matmul over gathered patches.
   `TraceOptions.for_platform(platform, ...)` sets both convolution rules from the platform.
+- `halo_conv` (halo_conv, through gpu_conv's lowering hook): on a mesh, "same" convolutions of split
+  activations as each device's own convolution plus its neighbours' edge terms (GPUs: `for_platform`).
 - `mesh` (sharding_marks): mark activations for this ('dp', 'tp') mesh; None: no marks.
 - `grid` (sharding_marks): the (height, width) split every activation of the program takes where it
   divides, chosen at the program's smallest level (`torchax_vae.mesh.program_grid`); None: per shape.
@@ -50,14 +52,18 @@ class TraceOptions:
     cpu_kernels: bool = False
     gpu_conv_limit: int | None = None
     cpu_conv_matmul: bool = False
+    halo_conv: bool = False
     mesh: Any = None  # jax.sharding.Mesh
     grid: tuple | None = None
     tile_extent: tuple | None = None
 
     @classmethod
     def for_platform(cls, platform: str, **options) -> "TraceOptions":
-        """The options of a trace for JAX `platform`, its convolution rules (GPU bound, CPU matmul) set from it."""
-        return cls(gpu_conv_limit=gpu_conv_limit_for(platform), cpu_conv_matmul=platform in CPU_PLATFORMS, **options)
+        """The options of a trace for JAX `platform`, its convolution rules (GPU bound and halos, CPU matmul) set
+        from it."""
+        gpu = platform in GPU_PLATFORMS
+        return cls(gpu_conv_limit=gpu_conv_limit_for(platform), cpu_conv_matmul=platform in CPU_PLATFORMS,
+                   halo_conv=gpu, **options)
 
 
 _CURRENT = contextvars.ContextVar("torchax_vae_trace_options", default=TraceOptions())

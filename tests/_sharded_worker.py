@@ -198,6 +198,64 @@ def xla_conv_blocks():
         emit(case="xla conv 2x4 level", what=what, spec=str(sharding.spec), error=float(jnp.abs(out - expected).max()))
 
 
+def halo_convolutions():
+    """patches/halo_conv.py's split convolution against the unsplit one (`gpu_conv.stock`): grids of one and two
+    axes, zero and replicate padding, 2-D and 3-D, 3 x 3 and 5 x 5 kernels, with and without a bias."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    from torchax_vae.patches import gpu_conv, halo_conv
+
+    mesh = make_mesh()
+    rng = np.random.default_rng(0)
+    cases = [  # input shape, kernel, padding, grid, mode, bias
+        ((1, 4, 3, 16, 32), (3, 3, 3), (1, 1, 1), (1, 8), "zeros", True),
+        ((1, 4, 3, 16, 32), (3, 3, 3), (0, 1, 1), (2, 4), "zeros", False),
+        ((1, 4, 3, 16, 32), (3, 5, 5), (1, 2, 2), (4, 2), "zeros", True),
+        ((3, 4, 16, 32), (3, 3), (1, 1), (8, 1), "zeros", True),
+        ((1, 4, 3, 16, 32), (3, 3, 3), (0, 1, 1), (1, 8), "edge", True),
+        ((1, 4, 3, 16, 32), (3, 3, 3), (0, 1, 1), (2, 4), "edge", True),
+        ((1, 4, 3, 16, 32), (3, 5, 5), (0, 2, 2), (8, 1), "edge", False),
+    ]
+    for shape, kernel, padding, grid, mode, bias in cases:
+        x = jnp.asarray(rng.standard_normal(shape), jnp.float32)
+        w = jnp.asarray(rng.standard_normal((5, 4, *kernel)) * 0.1, jnp.float32)
+        b = jnp.asarray(rng.standard_normal(5), jnp.float32) if bias else None
+        ones = (1,) * len(kernel)
+        if mode == "edge":  # replicate padding of height and width, as HunyuanVideo's F.pad makes it
+            edges = [(0, 0)] * (len(shape) - 2) + [(p, p) for p in padding[-2:]]
+            expected = gpu_conv.stock(jnp.pad(x, edges, mode="edge"), w, b, ones, padding[:-2] + (0, 0), ones, 1)
+        else:
+            expected = gpu_conv.stock(x, w, b, ones, padding, ones, 1)
+        split = jax.jit(lambda x, w: halo_conv.sharded(gpu_conv.stock, x, w, b, ones, padding, ones, 1, mesh, grid,
+                                                       mode=mode))
+        emit(case="halo conv", what=f"{mode} {shape} kernel {kernel} grid {grid}",
+             max_abs=float(jnp.abs(split(x, w) - expected).max()))
+    # what it leaves to XLA's partitioner: a pointwise kernel, a strided one
+    x = jnp.zeros((1, 4, 3, 16, 32))
+    for what, kernel, stride, padding in (("pointwise", (1, 1, 1), (1, 1, 1), (0, 0, 0)),
+                                          ("strided", (3, 3, 3), (1, 2, 2), (1, 1, 1))):
+        planned = halo_conv.plan(mesh, (2, 4), x.shape, (5, 4, *kernel), stride, padding, (1, 1, 1))
+        emit(case="halo conv", what=what, split=planned is not None)
+
+
+def gpu_rules(names):
+    """Tiny VAEs traced as for GPUs (gpu_conv's rule, halo_conv's split convolutions) and run on the (1, 8) CPU
+    mesh: encode and decode against PyTorch, and how many convolutions the decode's programs split."""
+    gen = torch.Generator().manual_seed(0)
+    for name in names:
+        vae = random_vae(name)
+        ours = TorchaxVAE(vae, mesh=make_mesh())
+        ours._lowered.platform = "cuda"  # traced as for a GPU, compiled and run for this CPU
+        if hasattr(ours, "program_split"):
+            ours.program_split = "batch"
+        x = torch.randn(1, ours.video_channels, 9, 32, 64, generator=gen)
+        z = torch.randn(1, ours.latent_channels, *ours.latent_shape(x.shape)[2:], generator=gen)
+        parity(f"{name} 1x8 gpu rules", vae, ours, x, z)
+        hlo = ours.lower("decode", tuple(z.shape), "cuda").values()
+        emit(case=f"{name} 1x8 gpu rules", what="split convolutions", count=sum(t.count("manual_computation") for t in hlo))
+
+
 def official():
     vae = random_vae("official")
     gen = torch.Generator().manual_seed(0)
@@ -209,4 +267,7 @@ def official():
 if __name__ == "__main__":
     assert len(jax.devices()) == 8, f"expected 8 virtual devices, got {jax.devices()}"
     # "tiny": the default suite's cases (CogVideoX, Wan 2.1); "families": the other families (-m slow)
-    {"tiny": lambda: (xla_conv_blocks(), tiny(), wan()), "families": lambda: (qwenimage(), windowed()), "official": official}[sys.argv[1]]()
+    {"tiny": lambda: (xla_conv_blocks(), halo_convolutions(), tiny(), wan(), gpu_rules(["tiny", "wan-tiny"])),
+     "families": lambda: (qwenimage(), windowed(), gpu_rules(["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny",
+                                                               "hunyuan15match-tiny"])),
+     "official": official}[sys.argv[1]]()

@@ -479,10 +479,10 @@ def test_apply_counts_and_leaves_users_model_alone():
     counts = patches.apply(vae, MARKED)
     assert set(counts) == {
         "group_norm", "safe_conv3d", "frame_conv", "pointwise_conv_cache", "spatial_norm", "time_pool", "tile_mask",
-        "sharding_marks", "wan_upsample", "ltx_noise", "zero_history", "causal_mask",
+        "sharding_marks", "wan_upsample", "ltx_noise", "zero_history", "causal_mask", "halo_conv",
     }
     # Wan's, LTX-Video's, Wan's and Qwen-Image's, HunyuanVideo 1.5's
-    others = ("wan_upsample", "ltx_noise", "zero_history", "causal_mask")
+    others = ("wan_upsample", "ltx_noise", "zero_history", "causal_mask", "halo_conv")
     assert all(counts[name] > 0 for name in counts if name not in others), counts
     assert all(counts[name] == 0 for name in others), counts
     wan_counts = patches.apply(random_vae("wan-tiny"), WanVAE.marked)  # the same patches, by class: a Wan model gets its own
@@ -652,6 +652,46 @@ def test_zero_history_equals_diffusers_causal_conv(frames, cache):
     want = conv(x, cache_x)
     got = ours(x, cache_x)
     assert got.shape == want.shape and torch.allclose(got, want, atol=1e-6), f"max |Δ| {(got - want).abs().max()}"
+
+
+@pytest.mark.parametrize("frames, cache", [(1, 0), (3, 0), (2, 2), (4, 1)])
+def test_gpu_traces_pad_wan_convolutions_inside(monkeypatch, frames, cache):
+    """On GPUs (TraceOptions.halo_conv) Wan's causal convolution pads height and width inside the convolution,
+    where patches/halo_conv.py can split it, not with F.pad before it: the same numbers as diffusers'."""
+    import copy
+
+    from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
+
+    from torchax_vae.patches import zero_history
+
+    torch.manual_seed(0)
+    conv = WanCausalConv3d(4, 6, 3, padding=1)
+    ours = copy.deepcopy(conv)
+    zero_history.patch(nn.Sequential(ours))
+    x = torch.randn(1, 4, frames, 5, 7)
+    cache_x = torch.randn(1, 4, cache, 5, 7) if cache else None
+    want = conv(x, cache_x)
+    pads = []
+    monkeypatch.setattr(nn.functional, "pad", lambda t, p, *a, **k: pads.append(tuple(p)) or torch.constant_pad_nd(t, p))
+    with patches.options.tracing(patches.options.TraceOptions(halo_conv=True)):
+        got = ours(x, cache_x)
+    assert got.shape == want.shape and torch.allclose(got, want, atol=1e-6), f"max |Δ| {(got - want).abs().max()}"
+    assert all(p[:4] == (0, 0, 0, 0) for p in pads), pads  # time alone, if anything
+
+
+def test_gpu_traces_pad_qwenimage21_convolutions_inside():
+    from diffusers.models.autoencoders.autoencoder_kl_qwenimage21 import QwenImage21CausalConv3d
+
+    from torchax_vae.patches import zero_history
+
+    torch.manual_seed(0)
+    conv = QwenImage21CausalConv3d(4, 6, 3, padding=1)
+    x = torch.randn(1, 4, 1, 5, 7)
+    want = conv(x)
+    assert zero_history.patch(nn.Sequential(conv)) == 1
+    with patches.options.tracing(patches.options.TraceOptions(halo_conv=True)):
+        got = conv(x)
+    assert torch.allclose(got, want, atol=1e-6), f"max |Δ| {(got - want).abs().max()}"
 
 
 def test_zero_history_convolves_one_frame_in_2d(monkeypatch):

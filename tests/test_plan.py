@@ -175,6 +175,16 @@ def test_gpu_programs_compile_with_synchronous_collectives():
                                                   "exec_time_optimization_effort": -1.0}
 
 
+def test_two_gpus_each_need_at_most_0_6_of_one_gpus_temp_memory(meta_tiny):
+    """The tiny CogVideoX decode on two H100s: with XLA's halo exchange each GPU held a padded copy of its shard
+    and a mask beside it (0.80x of one GPU's temp); patches/halo_conv.py convolves each shard as one GPU would
+    and adds the neighbours' edge terms (0.50x)."""
+    shape = (1, 4, 3, 32, 64)
+    one, two = (max(p.temp_bytes for p in plan(meta_tiny, "decode", shape, target).programs)
+                for target in ("h100", "h100x2"))
+    assert two <= 0.6 * one, f"max temp per GPU {two} B on two H100s, {one} B on one: {two / one:.3f}x"
+
+
 def test_a_carried_cache_keeps_one_steady_program_on_a_mesh():
     """Wan's feat_cache is marked like an activation: the first program's and the steady one's hand-over have one
     sharding, so the steady program compiles once (it compiled twice on meshes: 44 s more for v6e-8 at 480p)."""
@@ -211,11 +221,17 @@ def _released():
     return sorted(RELEASED)
 
 
+# Two H100s' max temp per GPU against one's (issue 27: 0.6). HunyuanVideo 1.5's 256 x 256 tile: its largest
+# live set per GPU is 0.49x one GPU's, but XLA:GPU's heap packs it into 0.66x (docs/limits.md).
+TWO_GPU_TEMP = {"hunyuanvideo15": 0.7}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", _released())
 def test_released_decode_on_one_and_two_h100s(case):
     """The programs a GPU would run, compiled to sm_90a: no cuDNN convolution operand of 2^31 bytes or more
-    (patches/gpu_conv.py's rule, in the optimized HLO), and less memory per GPU on two than on one.
+    (patches/gpu_conv.py's rule, in the optimized HLO), and per GPU on two at most 0.6x the temp memory of one
+    (TWO_GPU_TEMP) and a smaller peak.
 
     GEMMs may exceed it (cuBLAS indexes with 64 bits): CogVideoX 1.5's pointwise shortcuts, HunyuanVideo's
     one-GPU attention scores (72000^2 bf16, 9.7 GiB)."""
@@ -236,6 +252,9 @@ def test_released_decode_on_one_and_two_h100s(case):
             largest = kernels["largest_convolution_operand_bytes"]
             assert largest < 2**31, f"{case} on {result.target}, {program.name}: a convolution operand of {largest / 2**30:.2f} GiB"
     temp = [max(p.temp_bytes for p in r.programs) for r in (one, two)]
-    assert temp[1] < temp[0], f"{case}: max temp per GPU {temp[1] / 2**30:.2f} GiB on two, {temp[0] / 2**30:.2f} on one"
+    bound = TWO_GPU_TEMP.get(case, 0.6)
+    assert temp[1] <= bound * temp[0], (
+        f"{case}: max temp per GPU {temp[1] / 2**30:.2f} GiB on two, {temp[0] / 2**30:.2f} on one "
+        f"({temp[1] / temp[0]:.3f}x > {bound})")
     assert two.peak_bytes_per_chip < one.peak_bytes_per_chip, (
         f"{case}: peak per GPU {two.peak_bytes_per_chip / 2**30:.2f} GiB on two, {one.peak_bytes_per_chip / 2**30:.2f} on one")

@@ -82,6 +82,32 @@ def test_no_one_element_blocks_on_a_two_axis_grid(tiny_8_devices):
     assert rows["sharding_for"]["error"] <= ATOL, f"max |Δ| = {rows['sharding_for']['error']:.3g}"
 
 
+def test_halo_convolutions_equal_the_unsplit_one(tiny_8_devices):
+    """patches/halo_conv.py: each device's convolution plus its neighbours' edge terms is the whole convolution."""
+    rows = [row for row in tiny_8_devices[0] if row["case"] == "halo conv"]
+    checked = [row for row in rows if "max_abs" in row]
+    assert len(checked) == 7, rows
+    for row in checked:
+        assert row["max_abs"] <= 1e-5, f"{row['what']}: max |Δ| = {row['max_abs']:.3g}"
+    assert {row["what"]: row["split"] for row in rows if "split" in row} == {"pointwise": False, "strided": False}
+
+
+@pytest.mark.parametrize("fixture, names", [
+    ("tiny_8_devices", ["tiny", "wan-tiny"]),
+    pytest.param("families_8_devices", ["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny", "hunyuan15match-tiny"],
+                 marks=pytest.mark.slow),
+])
+def test_gpu_rules_on_8_devices_match_pytorch(request, fixture, names):
+    """Traced as for GPUs on the mesh (halo_conv's split convolutions, replicate padding for HunyuanVideo's), run
+    on the CPU devices: equal to PyTorch, with split convolutions in every decode."""
+    rows = request.getfixturevalue(fixture)[0]
+    for name in names:
+        mine = [row for row in rows if row["case"] == f"{name} 1x8 gpu rules"]
+        assert {row["what"] for row in mine} >= {"encode", "decode", "devices", "split convolutions"}, mine
+        check_parity(mine)
+        assert next(row["count"] for row in mine if row["what"] == "split convolutions") > 0, mine
+
+
 @pytest.mark.parametrize("height, width, grid, expected", [
     (2, 4, (2, 4), (1, 2)), (4, 2, (4, 2), (2, 1)), (4, 8, (2, 4), (2, 4)), (2, 8, (2, 4), (1, 4)),
     (1, 8, (1, 8), (1, 8)),  # one axis: XLA is right there
