@@ -22,18 +22,22 @@ written as the shard padded with zeros plus a frame of neighbours' values:
         + conv(top band) + conv(bottom band)   # p rows from the devices above and below
         + conv(left band) + conv(right band)   # p columns (with the corners) from the left and right
 
-Each band is p rows (columns) of neighbour values next to p of zeros, a few
+Each band is p rows (columns) of neighbour values next to k - 1 zeros, a few
 pixels thin, and its convolution touches only the p output rows (columns)
-at that edge, where it is added in place. Edge devices receive zeros from
-`ppermute`, which is the zero padding. The result equals the unsplit
-convolution up to the summation order at the edges (tests/test_halo_conv.py
-against `stock` on the 8-device CPU mesh).
+at that edge, where it is added in place (XLA fuses it as cuDNN's side
+input). Edge devices receive zeros from `ppermute`, which is the zero
+padding. The result equals the unsplit convolution up to the summation order
+at the edges (tests/_sharded_worker.py `halo_convolutions` against `stock`
+on the 8-device CPU mesh).
 
 HunyuanVideo's and HunyuanVideo 1.5's causal convolutions pad all three axes by
 replication (`F.pad(mode="replicate")`) and convolve without padding; on a
 GPU mesh their forward pads only time and hands height and width to the same
-split with replicated edges (the first and last devices' halo is their own
-edge row or column repeated; `replicate_conv`).
+split with replicated edges (`replicate_conv`): the first and last devices'
+halo is their own edge row or column repeated, and an axis that is not split
+gets its edge as a band on every device, so no padded copy of the shard is
+made. (Time stays `jnp.pad`: a causal (2, 0) band would need the shard's own
+convolution padded (2, 0), for which XLA:GPU pads the input explicitly.)
 
 Other convolutions (strided, dilated, one-sided padding along a split axis)
 keep XLA's partitioner. TPUs keep it too: their compiler pads without a copy
@@ -48,7 +52,6 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuan_video import HunyuanVi
 from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import HunyuanVideo15CausalConv3d
 from jax.sharding import PartitionSpec
 from torch import nn
-from torch.nn import functional as F
 
 from ..mesh import sharding_for
 from .options import current
@@ -80,23 +83,32 @@ def _count(mesh, names) -> int:
     return n
 
 
+def _pairs(padding) -> tuple:
+    """Padding per spatial axis as (before, after) pairs (an int p is (p, p))."""
+    return tuple((p, p) if isinstance(p, int) else tuple(p) for p in padding)
+
+
+def _same(k, pads, stride, dilation) -> bool:
+    """Whether a kernel of k taps with these pads keeps the extent (stride 1): a shard's output is its own rows."""
+    return stride == 1 and dilation == 1 and pads[0] + pads[1] == k - 1
+
+
 def plan(mesh, grid, x_shape, w_shape, stride, padding, dilation):
-    """(fine mesh, spec, {axis: (mesh axis names, shards, p)}) for a convolution this patch splits, else None."""
+    """(fine mesh, spec, {axis: (mesh axis names, shards)}) for a convolution this patch splits, else None."""
     fine, spec = _spec(mesh, grid, x_shape)
     if spec is None:
         return None
-    splits = {}
-    for axis in (x_shape.__len__() - 2, x_shape.__len__() - 1):
+    pairs, splits = _pairs(padding), {}
+    for axis in (len(x_shape) - 2, len(x_shape) - 1):
         names = _names(spec[axis])
         shards = _count(fine, names)
         if shards == 1:
             continue
         i = axis - 2
-        k, p = w_shape[2 + i], padding[i]
-        if stride[i] != 1 or dilation[i] != 1 or 2 * p != k - 1 or x_shape[axis] // shards < p:
+        if not _same(w_shape[axis], pairs[i], stride[i], dilation[i]) or x_shape[axis] // shards < max(pairs[i]):
             return None
-        if p:
-            splits[axis] = (names, shards, p)
+        if any(pairs[i]):
+            splits[axis] = (names, shards)
     if not splits:
         return None
     return fine, PartitionSpec(*spec), splits
@@ -112,15 +124,11 @@ def _take(x, axis, start, size):
     return jax.lax.slice_in_dim(x, start, start + size, axis=axis)
 
 
-def _band(halo, axis, p, before):
-    """p halo rows (columns) beside p zeros: the halo on the far side of the shard's edge."""
-    zeros = jnp.zeros_like(halo)
+def _band(halo, axis, k, before):
+    """A halo beside k - 1 zeros (on the shard's side): convolved without padding along `axis`, it gives the
+    halo's terms of the outputs at that edge, one per halo row (column)."""
+    zeros = jnp.zeros(halo.shape[:axis] + (k - 1,) + halo.shape[axis + 1:], halo.dtype)
     return jnp.concatenate([halo, zeros] if before else [zeros, halo], axis=axis)
-
-
-def _edge(x, axis, p, first):
-    """x's first (last) row or column along `axis`, repeated p times: replicate padding's halo."""
-    return jnp.repeat(_take(x, axis, 0 if first else x.shape[axis] - 1, 1), p, axis=axis)
 
 
 def _at_ends(halo, replacement, names, shards, first):
@@ -133,75 +141,79 @@ def sharded(conv, x, w, b, stride, padding, dilation, groups, mesh, grid, mode="
     """`conv(x, w, b, stride, padding, dilation, groups)` of a split x (module docstring), or None where this
     patch does not apply (the caller then lets XLA partition `conv`).
 
-    mode: the padding of height and width, "zeros" (the convolution's own) or "edge" (replicate: the halo of
-    the first and last devices is their edge repeated; `conv` itself still pads with zeros).
+    padding: per spatial axis, p or (before, after). mode: "zeros" (the convolution's own padding) or "edge"
+    (replicate padding of every padded axis: a split axis's first and last devices take their own edge as
+    halo; an axis that is not split takes it on every device, as a band too where the kernel keeps its
+    extent, else by `jnp.pad` before the convolution). `conv` pads with zeros.
     """
     planned = plan(mesh, grid, x.shape, w.shape, stride, padding, dilation)
     if planned is None:
         return None
     fine, spec, splits = planned
-    ndim = x.ndim
-    h_axis, w_axis = ndim - 2, ndim - 1
-
-    # Replicate padding of an axis that is not split: its halo is the shard's own edge (a band, like a split
-    # axis's), or, where the convolution is not "same" along it, explicit `jnp.pad` before the convolution.
-    own_edges, edged = [], []
-    for axis in (h_axis, w_axis):
+    ndim, pairs = x.ndim, _pairs(padding)
+    own_edges, edged = [], []  # replicate padding of axes that are not split: as bands, or explicit
+    for axis in range(2, ndim):
         i = axis - 2
-        if mode != "edge" or axis in splits or not padding[i]:
-            continue
-        same = stride[i] == 1 and dilation[i] == 1 and 2 * padding[i] == w.shape[axis] - 1
-        (own_edges if same else edged).append(axis)
-    own = tuple(0 if 2 + i in edged else p for i, p in enumerate(padding))
+        if mode == "edge" and axis not in splits and any(pairs[i]):
+            fits = _same(w.shape[axis], pairs[i], stride[i], dilation[i]) and x.shape[axis] >= max(pairs[i])
+            (own_edges if fits else edged).append(axis)
+    banded = [axis for axis in range(2, ndim) if axis in splits or axis in own_edges]  # in axis order
+    own = tuple((0, 0) if 2 + i in edged else pads for i, pads in enumerate(pairs))
+    if any(lo != hi for lo, hi in own):
+        # (before, after) padding the shard's own convolution would need: XLA:GPU pads the input explicitly for
+        # cuDNN there (a copy of the shard, seen for HunyuanVideo's causal time padding), so the caller pads first
+        return None
 
-    def padded(axis_pads):
-        """The convolution's padding with some axes' replaced (axis -> (lo, hi))."""
-        return [axis_pads.get(2 + i, (p, p)) for i, p in enumerate(own)]
-
-    def band_conv(band, w, axis_pads):
+    def band_conv(band, w, axis, before):
+        """The band's terms: valid across `axis` and the banded axes before it (their halos are in the band)."""
+        window = [(0, 0) if a == axis or (a in banded and a < axis) else own[a - 2] for a in range(2, ndim)]
         return jax.lax.conv_general_dilated(
-            band, w, (1,) * (ndim - 2), padded(axis_pads), feature_group_count=groups,
+            _band(band, axis, w.shape[axis], before), w, (1,) * (ndim - 2), window, feature_group_count=groups,
             dimension_numbers=("NCDHW", "OIDHW", "NCDHW") if ndim == 5 else ("NCHW", "OIHW", "NCHW"),
         ).astype(x.dtype)
 
-    def halos(x, axis, before_edge, after_edge):
-        """The p rows (columns) beyond each side of x's edges along `axis`: the neighbours', or the edge's."""
-        if axis in splits:
-            names, shards, p = splits[axis]
-            before = _shift(_take(before_edge, axis, before_edge.shape[axis] - p, p), names, shards, forward=True)
-            after = _shift(_take(after_edge, axis, 0, p), names, shards, forward=False)
-            if mode == "edge":
-                before = _at_ends(before, _edge(after_edge, axis, p, first=True), names, shards, first=True)
-                after = _at_ends(after, _edge(before_edge, axis, p, first=False), names, shards, first=False)
-            return before, after, p
-        p = padding[axis - 2]
-        return _edge(after_edge, axis, p, first=True), _edge(before_edge, axis, p, first=False), p
-
     def body(x, w, b):
         for axis in edged:
-            x = jnp.pad(x, [(0, 0)] * axis + [(padding[axis - 2],) * 2] + [(0, 0)] * (ndim - 1 - axis), mode="edge")
-        y = conv(x, w, b, stride, own, dilation, groups)
-        bands = {}
-        if h_axis in splits or h_axis in own_edges:
-            bands[h_axis] = halos(x, h_axis, x, x)
-        if w_axis in splits or w_axis in own_edges:
-            p = splits[w_axis][2] if w_axis in splits else padding[w_axis - 2]
-            last, first = _take(x, w_axis, x.shape[w_axis] - p, p), _take(x, w_axis, 0, p)
-            if h_axis in bands:  # the corners: the columns carry the rows above and below
-                top, bottom, _ = bands[h_axis]
-                last = jnp.concatenate([_take(top, w_axis, top.shape[w_axis] - p, p), last,
-                                        _take(bottom, w_axis, bottom.shape[w_axis] - p, p)], axis=h_axis)
-                first = jnp.concatenate([_take(top, w_axis, 0, p), first, _take(bottom, w_axis, 0, p)], axis=h_axis)
-            bands[w_axis] = halos(x, w_axis, last, first)
-        for axis, (before, after, p) in bands.items():
-            # across the band: valid; along the other banded axis: the columns with corners are already there
-            other = {a: (0, 0) for a in bands if a != axis and axis == w_axis}
-            lo = band_conv(_band(before, axis, p, before=True), w, {axis: (0, p), **other})
-            hi = band_conv(_band(after, axis, p, before=False), w, {axis: (p, 0), **other})
+            x = jnp.pad(x, [(0, 0)] * axis + [pairs[axis - 2]] + [(0, 0)] * (ndim - 1 - axis), mode="edge")
+        y = conv(x, w, b, stride, tuple(lo for lo, _ in own), dilation, groups)
+        halos = {}  # axis -> (before, after): extended along the banded axes before it (their corners)
+
+        def extended(slab, axis, start):
+            """slab (x's rows start.. along `axis`) with the halos of the banded axes before `axis` around it."""
+            for a in banded:
+                if a >= axis:
+                    break
+                before, after = halos[a]
+                size = slab.shape[axis]
+                slab = jnp.concatenate([_take(before, axis, start, size), slab, _take(after, axis, start, size)],
+                                       axis=a)
+            return slab
+
+        for axis in banded:
+            lo, hi = pairs[axis - 2]
+            n = x.shape[axis]
+            first_row, last_row = extended(_take(x, axis, 0, 1), axis, 0), extended(_take(x, axis, n - 1, 1), axis, n - 1)
+            if axis in splits:
+                names, shards = splits[axis]
+                before, after = jnp.repeat(first_row, 0, axis=axis), jnp.repeat(last_row, 0, axis=axis)
+                if lo:
+                    before = _shift(extended(_take(x, axis, n - lo, lo), axis, n - lo), names, shards, forward=True)
+                if hi:
+                    after = _shift(extended(_take(x, axis, 0, hi), axis, 0), names, shards, forward=False)
+                if mode == "edge" and lo:
+                    before = _at_ends(before, jnp.repeat(first_row, lo, axis=axis), names, shards, first=True)
+                if mode == "edge" and hi:
+                    after = _at_ends(after, jnp.repeat(last_row, hi, axis=axis), names, shards, first=False)
+            else:
+                before, after = jnp.repeat(first_row, lo, axis=axis), jnp.repeat(last_row, hi, axis=axis)
+            halos[axis] = (before, after)
             start = [0] * ndim
-            y = jax.lax.dynamic_update_slice(y, _take(y, axis, 0, p) + lo, start)
-            start[axis] = y.shape[axis] - p
-            y = jax.lax.dynamic_update_slice(y, _take(y, axis, y.shape[axis] - p, p) + hi, start)
+            if lo:
+                y = jax.lax.dynamic_update_slice(y, _take(y, axis, 0, lo) + band_conv(before, w, axis, True), start)
+            if hi:
+                start[axis] = y.shape[axis] - hi
+                y = jax.lax.dynamic_update_slice(y, _take(y, axis, y.shape[axis] - hi, hi) + band_conv(after, w, axis, False),
+                                                 start)
         return y
 
     if b is None:
@@ -212,19 +224,27 @@ def sharded(conv, x, w, b, stride, padding, dilation, groups, mesh, grid, mode="
 
 
 def replicate_conv(x, w, b, stride, padding, dilation, groups):
-    """A convolution of x replicate-padded by padding[-2:] in height and width (zeros by padding[:-2] before
-    them), split as `sharded` on the trace's mesh where it can be, else padded with `jnp.pad` first."""
+    """A convolution of x replicate-padded by `padding` ((before, after) per spatial axis), split as `sharded`
+    on the trace's mesh where it can be, else padded with `jnp.pad` first.
+
+    A causal time padding ((2, 0): not split) is made by `jnp.pad` first on either path: as a band it would
+    need (2, 0) padding in the shard's own convolution, for which XLA:GPU pads the whole input explicitly.
+    """
     from . import gpu_conv  # gpu_conv routes torchax's convolutions here: imported when first used
 
-    options = current()
+    options, pairs = current(), _pairs(padding)
     local = functools.partial(gpu_conv.gpu_conv, limit=options.gpu_conv_limit)
+    leading = [(0, 0), (0, 0)]
+    causal = [a for a, (lo, hi) in enumerate(pairs) if lo != hi]
+    if causal:
+        x = jnp.pad(x, leading + [pairs[a] if a in causal else (0, 0) for a in range(len(pairs))], mode="edge")
+        pairs = tuple((0, 0) if a in causal else pads for a, pads in enumerate(pairs))
     if options.mesh is not None:
-        split = sharded(local, x, w, b, stride, padding, dilation, groups, options.mesh, options.grid, mode="edge")
+        split = sharded(local, x, w, b, stride, pairs, dilation, groups, options.mesh, options.grid, mode="edge")
         if split is not None:
             return split
-    edges = [(0, 0)] * (x.ndim - 2) + [(p, p) for p in padding[-2:]]
-    x = jnp.pad(x, edges, mode="edge")
-    return local(x, w, b, stride, tuple(padding[:-2]) + (0, 0), dilation, groups)
+    x = jnp.pad(x, leading + list(pairs), mode="edge")
+    return local(x, w, b, stride, (0,) * len(pairs), dilation, groups)
 
 
 @functools.cache
@@ -238,9 +258,9 @@ def _replicate_forward(self, hidden_states):
     if (not options.halo_conv or options.mesh is None or self.pad_mode != "replicate" or pads[0] != pads[1]
             or pads[2] != pads[3] or isinstance(conv.padding, str) or any(conv.padding)):
         return super(_Replicated, self).forward(hidden_states)
-    x = F.pad(hidden_states, (0, 0, 0, 0, pads[4], pads[5]), mode="replicate")  # time alone
-    return _torch_replicate_conv()(x, conv.weight, conv.bias, tuple(conv.stride), (0, pads[2], pads[0]),
-                                   tuple(conv.dilation), conv.groups)
+    return _torch_replicate_conv()(hidden_states, conv.weight, conv.bias, tuple(conv.stride),
+                                   ((pads[4], pads[5]), (pads[2], pads[3]), (pads[0], pads[1])), tuple(conv.dilation),
+                                   conv.groups)
 
 
 class _Replicated:

@@ -26,14 +26,17 @@ import functools
 
 import torch
 from diffusers.models.autoencoders.autoencoder_kl_qwenimage import QwenImageCausalConv3d
-from diffusers.models.autoencoders.autoencoder_kl_qwenimage21 import QwenImage21CausalConv3d
 from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
 from torch import nn
 from torch.nn import functional as F
 
 from .options import current
 
-CLASSES = (WanCausalConv3d, QwenImageCausalConv3d, QwenImage21CausalConv3d)
+try:  # diffusers >= 0.42: Qwen-Image 2.1's one-frame specialization
+    from diffusers.models.autoencoders.autoencoder_kl_qwenimage21 import QwenImage21CausalConv3d
+except ImportError:
+    QwenImage21CausalConv3d = None
+CLASSES = (WanCausalConv3d, QwenImageCausalConv3d) + ((QwenImage21CausalConv3d,) if QwenImage21CausalConv3d else ())
 
 
 def _forward(self, x, cache_x=None):
@@ -75,7 +78,8 @@ class _Dropped:
 @functools.cache
 def dropping_zero_history(cls: type) -> type:
     """A subclass of a Wan causal convolution class (possibly already refined by other patches) with `_forward`."""
-    forward = _image_forward if issubclass(cls, QwenImage21CausalConv3d) else _forward
+    image = QwenImage21CausalConv3d is not None and issubclass(cls, QwenImage21CausalConv3d)
+    forward = _image_forward if image else _forward
     return type(f"ZeroHistory{cls.__name__}", (_Dropped, cls), {"forward": forward, "__module__": __name__})
 
 
