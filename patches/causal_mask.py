@@ -19,6 +19,8 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import HunyuanVideo15AttnBlock
 from torch import nn
 
+from .refine import refine
+
 CLASSES = (HunyuanVideo15AttnBlock,)
 
 
@@ -43,9 +45,4 @@ def vectorized(cls: type) -> type:
 
 def patch(model: nn.Module) -> int:
     """Gives every HunyuanVideo 1.5 attention block of `model` the vectorized mask; returns how many."""
-    count = 0
-    for module in model.modules():
-        if isinstance(module, CLASSES) and not isinstance(module, _Vectorized):
-            module.__class__ = vectorized(type(module))
-            count += 1
-    return count
+    return refine(model, CLASSES, _Vectorized, vectorized)

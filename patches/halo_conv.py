@@ -55,6 +55,7 @@ from torch import nn
 
 from ..mesh import sharding_for
 from .options import current
+from .refine import refine
 from .torchax_torch213 import import_torchax
 
 REPLICATE = (HunyuanVideoCausalConv3d, HunyuanVideo15CausalConv3d)  # replicate padding, then a Conv3d
@@ -190,30 +191,27 @@ def sharded(conv, x, w, b, stride, padding, dilation, groups, mesh, grid, mode="
             return slab
 
         for axis in banded:
-            lo, hi = pairs[axis - 2]
-            n = x.shape[axis]
-            first_row, last_row = extended(_take(x, axis, 0, 1), axis, 0), extended(_take(x, axis, n - 1, 1), axis, n - 1)
-            if axis in splits:
-                names, shards = splits[axis]
-                before, after = jnp.repeat(first_row, 0, axis=axis), jnp.repeat(last_row, 0, axis=axis)
-                if lo:
-                    before = _shift(extended(_take(x, axis, n - lo, lo), axis, n - lo), names, shards, forward=True)
-                if hi:
-                    after = _shift(extended(_take(x, axis, 0, hi), axis, 0), names, shards, forward=False)
-                if mode == "edge" and lo:
-                    before = _at_ends(before, jnp.repeat(first_row, lo, axis=axis), names, shards, first=True)
-                if mode == "edge" and hi:
-                    after = _at_ends(after, jnp.repeat(last_row, hi, axis=axis), names, shards, first=False)
+            p, n = own[axis - 2][0], x.shape[axis]  # banded axes pad p rows (columns) on both sides (above)
+
+            def edge(first):
+                """Replicate padding's halo: the shard's first (last) row, extended, p times."""
+                row = extended(_take(x, axis, 0 if first else n - 1, 1), axis, 0 if first else n - 1)
+                return jnp.repeat(row, p, axis=axis)
+
+            if axis not in splits:  # replicate padding of an axis that is not split
+                before, after = edge(True), edge(False)
             else:
-                before, after = jnp.repeat(first_row, lo, axis=axis), jnp.repeat(last_row, hi, axis=axis)
+                names, shards = splits[axis]
+                before = _shift(extended(_take(x, axis, n - p, p), axis, n - p), names, shards, forward=True)
+                after = _shift(extended(_take(x, axis, 0, p), axis, 0), names, shards, forward=False)
+                if mode == "edge":
+                    before = _at_ends(before, edge(True), names, shards, first=True)
+                    after = _at_ends(after, edge(False), names, shards, first=False)
             halos[axis] = (before, after)
             start = [0] * ndim
-            if lo:
-                y = jax.lax.dynamic_update_slice(y, _take(y, axis, 0, lo) + band_conv(before, w, axis, True), start)
-            if hi:
-                start[axis] = y.shape[axis] - hi
-                y = jax.lax.dynamic_update_slice(y, _take(y, axis, y.shape[axis] - hi, hi) + band_conv(after, w, axis, False),
-                                                 start)
+            y = jax.lax.dynamic_update_slice(y, _take(y, axis, 0, p) + band_conv(before, w, axis, True), start)
+            start[axis] = n - p
+            y = jax.lax.dynamic_update_slice(y, _take(y, axis, n - p, p) + band_conv(after, w, axis, False), start)
         return y
 
     if b is None:
@@ -278,9 +276,4 @@ def patch(model: nn.Module) -> int:
     Outside GPU mesh traces that forward is diffusers'. (Every other convolution reaches `sharded` through
     patches/gpu_conv.py's lowering hook.)
     """
-    count = 0
-    for module in model.modules():
-        if isinstance(module, REPLICATE) and not isinstance(module, _Replicated):
-            module.__class__ = _replicated(type(module))
-            count += 1
-    return count
+    return refine(model, REPLICATE, _Replicated, _replicated)

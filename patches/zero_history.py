@@ -31,6 +31,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .options import current
+from .refine import refine
 
 try:  # diffusers >= 0.42: Qwen-Image 2.1's one-frame specialization
     from diffusers.models.autoencoders.autoencoder_kl_qwenimage21 import QwenImage21CausalConv3d
@@ -85,9 +86,4 @@ def dropping_zero_history(cls: type) -> type:
 
 def patch(model: nn.Module) -> int:
     """Gives every Wan or Qwen-Image causal convolution of `model` the forward above; returns how many."""
-    count = 0
-    for module in model.modules():
-        if isinstance(module, CLASSES) and not isinstance(module, _Dropped):
-            module.__class__ = dropping_zero_history(type(module))
-            count += 1
-    return count
+    return refine(model, CLASSES, _Dropped, dropping_zero_history)
