@@ -62,15 +62,16 @@ REPLICATE = (HunyuanVideoCausalConv3d, HunyuanVideo15CausalConv3d)  # replicate 
 
 
 def _spec(mesh, grid, shape):
-    """The fine mesh and PartitionSpec the activation marks give an input of `shape` (4-D: frames in the batch)."""
-    if len(shape) == 5:
-        sharding = sharding_for(mesh, shape, grid)
-        return sharding.mesh, tuple(sharding.spec) + (None,) * (5 - len(sharding.spec))
-    if len(shape) == 4:
-        sharding = sharding_for(mesh, (shape[0], shape[1], 1, shape[2], shape[3]), grid)
-        spec = tuple(sharding.spec) + (None,) * (5 - len(sharding.spec))
-        return sharding.mesh, (spec[0], spec[1], spec[3], spec[4])
-    return None, None
+    """The fine mesh and PartitionSpec the activation marks give an input of `shape` (4-D: frames in the batch);
+    (None, None) where they split it unevenly (a shard_map takes even blocks only: XLA's partitioner does it)."""
+    if len(shape) not in (4, 5):
+        return None, None
+    full = shape if len(shape) == 5 else (shape[0], shape[1], 1, shape[2], shape[3])
+    sharding = sharding_for(mesh, full, grid)
+    if sharding != sharding_for(mesh, full, grid, uneven=True):
+        return None, None
+    spec = tuple(sharding.spec) + (None,) * (5 - len(sharding.spec))
+    return sharding.mesh, spec if len(shape) == 5 else (spec[0], spec[1], spec[3], spec[4])
 
 
 def _names(entry) -> tuple:

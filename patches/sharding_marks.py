@@ -30,17 +30,21 @@ from ..mesh import sharding_for
 from .options import current
 from .torchax_torch213 import import_torchax
 
-def constrain(x):
-    """x with its sharding fixed to `torchax_vae.mesh.sharding_for` (5-D arrays while tracing for a mesh), else x."""
+def constrain(x, uneven: bool = True):
+    """x with its sharding fixed to `torchax_vae.mesh.sharding_for` (5-D arrays while tracing for a mesh), else x.
+
+    uneven: a layer's activation may split into blocks of unequal size (XLA pads the last); a program's carried
+    arrays (`mark`) split evenly, so that they leave the program split.
+    """
     options = current()
     if options.mesh is None or x.ndim != 5:
         return x
-    return jax.lax.with_sharding_constraint(x, sharding_for(options.mesh, x.shape, options.grid))
+    return jax.lax.with_sharding_constraint(x, sharding_for(options.mesh, x.shape, options.grid, uneven=uneven))
 
 
 @functools.cache
-def _torch_constrain():
-    return import_torchax().interop.torch_view(constrain)
+def _torch_constrain(uneven: bool = True):
+    return import_torchax().interop.torch_view(functools.partial(constrain, uneven=uneven))
 
 
 def mark(tensor):
@@ -51,7 +55,7 @@ def mark(tensor):
     """
     if current().mesh is None:
         return tensor
-    return _torch_constrain()(tensor)
+    return _torch_constrain(False)(tensor)
 
 
 def _mark_inputs(module, args):

@@ -58,9 +58,15 @@ def tiny():
     parity("2x4 batch 2 sliced", vae, ours, x2, z2)
     vae.disable_slicing()
 
-    # A width no split divides at the latent level (5 = 40 / 8): best valid split, logged.
+    # A width no split divides at the latent level (5 = 40 / 8): the grid 2 x 4 from the 12 x 20 level up, the
+    # 6 x 10 level in unequal blocks (10 as 3, 3, 3, 1: `torchax_vae.mesh.uneven_grid`), the 3 x 5 latents 2 x 1.
     parity("1x8 width 40", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(1, 3, 9, 24, 40, generator=gen),
            torch.randn(1, 4, 3, 3, 5, generator=gen))
+
+    # Height strips, the grid TPUs favour (`torchax_vae.mesh.keeps_width`; here the squarest blocks too): a
+    # 128 x 16 video's 16 x 2 latents split 8 x 1, two rows a device. (Uneven blocks: "1x8 width 40" below.)
+    parity("8x1 tall", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(1, 3, 9, 128, 16, generator=gen),
+           torch.randn(1, 4, 3, 16, 2, generator=gen))
 
     # Tiling on the mesh: tiles of 32x32 over 48x64, against diffusers' tiled_encode/tiled_decode.
     vae.enable_tiling(32, 32, 0.25, 0.25)

@@ -65,7 +65,7 @@ def families_8_devices():
 def test_tiny_on_8_devices_matches_pytorch(tiny_8_devices):
     rows, _ = tiny_8_devices
     cases = {row["case"] for row in rows}
-    assert {"1x8", "2x4 batch 2", "2x4 batch 2 sliced", "1x8 width 40", "1x8 tiled", "1x8 device input"} <= cases
+    assert {"1x8", "2x4 batch 2", "2x4 batch 2 sliced", "1x8 width 40", "8x1 tall", "1x8 tiled", "1x8 device input"} <= cases
     assert "wan-tiny 1x8" in cases  # the feat_cache carried on the mesh
     check_parity(rows)
     device_input = next(row for row in rows if row["case"] == "1x8 device input")
@@ -131,10 +131,10 @@ def test_the_other_families_on_8_devices_match_pytorch(families_8_devices):
 
 def test_width_that_does_not_divide_is_logged(tiny_8_devices):
     _, stderr = tiny_8_devices
-    # 24x40 -> 12x20, 6x10, 3x5 in the encoder: the program's grid is 2 x 4 (from 12 x 20 up), which the smaller
-    # levels divide only partly; the run above still matched PyTorch.
-    for size, grid in (("6x10", "2 x 2"), ("3x5", "1 x 1")):
-        assert f"height x width {size} splits only {grid} of the 8 devices of mesh {{'dp': 1, 'tp': 8}}" in stderr
+    # 24x40 -> 12x20, 6x10, 3x5 in the encoder: the program's grid is 2 x 4 (from 12 x 20 up). The 6 x 10 level
+    # takes it in unequal blocks; the 3 x 5 latents only 2 x 1 of it. The run above still matched PyTorch.
+    assert "height x width 3x5 splits only 2 x 1 of the 8 devices of mesh {'dp': 1, 'tp': 8}" in stderr
+    assert "height x width 6x10 splits only" not in stderr
     assert "Involuntary full rematerialization" not in stderr
 
 
@@ -226,8 +226,8 @@ def test_one_device_mesh_equals_no_mesh(tiny_vae, tiny_torchax):
     assert torch.equal(on_mesh, tiny_torchax.decode(z).sample)
 
 
-def fake_mesh(dp: int, tp: int):
-    return SimpleNamespace(shape={"dp": dp, "tp": tp})
+def fake_mesh(dp: int, tp: int, platform: str = "cpu"):
+    return SimpleNamespace(shape={"dp": dp, "tp": tp}, devices=np.array([SimpleNamespace(platform=platform)] * dp * tp))
 
 
 @pytest.mark.parametrize(
@@ -246,6 +246,36 @@ def fake_mesh(dp: int, tp: int):
 )
 def test_program_grid_takes_the_first_level_a_full_grid_divides(dp, tp, batch, latents, expected):
     assert mesh_policy.program_grid(fake_mesh(dp, tp), batch, *latents) == expected
+
+
+@pytest.mark.parametrize(
+    "latents, expected",
+    [
+        ((16, 24), (8, 1)),  # LTX-2 512x768: height strips (libtpu folds a block's width into 8 groups)
+        ((64, 64), (8, 1)),  # Qwen-Image 2.1 1024x1024
+        ((44, 80), (4, 2)),  # Wan 2.2 704x1280: 44 is 4 x 11
+        ((60, 90), (4, 2)),  # CogVideoX 480x720: as on other devices
+        ((90, 160), (2, 4)),  # Wan 2.1 720p: 90 takes no 4 or 8
+        ((166, 166), (4, 2)),  # Qwen-Image 1328x1328: from its 332 level up
+    ],
+)
+def test_program_grid_on_tpus_splits_the_height_first(latents, expected):
+    assert mesh_policy.program_grid(fake_mesh(1, 8, "tpu"), 1, *latents) == expected
+
+
+@pytest.mark.parametrize(
+    "grid, level, expected",
+    [
+        ((2, 4), (166, 166), (2, 4)),  # 166 = 4 x 42 - 2: the last block 40 wide
+        ((4, 2), (166, 166), (4, 2)),
+        ((2, 4), (6, 10), (2, 4)),  # blocks of 3, 3, 3, 1
+        ((2, 4), (3, 5), (2, 1)),  # 5 in blocks of 2 leaves the 4th empty: 1; 3 as 2 + 1
+        ((8, 1), (4, 24), (4, 1)),  # 8 blocks of 4 rows would be empty: the largest divisor
+        ((2, 4), (60, 90), (2, 4)),  # 90 as 23, 23, 23, 21 (not 2 x 2 blocks of 45)
+    ],
+)
+def test_uneven_grid_pads_a_level_the_grid_does_not_divide(grid, level, expected):
+    assert mesh_policy.uneven_grid(grid, *level) == expected
 
 
 def test_sharding_for_takes_divisors_of_the_grid_on_the_same_axes():
