@@ -226,23 +226,41 @@ def replicate_conv(x, w, b, stride, padding, dilation, groups):
     """A convolution of x replicate-padded by `padding` ((before, after) per spatial axis), split as `sharded`
     on the trace's mesh where it can be, else padded with `jnp.pad` first.
 
-    A causal time padding ((2, 0): not split) is made by `jnp.pad` first on either path: as a band it would
-    need (2, 0) padding in the shard's own convolution, for which XLA:GPU pads the whole input explicitly.
+    A causal time padding ((p, 0): not split) is not padded onto x: the convolution runs twice, on x without
+    it (all but the first p output frames) and on the 2p frames the first p outputs see (x's first frame p
+    times, then its first p), and the two are joined. A padded copy of x would be p frames longer than every
+    other activation of its level, and on two GPUs XLA's heap left holes between the two sizes (HunyuanVideo
+    1.5's 131- and 129-frame buffers). As a band it would need (p, 0) padding in the shard's own
+    convolution, for which XLA:GPU pads the whole input explicitly.
     """
-    from . import gpu_conv  # gpu_conv routes torchax's convolutions here: imported when first used
-
-    options, pairs = current(), _pairs(padding)
-    local = functools.partial(gpu_conv.gpu_conv, limit=options.gpu_conv_limit)
-    leading = [(0, 0), (0, 0)]
+    pairs = _pairs(padding)
     causal = [a for a, (lo, hi) in enumerate(pairs) if lo != hi]
+    if len(causal) == 1 and pairs[causal[0]][1] == 0 and stride[causal[0]] == 1 and dilation[causal[0]] == 1:
+        a, p = causal[0] + 2, pairs[causal[0]][0]
+        if x.shape[a] > p:
+            rest = tuple((0, 0) if i == a - 2 else pads for i, pads in enumerate(pairs))
+            first = jax.lax.slice_in_dim(x, 0, 1, axis=a)
+            head = jnp.concatenate([first] * p + [jax.lax.slice_in_dim(x, 0, p, axis=a)], axis=a)
+            return jnp.concatenate([_replicate_spatial(head, w, b, stride, rest, dilation, groups),
+                                    _replicate_spatial(x, w, b, stride, rest, dilation, groups)], axis=a)
     if causal:
+        leading = [(0, 0), (0, 0)]
         x = jnp.pad(x, leading + [pairs[a] if a in causal else (0, 0) for a in range(len(pairs))], mode="edge")
         pairs = tuple((0, 0) if a in causal else pads for a, pads in enumerate(pairs))
+    return _replicate_spatial(x, w, b, stride, pairs, dilation, groups)
+
+
+def _replicate_spatial(x, w, b, stride, pairs, dilation, groups):
+    """`replicate_conv` of symmetric padding `pairs`: split on the trace's mesh where it can be, else `jnp.pad`."""
+    from . import gpu_conv  # gpu_conv routes torchax's convolutions here: imported when first used
+
+    options = current()
+    local = functools.partial(gpu_conv.gpu_conv, limit=options.gpu_conv_limit)
     if options.mesh is not None:
         split = sharded(local, x, w, b, stride, pairs, dilation, groups, options.mesh, options.grid, mode="edge")
         if split is not None:
             return split
-    x = jnp.pad(x, leading + list(pairs), mode="edge")
+    x = jnp.pad(x, [(0, 0), (0, 0)] + list(pairs), mode="edge")
     return local(x, w, b, stride, (0,) * len(pairs), dilation, groups)
 
 

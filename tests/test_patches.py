@@ -726,3 +726,31 @@ def test_causal_mask_equals_diffusers_loop(n_frame, n_hw):
     block = HunyuanVideo15AttnBlock(8)
     assert causal_mask.patch(nn.Sequential(block)) == 1 and causal_mask.patch(nn.Sequential(block)) == 0
     assert block.prepare_causal_attention_mask is causal_mask.causal_attention_mask
+
+
+@pytest.mark.parametrize("frames", [1, 2, 3, 9])
+def test_replicate_conv_takes_causal_time_padding_without_a_padded_copy(frames):
+    """HunyuanVideo's causal convolution on GPUs (patches/halo_conv.py `replicate_conv`): its (2, 0) replicate time
+    padding as two convolutions (the first two output frames, then the rest), equal to padding first, and with
+    no array p frames longer than the input in the program (XLA:GPU's heap left holes between the two sizes)."""
+    import jax
+    import jax.numpy as jnp
+
+    from torchax_vae.patches import halo_conv
+
+    x = jax.random.normal(jax.random.key(0), (1, 4, frames, 6, 5))
+    w, b = jax.random.normal(jax.random.key(1), (3, 4, 3, 3, 3)), jnp.arange(3.0)
+    padding = ((2, 0), (1, 1), (1, 1))
+
+    def ours(x):
+        return halo_conv.replicate_conv(x, w, b, (1, 1, 1), padding, (1, 1, 1), 1)
+
+    with patches.options.tracing(patches.options.TraceOptions.for_platform("cuda")):
+        got = ours(x)
+        text = jax.jit(ours).lower(x).as_text()
+    padded = jnp.pad(x, [(0, 0), (0, 0), *padding], mode="edge")
+    expected = jax.lax.conv_general_dilated(padded, w, (1, 1, 1), "VALID") + b[None, :, None, None, None]
+    error = float(jnp.abs(got - expected).max())
+    assert got.shape == expected.shape and error <= 1e-5, f"max |Δ| = {error:.3g}"
+    if frames > 2:
+        assert f"tensor<1x4x{frames + 2}x6x5x" not in text, "a time-padded copy of the input"
