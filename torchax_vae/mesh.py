@@ -227,11 +227,11 @@ def uneven_grid(grid: tuple[int, int], height: int, width: int) -> tuple[int, in
     Qwen-Image's 1328 x 1328 on 8 devices: the 166 x 166 latents take 2 x 4 blocks of 83 x 42 (the last 40 wide,
     XLA pads it to 42) instead of 2 x 2, and the encoder's last level and mid block use all 8 devices.
     """
-    a, b = level_grid(grid, height, width)
-    if a < grid[0] and _uneven(grid[0], height):
-        a = grid[0]
-    if b < grid[1] and _uneven(grid[1], width):
-        b = grid[1]
+    even = level_grid(grid, height, width)
+    a = grid[0] if even[0] < grid[0] and _uneven(grid[0], height) else even[0]
+    b = grid[1] if even[1] < grid[1] and _uneven(grid[1], width) else even[1]
+    if a > 1 and b > 1 and min(-(-height // a), -(-width // b)) < 2:  # one-element blocks (`_at_least_two`)
+        return even
     return a, b
 
 
