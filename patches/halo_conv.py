@@ -239,8 +239,8 @@ def replicate_conv(x, w, b, stride, padding, dilation, groups):
         a, p = causal[0] + 2, pairs[causal[0]][0]
         if x.shape[a] > p:
             rest = tuple((0, 0) if i == a - 2 else pads for i, pads in enumerate(pairs))
-            first = jax.lax.slice_in_dim(x, 0, 1, axis=a)
-            head = jnp.concatenate([first] * p + [jax.lax.slice_in_dim(x, 0, p, axis=a)], axis=a)
+            head = jnp.pad(jax.lax.slice_in_dim(x, 0, p, axis=a), [(p, 0) if i == a else (0, 0) for i in range(x.ndim)],
+                           mode="edge")
             return jnp.concatenate([_replicate_spatial(head, w, b, stride, rest, dilation, groups),
                                     _replicate_spatial(x, w, b, stride, rest, dilation, groups)], axis=a)
     if causal:
