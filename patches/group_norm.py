@@ -12,6 +12,11 @@ PyTorch's CPU and CUDA kernels accumulate in float32), then applies the affine
 transform and casts back. `group_norm_reference` is the plain per-group loop it
 must equal.
 
+diffusers' `MochiChunkedGroupNorm3D` normalizes each frame on its own (it folds frames into the batch and runs
+nn.GroupNorm on chunks of 8 of them, a loop of concatenations); `TorchaxFrameGroupNorm` takes the same
+statistics per frame in one reduction (`group_norm(..., per_frame=True)`: over C/G, H, W), on NCTHW as it is,
+so the width split passes through.
+
 Still needed while torchax's lowering of nn.GroupNorm contains a while loop
 (tests/test_patches.py::test_stock_group_norm_still_loops).
 """
@@ -22,30 +27,37 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import torch
+from diffusers.models.autoencoders.autoencoder_kl_mochi import MochiChunkedGroupNorm3D
 from torch import nn
 
 from . import tile_mask
 from .torchax_torch213 import import_torchax
 
 
-def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None):
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None, per_frame=False):
     """GroupNorm of an (N, C, *spatial) array: statistics over (C/G, *spatial) per group.
+
+    per_frame: of an (N, C, T, H, W) array, statistics per frame, over (C/G, H, W) (each frame as its own sample).
 
     With `mask` (booleans broadcastable to the trailing spatial dims), the
     statistics cover only the True positions; the others get unspecified values.
     """
     n, c = x.shape[:2]
     spatial = x.shape[2:]
+    if per_frame:
+        # Each frame as a sample of its own: (N, C, T, H, W) as (N * T, C, H, W), normalized, and back. libtpu
+        # 0.0.42 failed to lay out the reduction over axes (C/G, H, W) of the 6-D grouped array for Mochi's
+        # encoder ("Expected instruction to have shape equal to f32[7,32], actual shape is f32[32,7]").
+        t = x.shape[2]
+        frames = jnp.moveaxis(x, 2, 1).reshape(n * t, c, *spatial[1:])
+        y = group_norm(frames, num_groups, weight, bias, eps, mask)
+        return jnp.moveaxis(y.reshape(n, t, c, *spatial[1:]), 1, 2)
     stats_dtype = jnp.promote_types(x.dtype, jnp.float32)
     xg = x.astype(stats_dtype).reshape(n, num_groups, c // num_groups, *spatial)
+    where = None if mask is None else jnp.broadcast_to(mask, xg.shape)
     axes = tuple(range(2, xg.ndim))
-    if mask is None:
-        mean = jnp.mean(xg, axis=axes, keepdims=True)
-        var = jnp.var(xg, axis=axes, keepdims=True)
-    else:
-        where = jnp.broadcast_to(mask, xg.shape)
-        mean = jnp.mean(xg, axis=axes, keepdims=True, where=where)
-        var = jnp.var(xg, axis=axes, keepdims=True, where=where)
+    mean = jnp.mean(xg, axis=axes, keepdims=True, where=where)
+    var = jnp.var(xg, axis=axes, keepdims=True, where=where)
     y = ((xg - mean) * jax.lax.rsqrt(var + eps)).reshape(x.shape)
     affine_shape = (1, c) + (1,) * len(spatial)
     if weight is not None:
@@ -75,9 +87,10 @@ def group_norm_reference(x, num_groups, weight=None, bias=None, eps=1e-5):
     return y
 
 
-def _group_norm_of_tile(x, num_groups, weight, bias, eps):
+def _group_norm_of_tile(x, num_groups, weight, bias, eps, per_frame=False):
     """`group_norm` over the valid region when traced with a tile extent (TraceOptions.tile_extent), else over all."""
-    return group_norm(x, num_groups, weight, bias, eps, mask=tile_mask.spatial_mask(*x.shape[-2:]))
+    return group_norm(x, num_groups, weight, bias, eps, mask=tile_mask.spatial_mask(*x.shape[-2:]),
+                      per_frame=per_frame)
 
 
 @functools.cache
@@ -92,11 +105,23 @@ class TorchaxGroupNorm(nn.GroupNorm):
         return _torch_group_norm()(input, self.num_groups, self.weight, self.bias, self.eps)
 
 
+class TorchaxFrameGroupNorm(MochiChunkedGroupNorm3D):
+    """MochiChunkedGroupNorm3D (per-frame GroupNorm of NCTHW, by chunks of frames) as one per-frame reduction."""
+
+    def forward(self, x: torch.Tensor = None) -> torch.Tensor:
+        norm = self.norm_layer
+        return _torch_group_norm()(x, norm.num_groups, norm.weight, norm.bias, norm.eps, per_frame=True)
+
+
 def patch(model: nn.Module) -> int:
-    """Makes every plain nn.GroupNorm in `model` a TorchaxGroupNorm; returns how many."""
+    """Makes every plain nn.GroupNorm in `model` a TorchaxGroupNorm, every MochiChunkedGroupNorm3D a
+    TorchaxFrameGroupNorm; returns how many."""
     count = 0
     for module in model.modules():
         if type(module) is nn.GroupNorm:
             module.__class__ = TorchaxGroupNorm
+            count += 1
+        elif type(module) is MochiChunkedGroupNorm3D:
+            module.__class__ = TorchaxFrameGroupNorm
             count += 1
     return count

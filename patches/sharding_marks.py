@@ -65,8 +65,12 @@ def _mark_inputs(module, args):
 
 
 def _mark_output(module, args, output):
+    """The layer's output marked; of a layer returning (activation, cache) (diffusers' causal convolutions with
+    a conv_cache), the activation."""
     if current().mesh is None:
         return None
+    if isinstance(output, tuple):
+        return (_torch_constrain()(output[0]), *output[1:])
     return _torch_constrain()(output)
 
 

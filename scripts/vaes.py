@@ -11,6 +11,7 @@ from diffusers import (
     AutoencoderKLHunyuanVideo,
     AutoencoderKLHunyuanVideo15,
     AutoencoderKLLTXVideo,
+    AutoencoderKLMochi,
     AutoencoderKLQwenImage,
     AutoencoderKLWan,
 )
@@ -104,6 +105,22 @@ ALLEGRO_CONFIGS = {
     "allegro": {},
 }
 
+# AutoencoderKLMochi: diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_mochi.py: 32
+# channels, the fewest its 32-group norms and 32-wide attention heads take); the VAE of diffusers' MochiPipeline
+# tests (12 latent channels, as MochiPipeline's latent normalization needs); the released Mochi 1 VAE's
+# architecture (the class defaults).
+MOCHI_CONFIGS = {
+    "mochi-tiny": {
+        "latent_channels": 4, "encoder_block_out_channels": (32, 32, 32, 32),
+        "decoder_block_out_channels": (32, 32, 32, 32), "layers_per_block": (1, 1, 1, 1, 1), **_normalization(4),
+    },
+    "mochi-pipe-tiny": {
+        "latent_channels": 12, "encoder_block_out_channels": (32, 32, 32, 32),
+        "decoder_block_out_channels": (32, 32, 32, 32), "layers_per_block": (1, 1, 1, 1, 1),
+    },
+    "mochi": {},
+}
+
 # AutoencoderKLLTXVideo: diffusers' own test configs (tests/models/autoencoders/test_models_autoencoder_ltx_video.py)
 # for 0.9.0 and 0.9.1 (timestep-conditioned, noise-injecting decoder), and the released architectures of
 # LTX-Video 0.9.0 (the class defaults) and 0.9.1 (scripts/convert_ltx_to_diffusers.py), placeholder normalization.
@@ -189,6 +206,7 @@ MODELS = {
     **{name: (AutoencoderKLHunyuanVideo15, kwargs) for name, kwargs in HUNYUAN15_CONFIGS.items()},
     **{name: (AutoencoderKLLTXVideo, kwargs) for name, kwargs in LTX_CONFIGS.items()},
     **{name: (AutoencoderKLAllegro, kwargs) for name, kwargs in ALLEGRO_CONFIGS.items()},
+    **{name: (AutoencoderKLMochi, kwargs) for name, kwargs in MOCHI_CONFIGS.items()},
 }
 try:
     from diffusers import AutoencoderKLLTX2Video
@@ -216,6 +234,7 @@ RELEASED = {
     "hunyuanvideo": ("hunyuanvideo", 129, 720, 1280),
     "hunyuanvideo15": ("hunyuanvideo15", 129, 720, 1280),  # HunyuanVideo15Pipeline, 720p (issue 29's size)
     "allegro": ("allegro", 88, 720, 1280),  # AllegroPipeline
+    "mochi": ("mochi", 163, 480, 848),  # MochiPipeline's defaults
     "ltx0.9.1": ("ltx091", 161, 512, 704),  # LTXPipeline (decode at timestep 0.05: decode_args)
     **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
     # QwenImage21Pipeline: output_resolution 1024, a 1024x1024 image; diffusers >= 0.42

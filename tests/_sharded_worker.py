@@ -158,6 +158,8 @@ def windowed():
         ("hunyuan15match-tiny", "hunyuan15", (1, 3, 9, 32, 64), (1, 4, 3, 8, 16), (), (1, 4, 3, 16, 64)),
         # Allegro: one fixed 24 x 128 x 128 tile (latents 6 x 16 x 16), its per-frame 2-D layers split on the mesh
         ("allegro-tiny", "allegro", (1, 3, 24, 128, 128), (1, 4, 6, 16, 16), (), (1, 4, 6, 16, 16)),
+        # Mochi: per-frame norms, attention over each pixel's frames, replicate-padded causal convolutions
+        ("mochi-tiny", "mochi", (1, 3, 7, 32, 64), (1, 4, 2, 4, 8), (), (1, 4, 2, 8, 32)),
     ]
     if "ltx2ts-tiny" in MODELS:  # LTX-2 (diffusers >= 0.37): reflect padding split on width, noise, timestep
         cases.append(("ltx2ts-tiny", "ltx2", (1, 3, 9, 64, 128), (1, 8, 2, 4, 16), (torch.tensor([0.05]),),

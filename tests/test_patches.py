@@ -161,6 +161,42 @@ def test_group_norm_reference_is_torch_group_norm():
     assert np.abs(actual - expected.numpy()).max() < 1e-10
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_per_frame_group_norm_matches_reference_frame_by_frame(dtype):
+    """Mochi's per-frame GroupNorm (MochiChunkedGroupNorm3D) as one reduction: each frame is normalized alone."""
+    rng = np.random.default_rng(3)
+    x = jnp.asarray(rng.normal(0.5, 2.0, (2, 8, 5, 6, 7)) * np.linspace(1, 4, 5)[:, None, None], dtype)
+    w, b = (jnp.asarray(rng.normal(size=8), dtype) for _ in range(2))
+    actual = np.asarray(group_norm.group_norm(x, 4, w, b, 1e-6, per_frame=True).astype(jnp.float32))
+    x_seen, w_seen, b_seen = (np.asarray(a.astype(jnp.float32)) for a in (x, w, b))
+    for t in range(x.shape[2]):
+        expected = group_norm.group_norm_reference(x_seen[:, :, t], 4, w_seen, b_seen, 1e-6)
+        excess = np.abs(actual[:, :, t] - expected)
+        atol, rtol = GROUP_NORM_TOL[dtype]
+        assert (excess <= atol + rtol * np.abs(expected)).all(), f"frame {t}: max |Δ| = {excess.max():.3g}"
+
+
+def test_mochi_chunked_group_norm_becomes_one_reduction():
+    from diffusers.models.autoencoders.autoencoder_kl_mochi import MochiChunkedGroupNorm3D
+
+    layer = MochiChunkedGroupNorm3D(64, chunk_size=2)
+    x = torch.randn(1, 64, 5, 4, 4, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = layer(x)
+    assert group_norm.patch(layer) == 2 and type(layer) is group_norm.TorchaxFrameGroupNorm
+    assert "stablehlo.while" not in lowered_hlo(layer, tuple(x.shape))
+    env = patches.import_torchax().default_env()
+    weights = {name: to_jax(p) for name, p in layer.named_parameters()}
+
+    def jax_fn(weights, x):
+        weights, x = env.j2t_iso((weights, x))
+        with env, torch.no_grad():
+            return env.t2j_iso(torch.func.functional_call(layer, weights, (x,)))
+
+    actual = torch.from_numpy(np.array(jax.jit(jax_fn)(weights, to_jax(x))))
+    assert_close(actual, expected, 1e-5, "MochiChunkedGroupNorm3D, patched")
+
+
 def test_stock_group_norm_still_loops():
     stock = lowered_hlo(nn.GroupNorm(2, 8), (1, 8, 3, 4, 4))
     assert "stablehlo.while" in stock, "torchax's GroupNorm no longer loops: re-measure patches/group_norm.py"

@@ -1,0 +1,168 @@
+"""AutoencoderKLMochi through TorchaxVAE against the same model in plain PyTorch, and in MochiPipeline."""
+
+import pytest
+import torch
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+
+from torchax_vae import TorchaxVAE
+from torchax_vae.models.mochi import MochiVAE
+
+FP32 = TOLERANCE[torch.float32]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    vae = random_vae("mochi-tiny")
+    return vae, TorchaxVAE(vae)
+
+
+def video(batch, frames, height, width, seed=0):
+    return torch.randn(batch, 3, frames, height, width, generator=torch.Generator().manual_seed(seed))
+
+
+def test_dispatch_and_what_pipelines_read(pair):
+    vae, ours = pair
+    assert type(ours) is MochiVAE
+    assert ours.spatial_compression_ratio == vae.spatial_compression_ratio == 8
+    assert ours.temporal_compression_ratio == vae.temporal_compression_ratio == 6
+    assert ours.video_channels == 3 and vae.config.in_channels == 15  # the encoder adds the Fourier features
+    assert ours.tile_sample_stride_height == vae.tile_sample_stride_height and ours.drop_last_temporal_frames
+    for frames, height in ((1, 16), (8, 20), (13, 16)):  # any length and size: diffusers' convolutions floor
+        x = video(1, frames, height, 24)
+        assert ours.latent_shape(x.shape) == tuple(vae.encode(x).latent_dist.mean.shape)
+
+
+@pytest.mark.parametrize("frames", [1, 7, 13])
+def test_tiny_fp32(pair, frames):
+    vae, ours = pair
+    check_encode_decode(vae, ours, video(1, frames, 16, 24, seed=frames), f"mochi-tiny {frames}f")
+
+
+def test_decoded_frames_as_diffusers_drops_them(pair):
+    """ratio frames per latent frame, the first ratio - 1 dropped (drop_last_temporal_frames), or kept when off."""
+    vae, ours = pair
+    z = torch.randn(1, 4, 3, 2, 3, generator=torch.Generator().manual_seed(3))
+    assert ours.decode(z).sample.shape[2] == 13
+    vae.drop_last_temporal_frames = ours.drop_last_temporal_frames = False
+    try:
+        decoded = ours.decode(z).sample
+        assert decoded.shape[2] == 18
+        assert_close(decoded, vae.decode(z).sample, FP32, "decode, every frame kept")
+    finally:
+        vae.drop_last_temporal_frames = ours.drop_last_temporal_frames = True
+
+
+def test_a_batch_sliced_or_not_and_one_program_per_clip():
+    vae = random_vae("mochi-tiny")
+    ours = TorchaxVAE(vae)
+    x = video(2, 7, 16, 16, seed=2)
+    check_encode_decode(vae, ours, x, "mochi-tiny batch 2")
+    ours.enable_slicing()
+    check_encode_decode(vae, ours, x, "mochi-tiny batch 2, sliced")
+    ours.disable_slicing()
+    ours = TorchaxVAE(vae)  # whole clips, as in diffusers: one program per (frames, size), compiled once
+    for frames in (1, 2, 3, 2, 1):
+        ours.decode(torch.randn(1, 4, frames, 2, 2, generator=torch.Generator().manual_seed(frames)))
+    assert sorted(s["input_shapes"][0][2] for s in ours.compile_stats()) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("tiles", [dict(tile_sample_min_height=16, tile_sample_min_width=16, tile_sample_stride_height=8,
+                                        tile_sample_stride_width=8),
+                                   dict(tile_sample_min_height=24, tile_sample_min_width=16, tile_sample_stride_height=16,
+                                        tile_sample_stride_width=8)])
+def test_tiling_equals_diffusers(tiles):
+    """diffusers' own tiling arguments for this class: tile sizes and strides, blended over their difference."""
+    vae = random_vae("mochi-tiny")
+    ours = TorchaxVAE(vae)
+    x = video(1, 7, 40, 48, seed=3)
+    try:
+        for model in (vae, ours):
+            model.enable_tiling(**tiles)
+        expected = vae.encode(x).latent_dist.mean
+        assert_close(ours.encode(x).latent_dist.mean, expected, FP32, f"tiled encode {tiles}")
+        assert_close(ours.decode(expected).sample, vae.decode(expected).sample, FP32, f"tiled decode {tiles}")
+        assert {s["name"] for s in ours.compile_stats()} >= {"encoder/tile", "decoder/tile+drop=5"}
+    finally:
+        for model in (vae, ours):
+            model.disable_tiling()
+
+
+def test_framewise_decoding_is_refused():
+    vae = random_vae("mochi-tiny")
+    vae._enable_framewise_decoding()
+    with pytest.raises(ValueError, match="framewise"):
+        TorchaxVAE(vae)
+
+
+def test_bf16():
+    vae = random_vae("mochi-tiny")
+    bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 7, 16, 16), "mochi-tiny 7f")
+
+
+@pytest.mark.slow
+def test_official_fp32_and_bf16():
+    """The released Mochi 1 VAE's architecture (the class defaults), seeded random weights, small sizes."""
+    vae = random_vae("mochi")
+    ours = TorchaxVAE(vae)
+    check_encode_decode(vae, ours, video(1, 7, 32, 32, seed=5), "mochi 7f")
+    bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 7, 32, 32), "mochi 7f")
+
+
+def _pipeline(vae):
+    from diffusers import FlowMatchEulerDiscreteScheduler, MochiPipeline, MochiTransformer3DModel
+
+    torch.manual_seed(0)  # as diffusers' MochiPipeline tests build it; prompt embeddings given instead of its T5
+    transformer = MochiTransformer3DModel(
+        patch_size=2, num_attention_heads=2, attention_head_dim=8, num_layers=2, pooled_projection_dim=16,
+        in_channels=12, out_channels=None, qk_norm="rms_norm", text_embed_dim=32, time_embed_dim=4,
+        activation_fn="swiglu", max_sequence_length=16,
+    ).eval()
+    pipe = MochiPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=None, tokenizer=None,
+                         transformer=transformer)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+# MochiPipeline's denoising loop runs under torch.autocast(dtype=float32), which torch refuses on CPU with a warning
+@pytest.mark.filterwarnings("ignore:In CPU autocast, but the target dtype is not supported")
+def test_mochi_pipeline_with_the_vae_swapped():
+    vae = random_vae("mochi-pipe-tiny")
+    pipe = _pipeline(vae)
+    generator = torch.Generator().manual_seed(1)
+    inputs = dict(prompt_embeds=torch.randn(1, 16, 32, generator=generator),
+                  prompt_attention_mask=torch.ones(1, 16, dtype=torch.bool), guidance_scale=1.0,
+                  num_inference_steps=2, height=16, width=16, num_frames=7, output_type="pt")
+    with torch.no_grad():
+        expected = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
+        pipe.vae = TorchaxVAE(vae)
+        actual = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
+    assert actual.shape == (1, 7, 3, 16, 16)
+    assert_close(actual, expected, FP32, "MochiPipeline frames")
+
+
+def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
+    """MochiPipeline(output_type="latent") returns [B, C, F, H, W], normalized by latents_mean and latents_std."""
+    import numpy as np
+
+    from torchax_vae import files
+    from torchax_vae.cli import main
+
+    vae = random_vae("mochi-pipe-tiny")
+    vae.save_pretrained(tmp_path / "model" / "vae")
+    z = torch.randn(1, 12, 2, 2, 3, generator=torch.Generator().manual_seed(0))
+    torch.save(z, tmp_path / "latents.pt")
+    args = ["--model", str(tmp_path / "model"), "--no-cache", "--json"]
+    assert main(["warmup", "--shape", "7,16,24", "--kind", "both", *args]) == 0
+    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.npy"), *args]) == 0
+    capsys.readouterr()
+    mean = torch.tensor(vae.config.latents_mean).view(1, 12, 1, 1, 1)
+    std = torch.tensor(vae.config.latents_std).view(1, 12, 1, 1, 1)
+    with torch.no_grad():  # MochiPipeline: latents * std / scaling_factor + mean, then decode
+        expected = vae.decode(z * std / vae.config.scaling_factor + mean).sample[0]
+    expected = ((expected / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 3, 0).numpy()
+    frames = np.load(tmp_path / "video.npy")
+    assert frames.shape == (7, 16, 24, 3)
+    assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
+    files.write_mp4(tmp_path / "video.mp4", frames)
+    assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
+    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 12, 2, 2, 3)  # the pipelines' [B, C, F, H, W]
