@@ -30,7 +30,8 @@ padding. The result equals the unsplit convolution up to the summation order
 at the edges (tests/_sharded_worker.py `halo_convolutions` against `stock`
 on the 8-device CPU mesh).
 
-HunyuanVideo's and HunyuanVideo 1.5's causal convolutions pad all three axes by
+HunyuanVideo's and HunyuanVideo 1.5's causal convolutions (and Mochi's, CogVideoX's class with
+`pad_mode="replicate"`) pad all three axes by
 replication (`F.pad(mode="replicate")`) and convolve without padding; on a
 GPU mesh their forward pads only time and hands height and width to the same
 split with replicated edges (`replicate_conv`): the first and last devices'
@@ -48,6 +49,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d
 from diffusers.models.autoencoders.autoencoder_kl_hunyuan_video import HunyuanVideoCausalConv3d
 from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import HunyuanVideo15CausalConv3d
 from jax.sharding import PartitionSpec
@@ -58,7 +60,8 @@ from .options import current
 from .refine import refine
 from .torchax_torch213 import import_torchax
 
-REPLICATE = (HunyuanVideoCausalConv3d, HunyuanVideo15CausalConv3d)  # replicate padding, then a Conv3d
+# replicate padding, then a Conv3d: HunyuanVideo's, and CogVideoX's class in Mochi (pad_mode "replicate")
+REPLICATE = (HunyuanVideoCausalConv3d, HunyuanVideo15CausalConv3d, CogVideoXCausalConv3d)
 
 
 def _spec(mesh, grid, shape):
@@ -269,15 +272,33 @@ def _torch_replicate_conv():
     return import_torchax().interop.torch_view(replicate_conv)
 
 
-def _replicate_forward(self, hidden_states):
-    """HunyuanVideo's causal convolution; on a GPU mesh its height and width padding goes to `replicate_conv`."""
+def _splits(self) -> bool:
+    """Whether this trace hands the layer's replicate padding to `replicate_conv` (a GPU mesh, symmetric
+    height and width padding, an unpadded Conv3d)."""
     options, pads, conv = current(), self.time_causal_padding, self.conv
-    if (not options.halo_conv or options.mesh is None or self.pad_mode != "replicate" or pads[0] != pads[1]
-            or pads[2] != pads[3] or isinstance(conv.padding, str) or any(conv.padding)):
-        return super(_Replicated, self).forward(hidden_states)
+    return (options.halo_conv and options.mesh is not None and self.pad_mode == "replicate" and pads[0] == pads[1]
+            and pads[2] == pads[3] and not isinstance(conv.padding, str) and not any(conv.padding))
+
+
+def _split_conv(self, hidden_states):
+    pads, conv = self.time_causal_padding, self.conv
     return _torch_replicate_conv()(hidden_states, conv.weight, conv.bias, tuple(conv.stride),
                                    ((pads[4], pads[5]), (pads[2], pads[3]), (pads[0], pads[1])), tuple(conv.dilation),
                                    conv.groups)
+
+
+def _replicate_forward(self, hidden_states):
+    """HunyuanVideo's causal convolution; on a GPU mesh its padding goes to `replicate_conv`."""
+    if not _splits(self):
+        return super(_Replicated, self).forward(hidden_states)
+    return _split_conv(self, hidden_states)
+
+
+def _replicate_cached_forward(self, inputs, conv_cache=None):
+    """CogVideoX's causal convolution (Mochi's, replicate-padded: no conv_cache); as HunyuanVideo's above."""
+    if not _splits(self):
+        return super(_Replicated, self).forward(inputs, conv_cache=conv_cache)
+    return _split_conv(self, inputs), None
 
 
 class _Replicated:
@@ -286,13 +307,16 @@ class _Replicated:
 
 @functools.cache
 def _replicated(cls: type) -> type:
-    return type(f"Halo{cls.__name__}", (_Replicated, cls), {"forward": _replicate_forward, "__module__": __name__})
+    forward = _replicate_cached_forward if issubclass(cls, CogVideoXCausalConv3d) else _replicate_forward
+    return type(f"Halo{cls.__name__}", (_Replicated, cls), {"forward": forward, "__module__": __name__})
 
 
 def patch(model: nn.Module) -> int:
-    """Gives HunyuanVideo's (and 1.5's) causal convolutions of `model` the forward above; returns how many.
+    """Gives HunyuanVideo's (and 1.5's) and CogVideoX's causal convolutions of `model` the forwards above (the
+    latter split only where replicate-padded: Mochi's); returns how many.
 
     Outside GPU mesh traces that forward is diffusers'. (Every other convolution reaches `sharded` through
     patches/gpu_conv.py's lowering hook.)
     """
-    return refine(model, REPLICATE, _Replicated, _replicated)
+    return refine(model, REPLICATE, _Replicated, _replicated,
+                  where=lambda m: not isinstance(m, CogVideoXCausalConv3d) or m.pad_mode == "replicate")

@@ -278,5 +278,5 @@ if __name__ == "__main__":
     # "tiny": the default suite's cases (CogVideoX, Wan 2.1); "families": the other families (-m slow)
     {"tiny": lambda: (xla_conv_blocks(), halo_convolutions(), tiny(), wan(), gpu_rules(["tiny", "wan-tiny"])),
      "families": lambda: (qwenimage(), windowed(), gpu_rules(["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny",
-                                                               "hunyuan15match-tiny"])),
+                                                               "hunyuan15match-tiny", "mochi-tiny"])),
      "official": official}[sys.argv[1]]()

@@ -94,7 +94,8 @@ def test_halo_convolutions_equal_the_unsplit_one(tiny_8_devices):
 
 @pytest.mark.parametrize("fixture, names", [
     ("tiny_8_devices", ["tiny", "wan-tiny"]),
-    pytest.param("families_8_devices", ["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny", "hunyuan15match-tiny"],
+    pytest.param("families_8_devices",
+                 ["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny", "hunyuan15match-tiny", "mochi-tiny"],
                  marks=pytest.mark.slow),
 ])
 def test_gpu_rules_on_8_devices_match_pytorch(request, fixture, names):
