@@ -8,6 +8,7 @@ import torch
 from diffusers import (
     AutoencoderKLAllegro,
     AutoencoderKLCogVideoX,
+    AutoencoderKLCosmos,
     AutoencoderKLHunyuanVideo,
     AutoencoderKLHunyuanVideo15,
     AutoencoderKLLTXVideo,
@@ -121,6 +122,18 @@ MOCHI_CONFIGS = {
     "mochi": {},
 }
 
+# AutoencoderKLCosmos: diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_cosmos.py: 4x
+# compression each way, attention at its 8 x 8 level), and the released Cosmos 1.0 tokenizer's architecture
+# (CV8x8x8: the class defaults).
+COSMOS_CONFIGS = {
+    "cosmos-tiny": {
+        "latent_channels": 4, "encoder_block_out_channels": (8, 8, 8, 8), "decode_block_out_channels": (8, 8, 8, 8),
+        "attention_resolutions": (8,), "resolution": 64, "num_layers": 2, "patch_size": 4, "patch_type": "haar",
+        "spatial_compression_ratio": 4, "temporal_compression_ratio": 4,
+    },
+    "cosmos": {},
+}
+
 # AutoencoderKLLTXVideo: diffusers' own test configs (tests/models/autoencoders/test_models_autoencoder_ltx_video.py)
 # for 0.9.0 and 0.9.1 (timestep-conditioned, noise-injecting decoder), and the released architectures of
 # LTX-Video 0.9.0 (the class defaults) and 0.9.1 (scripts/convert_ltx_to_diffusers.py), placeholder normalization.
@@ -207,6 +220,7 @@ MODELS = {
     **{name: (AutoencoderKLLTXVideo, kwargs) for name, kwargs in LTX_CONFIGS.items()},
     **{name: (AutoencoderKLAllegro, kwargs) for name, kwargs in ALLEGRO_CONFIGS.items()},
     **{name: (AutoencoderKLMochi, kwargs) for name, kwargs in MOCHI_CONFIGS.items()},
+    **{name: (AutoencoderKLCosmos, kwargs) for name, kwargs in COSMOS_CONFIGS.items()},
 }
 try:
     from diffusers import AutoencoderKLLTX2Video
@@ -234,7 +248,8 @@ RELEASED = {
     "hunyuanvideo": ("hunyuanvideo", 129, 720, 1280),
     "hunyuanvideo15": ("hunyuanvideo15", 129, 720, 1280),  # HunyuanVideo15Pipeline, 720p (issue 29's size)
     "allegro": ("allegro", 88, 720, 1280),  # AllegroPipeline
-    "mochi": ("mochi", 163, 480, 848),  # MochiPipeline's defaults
+    "mochi": ("mochi", 163, 480, 848),  # genmo's Mochi 1 (5.4 s at 30 fps), MochiPipeline's 480 x 848
+    "cosmos": ("cosmos", 121, 704, 1280),  # CosmosTextToWorldPipeline's defaults
     "ltx0.9.1": ("ltx091", 161, 512, 704),  # LTXPipeline (decode at timestep 0.05: decode_args)
     **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
     # QwenImage21Pipeline: output_resolution 1024, a 1024x1024 image; diffusers >= 0.42

@@ -139,8 +139,8 @@ def test_from_pretrained_says_nothing(tmp_path, tiny_vae):
 # ----- a TorchaxVAE saves and casts as diffusers' VAE does (issue: drop-in gaps in a pipeline) -----
 
 
-@pytest.mark.parametrize("name", ["tiny", "wan-tiny", "qwenimage-tiny", "hunyuan-tiny", "hunyuan15-tiny", "allegro-tiny", "mochi-tiny",
-                                  "ltx091-tiny",
+@pytest.mark.parametrize("name", ["tiny", "wan-tiny", "qwenimage-tiny", "hunyuan-tiny", "hunyuan15-tiny", "allegro-tiny",
+                                  "mochi-tiny", "cosmos-tiny", "ltx091-tiny",
                                   *(["ltx2ts-tiny"] if "ltx2ts-tiny" in MODELS else [])])
 def test_save_pretrained_writes_the_diffusers_folder_with_the_same_weights(name, tmp_path):
     """Every family, top-level buffers too (LTX's latents_mean and latents_std)."""

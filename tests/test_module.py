@@ -120,8 +120,8 @@ def test_a_meta_wrapper_gets_real_weights_from_load_state_dict():
     assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "decode after loading real weights")
 
 
-@pytest.mark.parametrize("name", ["qwenimage-tiny", "hunyuan-tiny", "hunyuan15-tiny", "allegro-tiny", "mochi-tiny",
-                                  "ltx091-tiny", pytest.param("ltx2ts-tiny", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["qwenimage-tiny", "hunyuan-tiny", "hunyuan15-tiny", "allegro-tiny",
+                                  "mochi-tiny", "cosmos-tiny", "ltx091-tiny", pytest.param("ltx2ts-tiny", marks=pytest.mark.slow)])
 def test_state_dict_round_trips_in_the_other_families(name):
     vae, other = random_vae(name), random_vae(name, seed=1)
     ours = TorchaxVAE(vae)

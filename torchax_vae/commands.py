@@ -366,7 +366,7 @@ def encode_file(
     start = time.perf_counter()
     with _progress(ours, batches, "encode", mode, frames.shape[0]):
         dist = ours.encode(x).latent_dist
-        z = dist.mean if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
+        z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start
     z = ours.scale_latents(z.float())  # as the family's video-to-video pipeline normalizes them
     layout = layout or ours.pipeline_layout

@@ -34,14 +34,22 @@ def private_copy(model: nn.Module) -> nn.Module:
 def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax.Array]]:
     """Copies of the model's parameters and buffers as JAX arrays, grouped by top-level child.
 
-    A model on the meta device gives their shapes only (jax.ShapeDtypeStruct): enough to lower and compile.
+    A model on the meta device (any of its tensors) gives their shapes only (jax.ShapeDtypeStruct): enough to
+    lower and compile.
     """
     grouped: dict[str, dict[str, jax.Array]] = {}
-    for name, t in itertools.chain(model.named_parameters(), model.named_buffers()):
+    tensors = list(itertools.chain(model.named_parameters(), model.named_buffers()))
+    # A model built under torch.device("meta") may keep constants made outside it (Cosmos's wavelets, cloned
+    # from a module-level tensor) on the CPU: shapes only for those too, as the model is for planning.
+    planning = any(t.is_meta for _, t in tensors)
+    for name, t in tensors:
         child, _, rest = name.partition(".")
         cast = dtype if t.is_floating_point() else None
-        if t.is_meta:
-            shape_only = jax.ShapeDtypeStruct(tuple(t.shape), cast or convert.jax_dtype(t.dtype), sharding=device)
+        if planning:
+            # an integer buffer (Cosmos's wavelet `_arange`) as a real one arrives: int64 as JAX's int32
+            kind = convert.jax_dtype(t.dtype) if t.is_floating_point() else jax.dtypes.canonicalize_dtype(
+                torch.empty((), dtype=t.dtype).numpy().dtype)
+            shape_only = jax.ShapeDtypeStruct(tuple(t.shape), cast or kind, sharding=device)
             grouped.setdefault(child, {})[rest] = shape_only
             continue
         grouped.setdefault(child, {})[rest] = convert.to_jax(t, cast, device)
@@ -64,4 +72,7 @@ def tracing(env, options):
         # torchax asks for torch's int64 index dtype; without jax_enable_x64 JAX makes it int32
         # (enough for any index here) and warns once per call site.
         warnings.filterwarnings("ignore", message="Explicitly requested dtype int64", category=UserWarning)
+        # torchax's integer power (Cosmos's wavelets: (-1) ** arange) asks for float64; the signs are exact in float32
+        warnings.filterwarnings("ignore", message="Explicitly requested dtype float64 requested in astype",
+                                category=UserWarning)
         yield

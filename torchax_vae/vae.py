@@ -103,6 +103,8 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
     pipeline_layout: str = "BCFHW"
     # What `decode` returns, as the wrapped class returns it (AutoencoderKLAllegro: [B, F, C, H, W]).
     decoded_layout: str = "BCFHW"
+    # What `encode` returns the encoder's output as, as the wrapped class does (AutoencoderKLCosmos: its identity).
+    posterior_class: type = DiagonalGaussianDistribution
 
     def __new__(cls, vae=None, *args, **kwargs):
         if cls is TorchaxVAE:
@@ -512,11 +514,11 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
     # ----- encode / decode -----
 
     def encode(self, x: torch.Tensor, return_dict: bool = True):
-        """Encodes videos [B, C, F, H, W] into a `DiagonalGaussianDistribution`, as diffusers does.
+        """Encodes videos [B, C, F, H, W] into a `DiagonalGaussianDistribution` (`posterior_class`), as diffusers does.
 
         Differentiable: when `x` requires grad, so does the posterior (torchax_vae/gradients.py).
         """
-        posterior = DiagonalGaussianDistribution(self._encode_with(x, "encode"))
+        posterior = self.posterior_class(self._encode_with(x, "encode"))
         return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
