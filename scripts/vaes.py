@@ -12,6 +12,7 @@ from diffusers import (
     AutoencoderKLHunyuanVideo,
     AutoencoderKLHunyuanVideo15,
     AutoencoderKLLTXVideo,
+    AutoencoderKLMagvit,
     AutoencoderKLMochi,
     AutoencoderKLQwenImage,
     AutoencoderKLWan,
@@ -134,6 +135,20 @@ COSMOS_CONFIGS = {
     "cosmos": {},
 }
 
+# AutoencoderKLMagvit: diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_magvit.py), the
+# VAE of its EasyAnimatePipeline tests (GroupNorm over whole clips: spatial_group_norm off), and the released
+# EasyAnimate V5.1 VAE's architecture (the class defaults).
+MAGVIT_CONFIGS = {
+    "magvit-tiny": {
+        "latent_channels": 4, "block_out_channels": (8, 8, 8, 8), "layers_per_block": 1, "norm_num_groups": 8,
+    },
+    "magvit-clipnorm-tiny": {
+        "latent_channels": 4, "block_out_channels": (8, 8, 8, 8), "layers_per_block": 1, "norm_num_groups": 2,
+        "spatial_group_norm": False,
+    },
+    "magvit": {},
+}
+
 # AutoencoderKLLTXVideo: diffusers' own test configs (tests/models/autoencoders/test_models_autoencoder_ltx_video.py)
 # for 0.9.0 and 0.9.1 (timestep-conditioned, noise-injecting decoder), and the released architectures of
 # LTX-Video 0.9.0 (the class defaults) and 0.9.1 (scripts/convert_ltx_to_diffusers.py), placeholder normalization.
@@ -221,6 +236,7 @@ MODELS = {
     **{name: (AutoencoderKLAllegro, kwargs) for name, kwargs in ALLEGRO_CONFIGS.items()},
     **{name: (AutoencoderKLMochi, kwargs) for name, kwargs in MOCHI_CONFIGS.items()},
     **{name: (AutoencoderKLCosmos, kwargs) for name, kwargs in COSMOS_CONFIGS.items()},
+    **{name: (AutoencoderKLMagvit, kwargs) for name, kwargs in MAGVIT_CONFIGS.items()},
 }
 try:
     from diffusers import AutoencoderKLLTX2Video
@@ -250,6 +266,7 @@ RELEASED = {
     "allegro": ("allegro", 88, 720, 1280),  # AllegroPipeline
     "mochi": ("mochi", 163, 480, 848),  # genmo's Mochi 1 (5.4 s at 30 fps), MochiPipeline's 480 x 848
     "cosmos": ("cosmos", 121, 704, 1280),  # CosmosTextToWorldPipeline's defaults
+    "easyanimate": ("magvit", 49, 512, 512),  # EasyAnimatePipeline's defaults
     "ltx0.9.1": ("ltx091", 161, 512, 704),  # LTXPipeline (decode at timestep 0.05: decode_args)
     **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
     # QwenImage21Pipeline: output_resolution 1024, a 1024x1024 image; diffusers >= 0.42

@@ -162,6 +162,8 @@ def windowed():
         ("mochi-tiny", "mochi", (1, 3, 7, 32, 64), (1, 4, 2, 4, 8), (), (1, 4, 2, 8, 32)),
         # Cosmos: Haar-wavelet patches, per-frame norms, spatial and temporal attention (its 8 x 8 level)
         ("cosmos-tiny", "cosmos", (1, 3, 9, 32, 64), (1, 4, 3, 8, 16), (), (1, 4, 3, 16, 64)),
+        # EasyAnimate: frame batches carrying the modules' own cache (prev_features) on the mesh
+        ("magvit-clipnorm-tiny", "magvit", (1, 3, 9, 32, 128), (1, 4, 3, 4, 16), (), (1, 4, 3, 8, 32)),
     ]
     if "ltx2ts-tiny" in MODELS:  # LTX-2 (diffusers >= 0.37): reflect padding split on width, noise, timestep
         cases.append(("ltx2ts-tiny", "ltx2", (1, 3, 9, 64, 128), (1, 8, 2, 4, 16), (torch.tensor([0.05]),),
@@ -281,5 +283,5 @@ if __name__ == "__main__":
     {"tiny": lambda: (xla_conv_blocks(), halo_convolutions(), tiny(), wan(), gpu_rules(["tiny", "wan-tiny"])),
      "families": lambda: (qwenimage(), windowed(), gpu_rules(["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny",
                                                                "hunyuan15match-tiny", "mochi-tiny",
-                                                               "cosmos-tiny"])),
+                                                               "cosmos-tiny", "magvit-clipnorm-tiny"])),
      "official": official}[sys.argv[1]]()

@@ -96,7 +96,7 @@ def test_halo_convolutions_equal_the_unsplit_one(tiny_8_devices):
     ("tiny_8_devices", ["tiny", "wan-tiny"]),
     pytest.param("families_8_devices",
                  ["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny", "hunyuan15match-tiny", "mochi-tiny",
-                  "cosmos-tiny"],
+                  "cosmos-tiny", "magvit-clipnorm-tiny"],
                  marks=pytest.mark.slow),
 ])
 def test_gpu_rules_on_8_devices_match_pytorch(request, fixture, names):
@@ -123,7 +123,7 @@ def test_the_other_families_on_8_devices_match_pytorch(families_8_devices):
     rows, _ = families_8_devices
     cases = {row["case"] for row in rows}
     assert {"wan2.2-tiny 1x8", "qwenimage-tiny 1x8", "hunyuan-tiny 1x8", "hunyuan15match-tiny 1x8", "ltx091-tiny 1x8",
-            "ltx2ts-tiny 1x8", "allegro-tiny 1x8", "mochi-tiny 1x8", "cosmos-tiny 1x8",
+            "ltx2ts-tiny 1x8", "allegro-tiny 1x8", "mochi-tiny 1x8", "cosmos-tiny 1x8", "magvit-clipnorm-tiny 1x8",
             "qwenimage-tiny 1x8 uneven attention", "hunyuan-tiny 1x8 uneven attention"} <= cases
     assert any(row["what"] == "decode causal=True" for row in rows if row["case"] == "ltx2ts-tiny 1x8 causal")
     if "qwenimage21-tiny" in MODELS:
@@ -147,6 +147,7 @@ def test_width_that_does_not_divide_is_logged(tiny_8_devices):
                                   pytest.param("allegro decode temp bytes", marks=pytest.mark.slow),
                                   pytest.param("mochi decode temp bytes", marks=pytest.mark.slow),
                                   pytest.param("cosmos decode temp bytes", marks=pytest.mark.slow),
+                                  pytest.param("magvit decode temp bytes", marks=pytest.mark.slow),
                                   pytest.param("ltx decode temp bytes", marks=pytest.mark.slow),
                                   pytest.param("ltx2 decode temp bytes", marks=pytest.mark.slow)])
 def test_per_device_temp_memory_on_8_devices(request, what):

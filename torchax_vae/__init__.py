@@ -1,4 +1,4 @@
-"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2, Allegro, Mochi, Cosmos) on JAX devices through torchax, unmodified.
+"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2, Allegro, Mochi, Cosmos, EasyAnimate) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -29,6 +29,7 @@ FAMILIES = {
     "AutoencoderKLAllegro": "Allegro",
     "AutoencoderKLMochi": "Mochi",
     "AutoencoderKLCosmos": "Cosmos",
+    "AutoencoderKLMagvit": "EasyAnimate",
 }
 
 _LAZY = {"TorchaxVAE": ("vae", "TorchaxVAE"), "make_mesh": ("mesh", "make_mesh"), "clear_compiled": ("programs", "clear_shared")}

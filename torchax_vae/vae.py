@@ -74,8 +74,8 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
     `torchax_vae.models`): `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
-    `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi` or
-    `AutoencoderKLCosmos`.
+    `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
+    `AutoencoderKLCosmos` or `AutoencoderKLMagvit`.
 
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module

@@ -21,13 +21,15 @@ from .cosmos import CosmosVAE
 from .hunyuanvideo import HunyuanVideoVAE
 from .hunyuanvideo15 import HunyuanVideo15VAE
 from .ltx import LTXVideoVAE
+from .magvit import MagvitVAE
 from .mochi import MochiVAE
 from .qwenimage import QwenImageVAE
 from .wan import WanVAE
 
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
-WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE)
+WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
+            MagvitVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:

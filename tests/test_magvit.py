@@ -1,0 +1,164 @@
+"""AutoencoderKLMagvit through TorchaxVAE against the same model in plain PyTorch, and in EasyAnimatePipeline."""
+
+import pytest
+import torch
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+
+from torchax_vae import TorchaxVAE
+from torchax_vae.models.magvit import MagvitVAE, frame_batches
+
+FP32 = TOLERANCE[torch.float32]
+
+
+@pytest.fixture(scope="module", params=["magvit-tiny", "magvit-clipnorm-tiny"])
+def pair(request):
+    vae = random_vae(request.param)
+    return request.param, vae, TorchaxVAE(vae)
+
+
+def video(batch, frames, height, width, seed=0):
+    return torch.randn(batch, 3, frames, height, width, generator=torch.Generator().manual_seed(seed))
+
+
+def test_dispatch_and_what_pipelines_read(pair):
+    _, vae, ours = pair
+    assert type(ours) is MagvitVAE
+    assert (ours.spatial_compression_ratio, ours.temporal_compression_ratio) == (8, 4)
+    assert (ours.num_sample_frames_batch_size, ours.num_latent_frames_batch_size) == (4, 1)
+    x = video(1, 9, 16, 24)
+    assert ours.latent_shape(x.shape) == tuple(vae.encode(x).latent_dist.mean.shape)
+
+
+@pytest.mark.parametrize("frames", [1, 9, 17])
+def test_tiny_fp32(pair, frames):
+    """1 frame: the first call alone; 9 and 17: the module cache carried over 2 and 4 more encoder batches, 2
+    and 4 more decoder calls (one latent frame each), as diffusers does."""
+    name, vae, ours = pair
+    check_encode_decode(vae, ours, video(1, frames, 16, 24, seed=frames), f"{name} {frames}f")
+
+
+def test_frame_batches_are_diffusers():
+    assert frame_batches(1, 4) == [(0, 1)]
+    assert frame_batches(9, 4) == [(0, 1), (1, 5), (5, 9)]
+    assert frame_batches(7, 4) == [(0, 1), (1, 5), (5, 7)]
+    assert frame_batches(3, 1) == [(0, 1), (1, 2), (2, 3)]
+
+
+def test_a_batch_sliced_or_not_and_bounded_programs():
+    vae = random_vae("magvit-tiny")
+    ours = TorchaxVAE(vae)
+    x = video(2, 9, 16, 16, seed=2)
+    check_encode_decode(vae, ours, x, "magvit-tiny batch 2")
+    ours.enable_slicing()
+    check_encode_decode(vae, ours, x, "magvit-tiny batch 2, sliced")
+    ours = TorchaxVAE(vae)  # the first batch, the steady one, a shorter last: whatever the length
+    for frames in (1, 5, 9, 13, 17, 29):
+        ours.encode(video(1, frames, 16, 16, seed=frames))
+    for latent_frames in (1, 2, 3, 8):
+        ours.decode(torch.randn(1, 4, latent_frames, 2, 2, generator=torch.Generator().manual_seed(latent_frames)))
+    names = sorted(s["name"] for s in ours.compile_stats())
+    assert names == ["decoder", "decoder+cache", "encoder", "encoder+cache"], names
+
+
+# (every tile at least 16 pixels: a 1 x 1 latent tile fails diffusers' own per-frame GroupNorm)
+@pytest.mark.parametrize("tiles", [dict(tile_sample_min_height=32, tile_sample_min_width=32, tile_sample_stride_height=16,
+                                        tile_sample_stride_width=16),
+                                   dict(tile_sample_min_height=32, tile_sample_min_width=24, tile_sample_stride_height=24,
+                                        tile_sample_stride_width=16)])
+def test_tiling_equals_diffusers(tiles):
+    """diffusers' own tiling arguments and arithmetic for this class (its threshold compares the width with the
+    minimum height; tiled_encode keeps whole blended tiles, then crops)."""
+    vae = random_vae("magvit-tiny")
+    ours = TorchaxVAE(vae)
+    x = video(1, 5, 48, 64, seed=3)
+    try:
+        for model in (vae, ours):
+            model.enable_tiling(**tiles)
+        expected = vae.encode(x).latent_dist.mean
+        assert_close(ours.encode(x).latent_dist.mean, expected, FP32, f"tiled encode {tiles}")
+        assert_close(ours.decode(expected).sample, vae.decode(expected).sample, FP32, f"tiled decode {tiles}")
+        assert {s["name"] for s in ours.compile_stats()} >= {"encoder/tile", "decoder/tile+cache"}
+    finally:
+        for model in (vae, ours):
+            model.disable_tiling()
+
+
+def test_lengths_and_sizes_refused_at_the_boundary():
+    ours = TorchaxVAE(random_vae("magvit-tiny"))
+    with pytest.raises(ValueError, match="encodes 1 \\+ 4k frames"):
+        ours.encode(video(1, 4, 16, 16))
+    with pytest.raises(ValueError, match="divisible by 8"):
+        ours.encode(video(1, 5, 12, 16))
+    assert ours.compile_stats() == []
+
+
+@pytest.mark.parametrize("name, size", [("magvit-clipnorm-tiny", 16), ("magvit-tiny", 32)])
+def test_bf16(name, size):
+    """magvit-tiny at 32 x 32: at 16 x 16 its per-frame GroupNorm normalizes groups of 4 values (one channel, 2 x 2)
+    at its deepest level, which turns bf16 rounding into errors up to 2.8x PyTorch bf16's (mean 2.7x; GroupNorm
+    alone equals PyTorch's there, bit for bit); at 32 x 32 (16 values) the max errors sit at 0.65-1.4x."""
+    vae = random_vae(name)
+    bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 9, size, size), f"{name} 9f {size}x{size}")
+
+
+@pytest.mark.slow
+def test_official_fp32_and_bf16():
+    """The released EasyAnimate VAE's architecture (the class defaults), seeded random weights, small sizes."""
+    vae = random_vae("magvit")
+    check_encode_decode(vae, TorchaxVAE(vae), video(1, 5, 32, 32, seed=5), "magvit 5f")
+    bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 5, 32, 32), "magvit 5f")
+
+
+def _pipeline(vae):
+    from diffusers import EasyAnimatePipeline, EasyAnimateTransformer3DModel, FlowMatchEulerDiscreteScheduler
+
+    torch.manual_seed(0)  # as diffusers' EasyAnimatePipeline tests build it; prompt embeddings given instead of Qwen2-VL
+    transformer = EasyAnimateTransformer3DModel(
+        num_attention_heads=2, attention_head_dim=16, in_channels=4, out_channels=4, time_embed_dim=2,
+        text_embed_dim=16, num_layers=1, sample_width=16, sample_height=16, patch_size=2,
+    ).eval()
+    pipe = EasyAnimatePipeline(vae=vae, text_encoder=None, tokenizer=None, transformer=transformer,
+                               scheduler=FlowMatchEulerDiscreteScheduler())
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def test_easyanimate_pipeline_with_the_vae_swapped():
+    vae = random_vae("magvit-clipnorm-tiny")
+    pipe = _pipeline(vae)
+    generator = torch.Generator().manual_seed(1)
+    inputs = dict(prompt_embeds=torch.randn(1, 7, 16, generator=generator),
+                  prompt_attention_mask=torch.ones(1, 7, dtype=torch.long), guidance_scale=1.0,
+                  num_inference_steps=2, height=16, width=16, num_frames=5, output_type="pt")
+    with torch.no_grad():
+        expected = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
+        pipe.vae = TorchaxVAE(vae)
+        actual = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
+    assert actual.shape == (1, 5, 3, 16, 16)
+    assert_close(actual, expected, FP32, "EasyAnimatePipeline frames")
+
+
+def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
+    """EasyAnimatePipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor."""
+    import numpy as np
+
+    from torchax_vae import files
+    from torchax_vae.cli import main
+
+    vae = random_vae("magvit-tiny")
+    vae.save_pretrained(tmp_path / "model" / "vae")
+    z = torch.randn(1, 4, 2, 2, 3, generator=torch.Generator().manual_seed(0))
+    torch.save(z, tmp_path / "latents.pt")
+    args = ["--model", str(tmp_path / "model"), "--no-cache", "--json"]
+    assert main(["warmup", "--shape", "5,16,24", "--kind", "both", *args]) == 0
+    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.npy"), *args]) == 0
+    capsys.readouterr()
+    with torch.no_grad():  # EasyAnimatePipeline: latents / scaling_factor, then decode
+        expected = vae.decode(z / vae.config.scaling_factor).sample[0]
+    expected = ((expected / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 3, 0).numpy()
+    frames = np.load(tmp_path / "video.npy")
+    assert frames.shape == (5, 16, 24, 3)
+    assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
+    files.write_mp4(tmp_path / "video.mp4", frames)
+    assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
+    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 2, 2, 3)  # the pipelines' [B, C, F, H, W]
