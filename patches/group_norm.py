@@ -14,8 +14,8 @@ must equal.
 
 diffusers' `MochiChunkedGroupNorm3D` normalizes each frame on its own (it folds frames into the batch and runs
 nn.GroupNorm on chunks of 8 of them, a loop of concatenations); `TorchaxFrameGroupNorm` takes the same
-statistics per frame in one reduction (`group_norm(..., per_frame=True)`: over C/G, H, W), on NCTHW as it is,
-so the width split passes through.
+statistics per frame (`group_norm(..., per_frame=True)`: over C/G, H, W) on NCTHW as it is, so the width split
+passes through; its sums are dot products with ones, which libtpu lays out where it failed on the reductions.
 
 Still needed while torchax's lowering of nn.GroupNorm contains a while loop
 (tests/test_patches.py::test_stock_group_norm_still_loops).
@@ -45,9 +45,9 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None, per_f
     n, c = x.shape[:2]
     spatial = x.shape[2:]
     if per_frame:
-        # Each frame as a sample of its own: (N, C, T, H, W) as (N * T, C, H, W), normalized, and back. libtpu
-        # 0.0.42 failed to lay out the reduction over axes (C/G, H, W) of the 6-D grouped array for Mochi's
-        # encoder ("Expected instruction to have shape equal to f32[7,32], actual shape is f32[32,7]").
+        if mask is None:
+            return _frame_group_norm(x, num_groups, weight, bias, eps)
+        # each frame as a sample of its own: (N, C, T, H, W) as (N * T, C, H, W), normalized, and back
         t = x.shape[2]
         frames = jnp.moveaxis(x, 2, 1).reshape(n * t, c, *spatial[1:])
         y = group_norm(frames, num_groups, weight, bias, eps, mask)
@@ -60,6 +60,36 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None, per_f
     var = jnp.var(xg, axis=axes, keepdims=True, where=where)
     y = ((xg - mean) * jax.lax.rsqrt(var + eps)).reshape(x.shape)
     affine_shape = (1, c) + (1,) * len(spatial)
+    if weight is not None:
+        y = y * weight.astype(stats_dtype).reshape(affine_shape)
+    if bias is not None:
+        y = y + bias.astype(stats_dtype).reshape(affine_shape)
+    return y.astype(x.dtype)
+
+
+def _frame_group_norm(x, num_groups, weight, bias, eps):
+    """`group_norm(..., per_frame=True)` of an (N, C, T, H, W) array: each frame's group sums as dot products with
+    ones (float32 sums). libtpu 0.0.42 could not lay out the reductions XLA made of them otherwise (in bf16 and
+    float32, as one reduction or two, frames folded into the batch or not: "Expected instruction to have shape
+    equal to f32[28,768], actual shape is f32[768,28]", Mochi's released decoder and its tiny encoder on v6e-8)."""
+    n, c, t, h, w = x.shape
+    per_group = c // num_groups
+    count = per_group * h * w
+    stats_dtype = jnp.promote_types(x.dtype, jnp.float32)
+    # (N, G, T, C/G x H x W): each frame's group, flattened
+    flat = jnp.moveaxis(x.reshape(n, num_groups, per_group, t, h, w), 3, 2).reshape(n, num_groups, t, count)
+    # ones behind a barrier, so that XLA's simplifier cannot turn the dots with them back into reductions
+    ones, ones_stats = jax.lax.optimization_barrier((jnp.ones((count,), x.dtype), jnp.ones((count,), stats_dtype)))
+    mean = jnp.einsum("ngtk,k->ngt", flat, ones, preferred_element_type=stats_dtype) / count
+    centered = flat.astype(stats_dtype) - mean[..., None]
+    var = jnp.einsum("ngtk,k->ngt", centered * centered, ones_stats, preferred_element_type=stats_dtype) / count
+    scale = jax.lax.rsqrt(var + eps)  # (N, G, T)
+    # back to NCTHW: per (N, G, T) statistics broadcast over each group's channels and pixels
+    mean = mean.reshape(n, num_groups, 1, t, 1, 1)
+    scale = scale.reshape(n, num_groups, 1, t, 1, 1)
+    xg = x.astype(stats_dtype).reshape(n, num_groups, per_group, t, h, w)
+    y = ((xg - mean) * scale).reshape(x.shape)
+    affine_shape = (1, c, 1, 1, 1)
     if weight is not None:
         y = y * weight.astype(stats_dtype).reshape(affine_shape)
     if bias is not None:

@@ -162,3 +162,21 @@ def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     files.write_mp4(tmp_path / "video.mp4", frames)
     assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
     assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 2, 2, 3)  # the pipelines' [B, C, F, H, W]
+
+
+def test_sliced_decode_decodes_each_video_on_its_own():
+    """diffusers' sliced decode leaves the first video's module cache to the second (`_decode` does not clear it):
+    a one-frame batch then fails there. Here each video decodes as it does alone, sliced or not."""
+    vae = random_vae("magvit-tiny")
+    ours = TorchaxVAE(vae)
+    ours.enable_slicing()
+    z = torch.randn(2, 4, 1, 2, 3, generator=torch.Generator().manual_seed(4))
+    vae.enable_slicing()
+    try:
+        with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
+            vae.decode(z)
+    finally:
+        vae.disable_slicing()
+        vae._clear_conv_cache()  # (the failed call left it full)
+    expected = torch.cat([vae.decode(z[i:i + 1]).sample for i in range(2)])
+    assert_close(ours.decode(z).sample, expected, FP32, "sliced decode, video by video")
