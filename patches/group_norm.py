@@ -15,7 +15,8 @@ must equal.
 diffusers' `MochiChunkedGroupNorm3D` normalizes each frame on its own (it folds frames into the batch and runs
 nn.GroupNorm on chunks of 8 of them, a loop of concatenations); `TorchaxFrameGroupNorm` takes the same
 statistics per frame (`group_norm(..., per_frame=True)`: over C/G, H, W) on NCTHW as it is, so the width split
-passes through; its sums are dot products with ones, which libtpu lays out where it failed on the reductions.
+passes through; traced for TPUs its sums are dot products with ones, which libtpu lays out where it failed on
+the reductions (`_frame_group_norm`).
 
 Still needed while torchax's lowering of nn.GroupNorm contains a while loop
 (tests/test_patches.py::test_stock_group_norm_still_loops).
@@ -30,7 +31,7 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_mochi import MochiChunkedGroupNorm3D
 from torch import nn
 
-from . import tile_mask
+from . import options, tile_mask
 from .torchax_torch213 import import_torchax
 
 
@@ -44,18 +45,12 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None, per_f
     """
     n, c = x.shape[:2]
     spatial = x.shape[2:]
-    if per_frame:
-        if mask is None:
-            return _frame_group_norm(x, num_groups, weight, bias, eps)
-        # each frame as a sample of its own: (N, C, T, H, W) as (N * T, C, H, W), normalized, and back
-        t = x.shape[2]
-        frames = jnp.moveaxis(x, 2, 1).reshape(n * t, c, *spatial[1:])
-        y = group_norm(frames, num_groups, weight, bias, eps, mask)
-        return jnp.moveaxis(y.reshape(n, t, c, *spatial[1:]), 1, 2)
+    if per_frame and mask is None and options.current().dot_statistics:
+        return _frame_group_norm(x, num_groups, weight, bias, eps)
     stats_dtype = jnp.promote_types(x.dtype, jnp.float32)
     xg = x.astype(stats_dtype).reshape(n, num_groups, c // num_groups, *spatial)
     where = None if mask is None else jnp.broadcast_to(mask, xg.shape)
-    axes = tuple(range(2, xg.ndim))
+    axes = (2, 4, 5) if per_frame else tuple(range(2, xg.ndim))
     mean = jnp.mean(xg, axis=axes, keepdims=True, where=where)
     var = jnp.var(xg, axis=axes, keepdims=True, where=where)
     y = ((xg - mean) * jax.lax.rsqrt(var + eps)).reshape(x.shape)
@@ -68,27 +63,28 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None, per_f
 
 
 def _frame_group_norm(x, num_groups, weight, bias, eps):
-    """`group_norm(..., per_frame=True)` of an (N, C, T, H, W) array: each frame's group sums as dot products with
-    ones (float32 sums). libtpu 0.0.42 could not lay out the reductions XLA made of them otherwise (in bf16 and
-    float32, as one reduction or two, frames folded into the batch or not: "Expected instruction to have shape
-    equal to f32[28,768], actual shape is f32[768,28]", Mochi's released decoder and its tiny encoder on v6e-8)."""
+    """`group_norm(..., per_frame=True)` of an (N, C, T, H, W) array, as traced for TPUs (TraceOptions.dot_statistics):
+    each frame's group sums as dot products with ones (float32 sums). libtpu 0.0.42 could not lay out the reductions
+    XLA made of them otherwise (in bf16 and float32, as one reduction or two, frames folded into the batch or not:
+    "Expected instruction to have shape equal to f32[28,768], actual shape is f32[768,28]", Mochi's released decoder
+    and its tiny encoder on v6e-8). Not elsewhere: the squared deviations it hands the dot are a float32 copy of x,
+    which XLA:GPU fuses into a reduction (Mochi's whole-clip decode on two H100s: 32.6 GiB per GPU with the dots,
+    26.9 with the reductions)."""
     n, c, t, h, w = x.shape
     per_group = c // num_groups
     count = per_group * h * w
     stats_dtype = jnp.promote_types(x.dtype, jnp.float32)
-    # (N, G, T, C/G x H x W): each frame's group, flattened
-    flat = jnp.moveaxis(x.reshape(n, num_groups, per_group, t, h, w), 3, 2).reshape(n, num_groups, t, count)
-    # ones behind a barrier, so that XLA's simplifier cannot turn the dots with them back into reductions
-    ones, ones_stats = jax.lax.optimization_barrier((jnp.ones((count,), x.dtype), jnp.ones((count,), stats_dtype)))
-    mean = jnp.einsum("ngtk,k->ngt", flat, ones, preferred_element_type=stats_dtype) / count
-    centered = flat.astype(stats_dtype) - mean[..., None]
-    var = jnp.einsum("ngtk,k->ngt", centered * centered, ones_stats, preferred_element_type=stats_dtype) / count
-    scale = jax.lax.rsqrt(var + eps)  # (N, G, T)
-    # back to NCTHW: per (N, G, T) statistics broadcast over each group's channels and pixels
-    mean = mean.reshape(n, num_groups, 1, t, 1, 1)
-    scale = scale.reshape(n, num_groups, 1, t, 1, 1)
-    xg = x.astype(stats_dtype).reshape(n, num_groups, per_group, t, h, w)
-    y = ((xg - mean) * scale).reshape(x.shape)
+    xg = x.reshape(n, num_groups, per_group, t, h, w)  # a split of the channels only: a width split stays
+    # ones made from a frame of x (x * 0 + 1: XLA does not fold it to a constant), so that XLA's simplifier cannot
+    # turn the dots with them back into reductions, and so that they are split as x is: the dots contract
+    # (C/G, H, W) in place, each device its share of a split axis, then summed across devices
+    ones = xg[0, 0, :, 0] * 0 + 1
+    ones_stats = ones.astype(stats_dtype)
+    mean = jnp.einsum("ngcthw,chw->ngt", xg, ones, preferred_element_type=stats_dtype) / count
+    centered = xg.astype(stats_dtype) - mean[:, :, None, :, None, None]
+    var = jnp.einsum("ngcthw,chw->ngt", centered * centered, ones_stats, preferred_element_type=stats_dtype) / count
+    scale = jax.lax.rsqrt(var + eps)[:, :, None, :, None, None]
+    y = (centered * scale).reshape(x.shape)
     affine_shape = (1, c, 1, 1, 1)
     if weight is not None:
         y = y * weight.astype(stats_dtype).reshape(affine_shape)

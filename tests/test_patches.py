@@ -161,13 +161,16 @@ def test_group_norm_reference_is_torch_group_norm():
     assert np.abs(actual - expected.numpy()).max() < 1e-10
 
 
+@pytest.mark.parametrize("dots", [False, True], ids=["reductions", "dots for TPUs"])
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
-def test_per_frame_group_norm_matches_reference_frame_by_frame(dtype):
-    """Mochi's per-frame GroupNorm (MochiChunkedGroupNorm3D) as one reduction: each frame is normalized alone."""
+def test_per_frame_group_norm_matches_reference_frame_by_frame(dtype, dots):
+    """Mochi's per-frame GroupNorm (MochiChunkedGroupNorm3D) as one reduction (or, traced for TPUs, as dots with
+    ones): each frame is normalized alone."""
     rng = np.random.default_rng(3)
     x = jnp.asarray(rng.normal(0.5, 2.0, (2, 8, 5, 6, 7)) * np.linspace(1, 4, 5)[:, None, None], dtype)
     w, b = (jnp.asarray(rng.normal(size=8), dtype) for _ in range(2))
-    actual = np.asarray(group_norm.group_norm(x, 4, w, b, 1e-6, per_frame=True).astype(jnp.float32))
+    with patches.options.tracing(patches.options.TraceOptions(dot_statistics=dots)):
+        actual = np.asarray(group_norm.group_norm(x, 4, w, b, 1e-6, per_frame=True).astype(jnp.float32))
     x_seen, w_seen, b_seen = (np.asarray(a.astype(jnp.float32)) for a in (x, w, b))
     for t in range(x.shape[2]):
         expected = group_norm.group_norm_reference(x_seen[:, :, t], 4, w_seen, b_seen, 1e-6)
