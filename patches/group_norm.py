@@ -15,8 +15,8 @@ must equal.
 diffusers' `MochiChunkedGroupNorm3D` normalizes each frame on its own (it folds frames into the batch and runs
 nn.GroupNorm on chunks of 8 of them, a loop of concatenations); `TorchaxFrameGroupNorm` takes the same
 statistics per frame (`group_norm(..., per_frame=True)`: over C/G, H, W) on NCTHW as it is, so the width split
-passes through; traced for TPUs its sums are dot products with ones, which libtpu lays out where it failed on
-the reductions (`_frame_group_norm`).
+passes through. Traced for TPUs where the family asks (Mochi, EasyAnimate), every GroupNorm's sums are dot
+products with ones, which libtpu lays out where it failed on the reductions (`_dot_group_norm`).
 
 Still needed while torchax's lowering of nn.GroupNorm contains a while loop
 (tests/test_patches.py::test_stock_group_norm_still_loops).
@@ -45,8 +45,8 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None, per_f
     """
     n, c = x.shape[:2]
     spatial = x.shape[2:]
-    if per_frame and mask is None and options.current().dot_statistics:
-        return _frame_group_norm(x, num_groups, weight, bias, eps)
+    if mask is None and options.current().dot_statistics:
+        return _dot_group_norm(x, num_groups, weight, bias, eps, per_frame)
     stats_dtype = jnp.promote_types(x.dtype, jnp.float32)
     xg = x.astype(stats_dtype).reshape(n, num_groups, c // num_groups, *spatial)
     where = None if mask is None else jnp.broadcast_to(mask, xg.shape)
@@ -62,30 +62,36 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None, per_f
     return y.astype(x.dtype)
 
 
-def _frame_group_norm(x, num_groups, weight, bias, eps):
-    """`group_norm(..., per_frame=True)` of an (N, C, T, H, W) array, as traced for TPUs (TraceOptions.dot_statistics):
-    each frame's group sums as dot products with ones (float32 sums). libtpu 0.0.42 could not lay out the reductions
-    XLA made of them otherwise (in bf16 and float32, as one reduction or two, frames folded into the batch or not:
-    "Expected instruction to have shape equal to f32[28,768], actual shape is f32[768,28]", Mochi's released decoder
-    and its tiny encoder on v6e-8). Not elsewhere: the squared deviations it hands the dot are a float32 copy of x,
-    which XLA:GPU fuses into a reduction (Mochi's whole-clip decode on two H100s: 32.6 GiB per GPU with the dots,
-    26.9 with the reductions)."""
-    n, c, t, h, w = x.shape
+def _dot_group_norm(x, num_groups, weight, bias, eps, per_frame=False):
+    """`group_norm` (unmasked) with each group's sums as dot products with ones (float32 sums), as traced where the
+    family asks for it on TPUs (TraceOptions.dot_statistics: Mochi, EasyAnimate). libtpu 0.0.42 could not lay out
+    the reductions XLA made of them otherwise (in bf16 and float32, as one reduction or two, frames folded into the
+    batch or not: "Expected instruction to have shape equal to f32[28,768], actual shape is f32[768,28]", Mochi's
+    released decoder on v6e-8; "f32[2,256] ... f32[256,2]", EasyAnimate's, whose norms see frames folded into the
+    batch). Not elsewhere: the squared deviations it hands the dot are a float32 copy of x, which XLA:GPU fuses
+    into a reduction (Mochi's whole-clip decode on two H100s: 32.6 GiB per GPU with the dots, 26.9 without)."""
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
     per_group = c // num_groups
-    count = per_group * h * w
     stats_dtype = jnp.promote_types(x.dtype, jnp.float32)
-    xg = x.reshape(n, num_groups, per_group, t, h, w)  # a split of the channels only: a width split stays
-    # ones made from a frame of x (x * 0 + 1: XLA does not fold it to a constant), so that XLA's simplifier cannot
-    # turn the dots with them back into reductions, and so that they are split as x is: the dots contract
-    # (C/G, H, W) in place, each device its share of a split axis, then summed across devices
-    ones = xg[0, 0, :, 0] * 0 + 1
-    ones_stats = ones.astype(stats_dtype)
-    mean = jnp.einsum("ngcthw,chw->ngt", xg, ones, preferred_element_type=stats_dtype) / count
-    centered = xg.astype(stats_dtype) - mean[:, :, None, :, None, None]
-    var = jnp.einsum("ngcthw,chw->ngt", centered * centered, ones_stats, preferred_element_type=stats_dtype) / count
-    scale = jax.lax.rsqrt(var + eps)[:, :, None, :, None, None]
-    y = (centered * scale).reshape(x.shape)
-    affine_shape = (1, c, 1, 1, 1)
+    xg = x.reshape(n, num_groups, per_group, *spatial)  # a split of the channels only: a width split stays
+    # the contracted axes: the group's channels and every spatial axis, or all but time (per_frame)
+    kept = (3,) if per_frame else ()
+    letters = "abcdefgh"[:xg.ndim]
+    contracted = "".join(letters[i] for i in range(2, xg.ndim) if i not in kept)
+    out = "ab" + "".join(letters[i] for i in kept)
+    # ones made from x (x * 0 + 1: XLA does not fold it to a constant), so that XLA's simplifier cannot turn the
+    # dots with them back into reductions, and so that they are split as x is: each device contracts its share
+    # of a split axis, then the partial sums are summed across devices
+    ones = xg[(0, 0, slice(None), *(0 if i in kept else slice(None) for i in range(3, xg.ndim)))] * 0 + 1
+    count = ones.size
+    spec = f"{letters},{contracted}->{out}"
+    mean = jnp.einsum(spec, xg, ones, preferred_element_type=stats_dtype) / count
+    expand = (slice(None), slice(None), None, *(slice(None) if i in kept else None for i in range(3, xg.ndim)))
+    centered = xg.astype(stats_dtype) - mean[expand]
+    var = jnp.einsum(spec, centered * centered, ones.astype(stats_dtype), preferred_element_type=stats_dtype) / count
+    y = (centered * jax.lax.rsqrt(var + eps)[expand]).reshape(x.shape)
+    affine_shape = (1, c) + (1,) * len(spatial)
     if weight is not None:
         y = y * weight.astype(stats_dtype).reshape(affine_shape)
     if bias is not None:

@@ -56,7 +56,7 @@ class TraceOptions:
     mesh: Any = None  # jax.sharding.Mesh
     grid: tuple | None = None
     tile_extent: tuple | None = None
-    dot_statistics: bool = False  # per-frame GroupNorm sums as dots (TPUs: patches/group_norm.py)
+    dot_statistics: bool = False  # GroupNorm sums as dots (Mochi's and EasyAnimate's TPU traces: patches/group_norm.py)
 
     @classmethod
     def for_platform(cls, platform: str, **options) -> "TraceOptions":
@@ -64,7 +64,7 @@ class TraceOptions:
         from it."""
         gpu = platform in GPU_PLATFORMS
         return cls(gpu_conv_limit=gpu_conv_limit_for(platform), cpu_conv_matmul=platform in CPU_PLATFORMS,
-                   halo_conv=gpu, dot_statistics=platform == "tpu", **options)
+                   halo_conv=gpu, **options)
 
 
 _CURRENT = contextvars.ContextVar("torchax_vae_trace_options", default=TraceOptions())

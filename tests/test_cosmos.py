@@ -144,7 +144,8 @@ def _pipeline(vae, cls_name="CosmosTextToWorldPipeline"):
     return pipe
 
 
-@pytest.mark.parametrize("cls_name", ["CosmosTextToWorldPipeline", "CosmosVideoToWorldPipeline"])
+@pytest.mark.parametrize("cls_name", ["CosmosTextToWorldPipeline",
+                                      pytest.param("CosmosVideoToWorldPipeline", marks=pytest.mark.slow)])
 def test_cosmos_pipelines_with_the_vae_swapped(cls_name):
     """Both pipelines decode through the VAE (the video-to-world one encodes its conditioning frames first).
     They hand back frames quantized to uint8 for the safety checker: equal up to one level where a value sits

@@ -29,7 +29,7 @@ def test_dispatch_and_what_pipelines_read(pair):
     assert ours.latent_shape(x.shape) == tuple(vae.encode(x).latent_dist.mean.shape)
 
 
-@pytest.mark.parametrize("frames", [1, 9, 17])
+@pytest.mark.parametrize("frames", [1, 9, pytest.param(17, marks=pytest.mark.slow)])
 def test_tiny_fp32(pair, frames):
     """1 frame: the first call alone; 9 and 17: the module cache carried over 2 and 4 more encoder batches, 2
     and 4 more decoder calls (one latent frame each), as diffusers does."""
@@ -51,10 +51,10 @@ def test_a_batch_sliced_or_not_and_bounded_programs():
     check_encode_decode(vae, ours, x, "magvit-tiny batch 2")
     ours.enable_slicing()
     check_encode_decode(vae, ours, x, "magvit-tiny batch 2, sliced")
-    ours = TorchaxVAE(vae)  # the first batch, the steady one, a shorter last: whatever the length
-    for frames in (1, 5, 9, 13, 17, 29):
+    ours = TorchaxVAE(vae)  # the first batch and the steady one, whatever the length
+    for frames in (1, 5, 9, 13):
         ours.encode(video(1, frames, 16, 16, seed=frames))
-    for latent_frames in (1, 2, 3, 8):
+    for latent_frames in (1, 2, 4):
         ours.decode(torch.randn(1, 4, latent_frames, 2, 2, generator=torch.Generator().manual_seed(latent_frames)))
     names = sorted(s["name"] for s in ours.compile_stats())
     assert names == ["decoder", "decoder+cache", "encoder", "encoder+cache"], names
@@ -63,8 +63,9 @@ def test_a_batch_sliced_or_not_and_bounded_programs():
 # (every tile at least 16 pixels: a 1 x 1 latent tile fails diffusers' own per-frame GroupNorm)
 @pytest.mark.parametrize("tiles", [dict(tile_sample_min_height=32, tile_sample_min_width=32, tile_sample_stride_height=16,
                                         tile_sample_stride_width=16),
-                                   dict(tile_sample_min_height=32, tile_sample_min_width=24, tile_sample_stride_height=24,
-                                        tile_sample_stride_width=16)])
+                                   pytest.param(dict(tile_sample_min_height=32, tile_sample_min_width=24,
+                                                     tile_sample_stride_height=24, tile_sample_stride_width=16),
+                                                marks=pytest.mark.slow)])
 def test_tiling_equals_diffusers(tiles):
     """diffusers' own tiling arguments and arithmetic for this class (its threshold compares the width with the
     minimum height; tiled_encode keeps whole blended tiles, then crops)."""
@@ -92,7 +93,8 @@ def test_lengths_and_sizes_refused_at_the_boundary():
     assert ours.compile_stats() == []
 
 
-@pytest.mark.parametrize("name, size", [("magvit-clipnorm-tiny", 16), ("magvit-tiny", 32)])
+@pytest.mark.parametrize("name, size", [("magvit-clipnorm-tiny", 16),
+                                        pytest.param("magvit-tiny", 32, marks=pytest.mark.slow)])
 def test_bf16(name, size):
     """magvit-tiny at 32 x 32: at 16 x 16 its per-frame GroupNorm normalizes groups of 4 values (one channel, 2 x 2)
     at its deepest level, which turns bf16 rounding into errors up to 2.8x PyTorch bf16's (mean 2.7x; GroupNorm

@@ -32,7 +32,7 @@ def test_dispatch_and_what_pipelines_read(pair):
         assert ours.latent_shape(x.shape) == tuple(vae.encode(x).latent_dist.mean.shape)
 
 
-@pytest.mark.parametrize("frames", [1, 7, 13])
+@pytest.mark.parametrize("frames", [1, 7, pytest.param(13, marks=pytest.mark.slow)])
 def test_tiny_fp32(pair, frames):
     vae, ours = pair
     check_encode_decode(vae, ours, video(1, frames, 16, 24, seed=frames), f"mochi-tiny {frames}f")
@@ -68,8 +68,9 @@ def test_a_batch_sliced_or_not_and_one_program_per_clip():
 
 @pytest.mark.parametrize("tiles", [dict(tile_sample_min_height=16, tile_sample_min_width=16, tile_sample_stride_height=8,
                                         tile_sample_stride_width=8),
-                                   dict(tile_sample_min_height=24, tile_sample_min_width=16, tile_sample_stride_height=16,
-                                        tile_sample_stride_width=8)])
+                                   pytest.param(dict(tile_sample_min_height=24, tile_sample_min_width=16,
+                                                     tile_sample_stride_height=16, tile_sample_stride_width=8),
+                                                marks=pytest.mark.slow)])
 def test_tiling_equals_diffusers(tiles):
     """diffusers' own tiling arguments for this class: tile sizes and strides, blended over their difference."""
     vae = random_vae("mochi-tiny")
@@ -87,9 +88,10 @@ def test_tiling_equals_diffusers(tiles):
             model.disable_tiling()
 
 
+@pytest.mark.slow  # 15 s: a libtpu compile
 def test_plans_for_tpus(pair):
     """libtpu 0.0.42 failed to lay out the per-frame GroupNorm's reductions (patches/group_norm.py
-    `_frame_group_norm`): the encoder compiles for v6e-8, its work split evenly."""
+    `_dot_group_norm`): the encoder compiles for v6e-8, its work split evenly."""
     _, ours = pair
     plan = ours.plan("encode", (1, 3, 7, 64, 256), "v6e-8")
     assert plan.fits and plan.sharding_efficiency > 0.9, plan.sharding_efficiency

@@ -164,8 +164,8 @@ def test_group_norm_reference_is_torch_group_norm():
 @pytest.mark.parametrize("dots", [False, True], ids=["reductions", "dots for TPUs"])
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
 def test_per_frame_group_norm_matches_reference_frame_by_frame(dtype, dots):
-    """Mochi's per-frame GroupNorm (MochiChunkedGroupNorm3D) as one reduction (or, traced for TPUs, as dots with
-    ones): each frame is normalized alone."""
+    """Mochi's per-frame GroupNorm (MochiChunkedGroupNorm3D) as one reduction (or, as Mochi traces it for TPUs,
+    dots with ones): each frame is normalized alone."""
     rng = np.random.default_rng(3)
     x = jnp.asarray(rng.normal(0.5, 2.0, (2, 8, 5, 6, 7)) * np.linspace(1, 4, 5)[:, None, None], dtype)
     w, b = (jnp.asarray(rng.normal(size=8), dtype) for _ in range(2))
@@ -177,6 +177,18 @@ def test_per_frame_group_norm_matches_reference_frame_by_frame(dtype, dots):
         excess = np.abs(actual[:, :, t] - expected)
         atol, rtol = GROUP_NORM_TOL[dtype]
         assert (excess <= atol + rtol * np.abs(expected)).all(), f"frame {t}: max |Δ| = {excess.max():.3g}"
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 3, 4, 5), (6, 8, 4, 5)])
+def test_dot_statistics_group_norm_matches_reference(shape):
+    """GroupNorm's sums as dots with ones (what Mochi and EasyAnimate trace for TPUs), 5-D and 4-D."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(1.0, 2.0, shape).astype(np.float32)
+    w, b = rng.normal(size=8).astype(np.float32), rng.normal(size=8).astype(np.float32)
+    with patches.options.tracing(patches.options.TraceOptions(dot_statistics=True)):
+        actual = np.asarray(group_norm.group_norm(jnp.asarray(x), 4, jnp.asarray(w), jnp.asarray(b), 1e-6))
+    expected = group_norm.group_norm_reference(x, 4, w, b, 1e-6)
+    assert np.abs(actual - expected).max() < 1e-5
 
 
 def test_mochi_chunked_group_norm_becomes_one_reduction():

@@ -12,7 +12,8 @@ each tile). quant_conv and post_quant_conv are pointwise `nn.Conv3d`s, run once 
 Here a batch is one program of (weights, frames, cache): the cache is the tuple of the causal convolutions'
 `prev_features`, set on the private copy's modules before the trace and read back after it (the upsamplers
 are told only that a cache exists), so it stays on the device between batches. Programs: the first batch
-(no cache), the steady batch and a shorter last one, each way; the pointwise quant convolutions inside.
+(no cache) and the steady batch each way (a clip is 1 + 4k frames: diffusers' encoder fails on others); the
+pointwise quant convolutions inside.
 
 Tiling is diffusers' (`tile_sample_min_*`, `tile_sample_stride_*`), with its arithmetic as it is: the tiling
 threshold compares the width with the minimum height and the height with the minimum width, and
@@ -68,6 +69,8 @@ def frame_batches(frames: int, size: int) -> list[tuple[int, int]]:
 
 class MagvitLowered(WindowLowered):
     """The private, patched copy's encoder and decoder calls, with the modules' cache as arguments and results."""
+
+    tpu_dot_statistics = True  # libtpu 0.0.42 failed on its GroupNorms' reductions (docs/limits.md)
 
     def _stateful(self, role: str):
         module = getattr(self.model, role)

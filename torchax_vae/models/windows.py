@@ -49,6 +49,10 @@ def windows(frames: int, size: int, stride: int) -> list[tuple[int, int]]:
 class WindowLowered:
     """A private, patched copy of a frame-window VAE and its call functions, pure in JAX arrays."""
 
+    # GroupNorm sums as dots when tracing for TPUs (patches/group_norm.py `_dot_group_norm`: a libtpu layout bug
+    # the family's norms met)
+    tpu_dot_statistics = False
+
     def __init__(self, vae, mesh: Mesh | None = None, platform: str | None = None, marked: tuple = (),
                  spatial_ratio: int = 1):
         self.model = private_copy(vae)
@@ -67,6 +71,7 @@ class WindowLowered:
             cpu_kernels=patches.options.cpu_kernels_for(self.platform) and dtype == jnp.bfloat16,
             mesh=self.mesh,
             grid=grid_for(self.mesh, shape, ratio),
+            dot_statistics=self.tpu_dot_statistics and self.platform == "tpu",
         )
         return tracing(self.env, options)
 
