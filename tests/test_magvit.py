@@ -114,7 +114,7 @@ def test_official_fp32_and_bf16():
 def _pipeline(vae):
     from diffusers import EasyAnimatePipeline, EasyAnimateTransformer3DModel, FlowMatchEulerDiscreteScheduler
 
-    torch.manual_seed(0)  # as diffusers' EasyAnimatePipeline tests build it; prompt embeddings given instead of Qwen2-VL
+    torch.manual_seed(0)  # as diffusers' EasyAnimatePipeline tests; prompt embeddings given instead of Qwen2-VL
     transformer = EasyAnimateTransformer3DModel(
         num_attention_heads=2, attention_head_dim=16, in_channels=4, out_channels=4, time_embed_dim=2,
         text_embed_dim=16, num_layers=1, sample_width=16, sample_height=16, patch_size=2,

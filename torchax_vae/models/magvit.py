@@ -22,7 +22,6 @@ Per-frame GroupNorm (`spatial_group_norm`, frames folded into the batch) is trac
 Pipelines scale latents by `scaling_factor`.
 """
 
-import functools
 
 import jax
 import torch
@@ -38,8 +37,8 @@ from diffusers.models.autoencoders.autoencoder_kl_magvit import (
 
 from .. import tiling
 from ..patches.group_norm import TorchaxGroupNorm
-from ..vae import apply, join
 from ..patches.sharding_marks import mark
+from ..vae import apply, join
 from .windows import WindowLowered, WindowVAE, _assemble
 
 __all__ = ["MagvitVAE", "frame_batches", "latent_shape", "video_channels"]
