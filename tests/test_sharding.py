@@ -100,14 +100,18 @@ def test_halo_convolutions_equal_the_unsplit_one(tiny_8_devices):
                  marks=pytest.mark.slow),
 ])
 def test_gpu_rules_on_8_devices_match_pytorch(request, fixture, names):
-    """Traced as for GPUs on the mesh (halo_conv's split convolutions, replicate padding for HunyuanVideo's), run
-    on the CPU devices: equal to PyTorch, with split convolutions in every decode."""
+    """Traced as for GPUs on the mesh (halo_conv's split convolutions, replicate padding for HunyuanVideo's and
+    Mochi's), run on the CPU devices: equal to PyTorch, with split convolutions in every decode but Cosmos's."""
     rows = request.getfixturevalue(fixture)[0]
     for name in names:
         mine = [row for row in rows if row["case"] == f"{name} 1x8 gpu rules"]
         assert {row["what"] for row in mine} >= {"encode", "decode", "devices", "split convolutions"}, mine
         check_parity(mine)
-        assert next(row["count"] for row in mine if row["what"] == "split convolutions") > 0, mine
+        count = next(row["count"] for row in mine if row["what"] == "split convolutions")
+        if name == "cosmos-tiny":  # its causal convolutions pad with F.pad first and convolve unpadded: XLA's
+            assert count == 0, mine  # partitioner splits them (two H100s: 0.51x one's temp memory, docs/plan.md)
+        else:
+            assert count > 0, mine
 
 
 @pytest.mark.parametrize("height, width, grid, expected", [
