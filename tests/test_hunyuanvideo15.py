@@ -160,3 +160,43 @@ def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     files.write_mp4(tmp_path / "video.mp4", frames)
     assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
     assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 3, 4, 6)  # the pipelines' [B, C, F, H, W]
+
+
+def test_hunyuanvideo15_image_to_video_pipeline_with_the_vae_swapped():
+    """The image-to-video pipeline encodes its image through the VAE before decoding the video."""
+    from diffusers import (FlowMatchEulerDiscreteScheduler, HunyuanVideo15ImageToVideoPipeline,
+                           HunyuanVideo15Transformer3DModel)
+    from diffusers.guiders import ClassifierFreeGuidance
+    from transformers import SiglipImageProcessor, SiglipVisionConfig, SiglipVisionModel
+
+    vae = random_vae("hunyuan15-tiny")
+    torch.manual_seed(0)  # tiny components as the text-to-video test's, a tiny SigLIP image encoder
+    transformer = HunyuanVideo15Transformer3DModel(
+        in_channels=9, out_channels=4, num_attention_heads=2, attention_head_dim=8, num_layers=1, num_refiner_layers=1,
+        mlp_ratio=2.0, patch_size=1, patch_size_t=1, text_embed_dim=16, text_embed_2_dim=32, image_embed_dim=12,
+        rope_axes_dim=(2, 2, 4), target_size=16, task_type="i2v",
+    ).eval()
+    image_encoder = SiglipVisionModel(SiglipVisionConfig(
+        hidden_size=12, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2, image_size=32, patch_size=8,
+    )).eval()
+    pipe = HunyuanVideo15ImageToVideoPipeline(
+        text_encoder=None, tokenizer=None, transformer=transformer, vae=vae,
+        scheduler=FlowMatchEulerDiscreteScheduler(shift=7.0), text_encoder_2=None, tokenizer_2=None,
+        guider=ClassifierFreeGuidance(guidance_scale=1.0), image_encoder=image_encoder,
+        feature_extractor=SiglipImageProcessor(size={"height": 32, "width": 32}))
+    pipe.set_progress_bar_config(disable=True)
+    generator = torch.Generator().manual_seed(1)
+    import PIL.Image
+
+    pixels = (torch.rand(16, 16, 3, generator=generator) * 255).to(torch.uint8).numpy()
+    inputs = dict(image=PIL.Image.fromarray(pixels), prompt_embeds=torch.randn(1, 7, 16, generator=generator),
+                  prompt_embeds_mask=torch.ones(1, 7, dtype=torch.long),
+                  prompt_embeds_2=torch.randn(1, 5, 32, generator=generator),
+                  prompt_embeds_mask_2=torch.ones(1, 5, dtype=torch.long),
+                  num_inference_steps=2, num_frames=9, output_type="pt")
+    with torch.no_grad():
+        expected = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
+        pipe.vae = TorchaxVAE(vae)
+        actual = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
+    assert actual.shape[:3] == (1, 9, 3)
+    assert_close(actual, expected, FP32, "HunyuanVideo15ImageToVideoPipeline frames")

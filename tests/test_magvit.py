@@ -182,3 +182,42 @@ def test_sliced_decode_decodes_each_video_on_its_own():
         vae._clear_conv_cache()  # (the failed call left it full)
     expected = torch.cat([vae.decode(z[i:i + 1]).sample for i in range(2)])
     assert_close(ours.decode(z).sample, expected, FP32, "sliced decode, video by video")
+
+
+@pytest.mark.parametrize("cls_name, in_channels, extra, failure", [
+    # latents, the mask (1 channel), the masked video's latents; it reads `vae.config.cache_mag_vae`, which
+    # AutoencoderKLMagvit's config does not have
+    ("EasyAnimateInpaintPipeline", 9, "inpaint", (AttributeError, "cache_mag_vae")),
+    # latents, the control video's latents; it passes encode_prompt an argument encode_prompt does not take
+    ("EasyAnimateControlPipeline", 8, "control", (TypeError, "text_encoder_index")),
+])
+def test_easyanimate_inpaint_and_control_pipelines_fail_in_diffusers_itself(cls_name, in_channels, extra, failure):
+    """diffusers 0.42.1's inpaint and control variants fail with its own VAE, before or without it: a tripwire. When
+    this test fails, diffusers has fixed them: compare them with `pipe.vae = TorchaxVAE(vae)` as the text-to-video
+    pipeline's test does."""
+    import diffusers
+    from diffusers import EasyAnimateTransformer3DModel, FlowMatchEulerDiscreteScheduler
+
+    vae = random_vae("magvit-clipnorm-tiny")
+    torch.manual_seed(0)
+    transformer = EasyAnimateTransformer3DModel(
+        num_attention_heads=2, attention_head_dim=16, in_channels=in_channels, out_channels=4, time_embed_dim=2,
+        text_embed_dim=16, num_layers=1, sample_width=16, sample_height=16, patch_size=2,
+    ).eval()
+    pipe = getattr(diffusers, cls_name)(vae=vae, text_encoder=None, tokenizer=None, transformer=transformer,
+                                        scheduler=FlowMatchEulerDiscreteScheduler())
+    pipe.set_progress_bar_config(disable=True)
+    generator = torch.Generator().manual_seed(1)
+    inputs = dict(prompt_embeds=torch.randn(1, 7, 16, generator=generator),
+                  prompt_attention_mask=torch.ones(1, 7, dtype=torch.long), guidance_scale=1.0,
+                  num_inference_steps=2, height=16, width=16, num_frames=5, output_type="pt")
+    video = torch.rand(1, 3, 5, 16, 16, generator=generator)
+    if extra == "inpaint":
+        mask = torch.zeros(1, 1, 5, 16, 16)
+        mask[:, :, 1:] = 255  # keep the first frame, generate the rest (image to video)
+        inputs.update(video=video, mask_video=mask)
+    else:
+        inputs.update(control_video=video)
+    error, message = failure
+    with torch.no_grad(), pytest.raises(error, match=message):
+        pipe(generator=torch.Generator().manual_seed(0), **inputs)
