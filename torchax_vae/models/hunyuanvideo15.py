@@ -74,7 +74,7 @@ class HunyuanVideo15VAE(HunyuanVideoVAE):
             return (self.tile_sample_min_height, self.tile_sample_min_width)
         return (self.tile_latent_min_height, self.tile_latent_min_width)
 
-    def _tile_layout(self, kind: str) -> tiling.TileLayout:
+    def _tile_layout(self, kind: str, size: tuple[int, int]) -> tiling.TileLayout:
         """diffusers' tiled_encode / tiled_decode arithmetic: input tiles every int(tile * (1 - overlap)),
         outputs blended over int(output tile * overlap) and cut to the rest."""
         sample = (self.tile_sample_min_height, self.tile_sample_min_width)

@@ -23,7 +23,6 @@ Pipelines scale latents by `scaling_factor`.
 """
 
 
-import jax
 import torch
 # ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.magvit", "MagvitVAE"] entry by looking the
 # base class up in this module.
@@ -39,7 +38,7 @@ from .. import tiling
 from ..patches.group_norm import TorchaxGroupNorm
 from ..patches.sharding_marks import mark
 from ..vae import apply, join
-from .windows import WindowLowered, WindowVAE, _assemble
+from .windows import WindowLowered, WindowVAE
 
 __all__ = ["MagvitVAE", "frame_batches", "latent_shape", "video_channels"]
 
@@ -180,25 +179,11 @@ class MagvitVAE(WindowVAE):
         sample = (self.tile_sample_min_width, self.tile_sample_min_height)
         return sample if kind == "encode" else tuple(t // self.spatial_compression_ratio for t in sample)
 
-    def _tile_layout(self, kind: str, size=None) -> tiling.TileLayout:
-        lay = super()._tile_layout(kind)
-        if kind == "encode" and size is not None:  # tiled_encode keeps each blended tile whole, up to `size`
+    def _tile_layout(self, kind: str, size: tuple[int, int]) -> tiling.TileLayout:
+        lay = super()._tile_layout(kind, size)
+        if kind == "encode":  # tiled_encode keeps each blended tile whole, up to the latents' `size`
             lay = tiling.TileLayout(**{**lay.__dict__, "keep_height": size[0], "keep_width": size[1]})
         return lay
-
-    def _tiled(self, kind: str, source, span, conditioning=None) -> jax.Array:
-        ratio = self.spatial_compression_ratio
-        height, width = source.shape[3:]
-        size = (height // ratio, width // ratio) if kind == "encode" else (height * ratio, width * ratio)
-        lay = self._tile_layout(kind, size)
-        tiles = []
-        for row in lay.tiles(height, width):
-            tiles.append([])
-            for t in row:
-                block = (t.row, t.col, t.valid_height, t.valid_width)
-                tiles[-1].append([self._call(kind, source, span, block, conditioning)])
-                self._ran_batch(tiles[-1][-1])
-        return apply(_assemble, tiles, lay=lay, size=size)
 
     def _call(self, kind: str, source, span, block=None, conditioning=None):
         """diffusers' frame batches over frames `span` of the source (or of a (row, col, height, width) block),

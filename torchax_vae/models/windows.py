@@ -179,8 +179,9 @@ class WindowVAE(TorchaxVAE):
         sample = (self.tile_sample_min_height, self.tile_sample_min_width)
         return sample if kind == "encode" else tuple(t // self.spatial_compression_ratio for t in sample)
 
-    def _tile_layout(self, kind: str) -> tiling.TileLayout:
-        """diffusers' tiles for a call of `kind`: where they start, how their outputs blend and what they keep."""
+    def _tile_layout(self, kind: str, size: tuple[int, int]) -> tiling.TileLayout:
+        """diffusers' tiles for a call of `kind` whose output is `size` (height, width): where they start, how their
+        outputs blend and what they keep."""
         ratio = self.spatial_compression_ratio
         sample = (self.tile_sample_min_height, self.tile_sample_min_width)
         stride = (self.tile_sample_stride_height, self.tile_sample_stride_width)
@@ -262,8 +263,8 @@ class WindowVAE(TorchaxVAE):
         """diffusers' tiled_encode / tiled_decode of one clip: tiles at their own shapes, blended, cropped."""
         ratio = self.spatial_compression_ratio
         height, width = source.shape[3:]
-        lay = self._tile_layout(kind)
         size = (height // ratio, width // ratio) if kind == "encode" else (height * ratio, width * ratio)
+        lay = self._tile_layout(kind, size)
         tiles = []
         for row in lay.tiles(height, width):
             tiles.append([])
