@@ -71,14 +71,7 @@ class CosmosVAE(WindowVAE):
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
 
-    def _check_video(self, shape, name: str) -> None:
-        temporal, spatial = self.temporal_compression_ratio, self.spatial_compression_ratio
-        if (shape[2] - 1) % temporal:
-            raise ValueError(f"{name} has {shape[2]} frames (shape {tuple(shape)}); AutoencoderKLCosmos encodes "
-                             f"1 + {temporal}k frames")
-        if shape[3] % spatial or shape[4] % spatial:
-            raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); AutoencoderKLCosmos needs a "
-                             f"height and width divisible by {spatial}")
+    _check_video = WindowVAE._check_clip
 
     def _normalization(self, latents: torch.Tensor):
         """The pipelines' per-channel, per-latent-frame mean and std, or None where the config has none."""

@@ -25,6 +25,7 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import (
 from .. import tiling
 # the same config fields (in_channels, latent_channels, the two compression ratios, scaling_factor)
 from .hunyuanvideo import HunyuanVideoVAE, latent_shape, video_channels
+from .windows import WindowVAE
 
 __all__ = ["HunyuanVideo15VAE", "latent_shape", "video_channels"]
 
@@ -41,15 +42,7 @@ class HunyuanVideo15VAE(HunyuanVideoVAE):
     frame_windows = False
     _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_latent_min_height", "tile_latent_min_width",
                  "tile_overlap_factor")
-
-    def _check_video(self, shape, name: str) -> None:
-        temporal, spatial = self.temporal_compression_ratio, self.spatial_compression_ratio
-        if (shape[2] - 1) % temporal:
-            raise ValueError(f"{name} has {shape[2]} frames (shape {tuple(shape)}); AutoencoderKLHunyuanVideo15 "
-                             f"encodes 1 + {temporal}k frames")
-        if shape[3] % spatial or shape[4] % spatial:
-            raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); AutoencoderKLHunyuanVideo15 "
-                             f"needs a height and width divisible by {spatial}")
+    _check_video = WindowVAE._check_clip
 
     # ----- tiling, with this class's arguments -----
 

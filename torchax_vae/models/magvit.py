@@ -148,14 +148,7 @@ class MagvitVAE(WindowVAE):
     def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         return latents / self.config.scaling_factor  # as EasyAnimatePipeline before decoding
 
-    def _check_video(self, shape, name: str) -> None:
-        temporal, spatial = self.temporal_compression_ratio, self.spatial_compression_ratio
-        if (shape[2] - 1) % temporal:
-            raise ValueError(f"{name} has {shape[2]} frames (shape {tuple(shape)}); AutoencoderKLMagvit encodes "
-                             f"1 + {temporal}k frames")
-        if shape[3] % spatial or shape[4] % spatial:
-            raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); AutoencoderKLMagvit needs a "
-                             f"height and width divisible by {spatial}")
+    _check_video = WindowVAE._check_clip
 
     def enable_tiling(
         self,

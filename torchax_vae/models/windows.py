@@ -152,6 +152,19 @@ class WindowVAE(TorchaxVAE):
         `conditioning`; each program's name says them. None: the model's defaults."""
         return {}
 
+    def _check_clip(self, shape, name: str) -> None:
+        """A whole-clip encoder's input: 1 + k x the temporal ratio frames, height and width divisible by the
+        spatial ratio (what HunyuanVideo 1.5's, Cosmos's and EasyAnimate's encoders need; diffusers fails deep
+        inside them otherwise). Families set `_check_video = WindowVAE._check_clip`."""
+        temporal, spatial = self.temporal_compression_ratio, self.spatial_compression_ratio
+        model = self.model_class.__name__
+        if (shape[2] - 1) % temporal:
+            raise ValueError(f"{name} has {shape[2]} frames (shape {tuple(shape)}); {model} encodes 1 + {temporal}k "
+                             "frames")
+        if shape[3] % spatial or shape[4] % spatial:
+            raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); {model} needs a height and "
+                             f"width divisible by {spatial}")
+
     # ----- tiling, with diffusers' arguments -----
 
     def enable_tiling(
