@@ -19,15 +19,18 @@ def tiny_vae():
     return random_vae("tiny")
 
 
-@pytest.fixture(scope="session")
-def _tiny_torchax_session(tiny_vae):
+# The wrappers are per test module, not per session: a wrapper keeps every program it compiled, and on CPU each
+# program holds mappings of machine code (torchax_vae/programs.py). Held for the whole slow suite, these two
+# took 17,000 of the process's 65,530 mappings.
+@pytest.fixture(scope="module")
+def _tiny_torchax_module(tiny_vae):
     return TorchaxVAE(tiny_vae)
 
 
 @pytest.fixture
-def tiny_torchax(_tiny_torchax_session):
-    """One wrapper for the session (compiled programs are shared), reset to defaults for each test."""
-    vae = _tiny_torchax_session
+def tiny_torchax(_tiny_torchax_module):
+    """One wrapper for the test module (compiled programs are shared), reset to defaults for each test."""
+    vae = _tiny_torchax_module
     settings = {k: v for k, v in vars(vae).items() if k.startswith(("use_", "tile_", "_tiling", "_split", "memory_budget", "uniform_tiles"))}
     yield vae
     vars(vae).update(settings)
@@ -38,9 +41,18 @@ def official_vae():
     return random_vae("official")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def official_torchax(official_vae):
     return TorchaxVAE(official_vae)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_programs_after_each_module():
+    """A module's wrappers (and their compiled programs) go when it ends, not at some later collection."""
+    yield
+    import gc
+
+    gc.collect()
 
 
 @pytest.fixture(autouse=True)

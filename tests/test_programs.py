@@ -131,24 +131,35 @@ def test_programs_share_a_compilation_only_when_equal():
 
 
 def test_shared_table_is_bounded_lru_and_clearable(monkeypatch):
-    """The process-wide table of compilations keeps at most SHARED_LIMIT, dropping the least recently used."""
+    """Compilations are shared while a cache holds them, and the SHARED_LIMIT most recently used besides: the
+    process does not keep every program it ever compiled (on CPU each holds mappings of machine code)."""
+    import gc
+
     import jax.numpy as jnp
 
     from torchax_vae import clear_compiled, programs as programs_module
     from torchax_vae.programs import Programs
 
     monkeypatch.setattr(programs_module, "SHARED_LIMIT", 2)
-    monkeypatch.setattr(programs_module, "_SHARED", programs_module._SHARED.__class__())
-    shared = programs_module._SHARED
+    monkeypatch.setattr(programs_module, "_LIVE", programs_module._LIVE.__class__())
+    monkeypatch.setattr(programs_module, "_RECENT", programs_module._RECENT.__class__())
+    recent, live = programs_module._RECENT, programs_module._LIVE
     w, x = jnp.ones(3), jnp.arange(3.0)
-    fns = {k: (lambda w, a, k=k: a * k + w) for k in (2.0, 3.0, 4.0)}
+    fns = {k: (lambda w, a, k=k: a * k + w) for k in (2.0, 3.0, 4.0, 5.0, 6.0)}
     cache, keys = Programs(), {}
     for k in (2.0, 3.0):
         cache.run(f"times {k}", fns[k], w, x)
-        keys[k] = next(reversed(shared))
-    Programs().run("times 2 again", fns[2.0], w, x)  # a hit: times 2 becomes the most recently used
-    cache.run("times 4", fns[4.0], w, x)  # over the limit: times 3 goes
-    keys[4.0] = next(reversed(shared))
-    assert list(shared) == [keys[2.0], keys[4.0]]
+        keys[k] = next(reversed(recent))
+    other = Programs()
+    other.run("times 2 again", fns[2.0], w, x)  # a hit: times 2 becomes the most recently used
+    assert other._compiled[next(iter(other._compiled))].compiled is live[keys[2.0]]
+    cache.run("times 4", fns[4.0], w, x)  # over the limit: times 3 leaves the recent ones, still live in `cache`
+    keys[4.0] = next(reversed(recent))
+    assert list(recent) == [keys[2.0], keys[4.0]] and keys[3.0] in live
     assert jnp.array_equal(cache.run("times 3", fns[3.0], w, x), x * 3 + 1)  # still this cache's own program
-    assert clear_compiled() == 2 and len(shared) == 0
+    del cache, other
+    for k in (5.0, 6.0):  # programs of caches that are gone: only the two most recent stay
+        Programs().run(f"times {k}", fns[k], w, x)
+    gc.collect()
+    assert len(live) == 2 and set(live.keys()) == set(recent)
+    assert clear_compiled() == 2 and len(live) == len(recent) == 0

@@ -13,6 +13,7 @@ import dataclasses
 import functools
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -63,28 +64,33 @@ def _cost(compiled) -> dict:
     return cost or {}
 
 
-# (StableHLO text, pytrees, shardings) -> compiled program, shared by every Programs in the process,
-# least recently used first. Bounded: each TorchaxVAE keeps its own programs (Programs._compiled), so
-# an evicted entry only stops being shared with TorchaxVAEs made later.
-_SHARED: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
-SHARED_LIMIT = 512
+# (StableHLO text, pytrees, shardings) -> compiled program, shared by every Programs in the process.
+# Shared while any TorchaxVAE holds it (_LIVE, weak: each keeps its own programs in Programs._compiled), and the
+# SHARED_LIMIT most recently used besides (_RECENT), for a TorchaxVAE made after another one is gone.
+# Bounded because a compiled program holds host memory, and on CPU its machine code: XLA:CPU maps each of a
+# program's kernels in pages of their own, and a process has at most vm.max_map_count (65530) mappings. At 512
+# kept programs, CI's slow suite (one process) reached 63,000 mappings and XLA crashed in a compile (SIGSEGV).
+_LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_RECENT: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+SHARED_LIMIT = 32
 
 
 def clear_shared() -> int:
     """Forgets the process-wide table of compiled programs (live TorchaxVAEs keep theirs); how many it held."""
-    count = len(_SHARED)
-    _SHARED.clear()
+    count = len(set(_LIVE.keys()) | set(_RECENT))
+    _LIVE.clear()
+    _RECENT.clear()
     return count
 
 
 def _shared_compile(key: tuple, lowered, options: dict):
-    compiled = _SHARED.get(key)
+    compiled = _LIVE.get(key)
     if compiled is None:
-        compiled = _SHARED[key] = lowered.compile(compiler_options=options or None)
-        while len(_SHARED) > SHARED_LIMIT:
-            _SHARED.popitem(last=False)
-    else:
-        _SHARED.move_to_end(key)
+        compiled = _LIVE[key] = lowered.compile(compiler_options=options or None)
+    _RECENT[key] = compiled
+    _RECENT.move_to_end(key)
+    while len(_RECENT) > SHARED_LIMIT:
+        _RECENT.popitem(last=False)
     return compiled
 
 
@@ -110,7 +116,7 @@ class Programs:
         self.checkpoint = False
         self._for_gradients: dict[tuple[str, bool], Callable] = {}
         self._compiled: dict[tuple, _Entry] = {}
-        self._by_text: set[tuple] = set()  # the keys of _SHARED this cache's programs use
+        self._by_text: set[tuple] = set()  # the keys of _LIVE this cache's programs use
         self._recording: list[list[ProgramStats]] = []
         self._executing: list[list[ProgramStats]] = []
         self.probing = 0  # > 0 while calls only size a decision ("auto" tiling's memory check, `probe`)
