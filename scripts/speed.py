@@ -30,6 +30,7 @@ shape, in both frameworks: where the time of a call goes.
 import dataclasses
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -256,6 +257,22 @@ def _peak_device_bytes(side: str) -> int | None:
     return (stats or {}).get("peak_bytes_in_use")
 
 
+def _distinct_lines(text: str, limit: int = 6000) -> str:
+    """A worker's stderr with repeated lines dropped, its Python traceback first: a CUDA error is logged once per
+    buffer, module and stream freed after it (hundreds of lines), which would push the traceback that names the
+    failing call out of any tail."""
+    lines = text.splitlines()
+    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback")), default=len(lines))
+    end = next((i + 1 for i in range(start + 1, len(lines)) if lines[i] and not lines[i][0].isspace()), len(lines))
+    seen, kept = set(), []
+    for line in lines[:start] + lines[end:]:
+        key = re.sub(r"0x[0-9a-f]+|^[EWI]\d{4} [\d:.]+ +\d+ ", "", line)  # glog time stamps, thread ids, addresses
+        if key not in seen:
+            seen.add(key)
+            kept.append(line)
+    return ("\n".join(lines[start:end]) + "\n" + "\n".join(kept)[-limit:]).strip()
+
+
 def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: float = 3600, cache_dir=None) -> dict:
     """measure() in a fresh subprocess; TorchaxVAE's caches in cache_dir (None: off, never the user's own)."""
     env = dict(os.environ)
@@ -266,7 +283,7 @@ def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: f
         capture_output=True, text=True, timeout=timeout, env=env,
     )
     if result.returncode != 0:
-        raise RuntimeError(f"{side} worker for {case.label} failed:\n{result.stderr[-4000:]}")
+        raise RuntimeError(f"{side} worker for {case.label} failed (exit {result.returncode}):\n{_distinct_lines(result.stderr)}")
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
