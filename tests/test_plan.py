@@ -9,6 +9,7 @@ import torch
 
 from torchax_vae import TorchaxVAE, make_mesh
 from torchax_vae import cli, targets
+from torchax_vae import vae as vae_module
 from torchax_vae.plan import gpu_kernels, plan, twin
 from helpers import MODELS
 
@@ -68,7 +69,8 @@ def test_gpu_kernel_summary_reads_optimized_hlo():
   %g = bf16[256,1024]{1,0} fusion(bf16[256,64]{1,0} %x, bf16[64,1024]{1,0} %y), kind=kCustom, calls=%c, backend_config={"fusion_backend_config":{"kind":"__triton_gemm"}}
   %h = f32[4,4]{1,0} custom-call(f32[4,4]{1,0} %x), custom_call_target="__cublas$gemm"
 """
-    assert gpu_kernels(text) == {"cudnn_convolutions": 1, "gemms": 2, "largest_convolution_operand_bytes": 1152,
+    assert gpu_kernels(text) == {"cudnn_convolutions": 1, "gemms": 2, "triton_gemms": 1,
+                                 "largest_convolution_operand_bytes": 1152,
                                  "largest_gemm_operand_bytes": 524288}
 
 
@@ -169,10 +171,27 @@ def test_gpu_programs_compile_with_synchronous_collectives():
     model_class, config = MODELS["tiny"]
     with torch.device("meta"):
         on_gpus = TorchaxVAE(model_class(**config), mesh=make_mesh(targets.target("h100x2").devices()))
-    assert on_gpus._programs.compiler_options == {"xla_gpu_disable_async_collectives": "ALLCOLLECTIVES"}
+    gpu = {"xla_gpu_disable_async_collectives": "ALLCOLLECTIVES", "xla_gpu_enable_triton_gemm": False}
+    assert on_gpus._programs.compiler_options == gpu
     on_gpus.compile_effort = -1
-    assert on_gpus._programs.compiler_options == {"xla_gpu_disable_async_collectives": "ALLCOLLECTIVES",
-                                                  "exec_time_optimization_effort": -1.0}
+    assert on_gpus._programs.compiler_options == {**gpu, "exec_time_optimization_effort": -1.0}
+
+
+def test_gpu_programs_run_their_gemms_on_cublas_not_triton(monkeypatch):
+    """XLA:GPU's Triton GEMM fusions died with CUDA_ERROR_ILLEGAL_INSTRUCTION on an H100 in Wan 2.2's released
+    decode (docs/performance.md, "On an H100"). Compiled offline for one H100, the tiny Wan 2.2 decoder's GEMMs
+    (its pointwise convolutions and attention) are all cuBLAS calls under our options, and Triton fusions
+    under XLA's defaults (so the check can fail)."""
+    model_class, config = MODELS["wan2.2-tiny"]
+    with torch.device("meta"):
+        vae = TorchaxVAE(model_class(**config).eval())
+    shape = (1, vae.config.z_dim, 3, 8, 8)
+    ours = [row.kernels for row in vae.plan("decode", shape, "h100").programs]
+    assert sum(k["gemms"] for k in ours) > 0 and sum(k["triton_gemms"] for k in ours) == 0, ours
+    monkeypatch.setitem(vae_module.PLATFORM_OPTIONS, "gpu",
+                        {**vae_module.PLATFORM_OPTIONS["gpu"], "xla_gpu_enable_triton_gemm": True})
+    stock = [row.kernels for row in vae.plan("decode", shape, "h100").programs]  # each plan compiles a new twin
+    assert sum(k["triton_gemms"] for k in stock) > 0, stock
 
 
 def test_two_gpus_each_need_at_most_0_6_of_one_gpus_temp_memory(meta_tiny):

@@ -145,20 +145,21 @@ def _largest_operand(line: str) -> int:
 
 def gpu_kernels(hlo_text: str) -> dict:
     """What an optimized GPU module hands to libraries and GEMM emitters: cuDNN convolutions and GEMMs (cuBLAS
-    calls, Triton GEMM fusions), with the largest operand or result of each kind in bytes."""
-    convs = gemms = 0
+    calls, and how many of them are Triton GEMM fusions), with the largest operand or result of each kind in bytes."""
+    convs = gemms = triton = 0
     largest_conv = largest_gemm = 0
     for line in hlo_text.splitlines():
         target = re.search(r'custom_call_target="([^"]+)"', line) if "custom-call(" in line else None
+        is_triton = " fusion(" in line and re.search(r'"kind":"__triton\w*gemm', line) is not None
         if target and "cudnn$conv" in target[1]:
             convs += 1
             largest_conv = max(largest_conv, _largest_operand(line))
-        elif (target and ("gemm" in target[1] or "matmul" in target[1])) or (
-                " fusion(" in line and re.search(r'"kind":"__triton\w*gemm', line)):
+        elif (target and ("gemm" in target[1] or "matmul" in target[1])) or is_triton:
             gemms += 1
+            triton += is_triton
             largest_gemm = max(largest_gemm, _largest_operand(line))
-    return {"cudnn_convolutions": convs, "gemms": gemms, "largest_convolution_operand_bytes": largest_conv,
-            "largest_gemm_operand_bytes": largest_gemm}
+    return {"cudnn_convolutions": convs, "gemms": gemms, "triton_gemms": triton,
+            "largest_convolution_operand_bytes": largest_conv, "largest_gemm_operand_bytes": largest_gemm}
 
 
 class PlannedPrograms(Programs):
