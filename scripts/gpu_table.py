@@ -33,15 +33,21 @@ CASES = {
 }
 CASES["cogvideox-480p-decode-fp32"] = speed.SpeedCase("official", "decode", 9, 480, 720, dtype="fp32")
 
-# --small: the same family and path at a size and width a CPU runs in seconds
+# --small: the same family and path with a tiny model of its family, at a size a CPU runs in seconds (9x32x64, or
+# what the family's tiny model takes: Mochi's 6x time, Allegro's one 24x128x128 tile, Qwen-Image's single images)
 SMALL_CONFIGS = {
     "official": "tiny", "wan2.1": "wan-tiny", "wan2.2": "wan2.2-tiny", "qwenimage": "qwenimage-tiny",
-    "hunyuanvideo": "hunyuan-tiny", "ltx091": "ltx091-tiny", "ltx2": "ltx2ts-tiny",
+    "hunyuanvideo": "hunyuan-tiny", "ltx091": "ltx091-tiny", "ltx2": "ltx2ts-tiny", "hunyuanvideo15": "hunyuan15-tiny",
+    "mochi": "mochi-tiny", "cosmos": "cosmos-tiny", "magvit": "magvit-tiny", "allegro": "allegro-tiny",
+    "qwenimage21": "qwenimage21-tiny",
 }
+SMALL_SIZES = {"mochi-tiny": (7, 32, 64), "allegro-tiny": (24, 128, 128)}
 
 
 def small(case: speed.SpeedCase) -> speed.SpeedCase:
-    return dataclasses.replace(case, config=SMALL_CONFIGS[case.config], frames=9, height=32, width=64)
+    config = SMALL_CONFIGS[case.config]
+    frames, height, width = SMALL_SIZES.get(config, (9 if case.frames > 1 else 1, 32, 64))
+    return dataclasses.replace(case, config=config, frames=frames, height=height, width=width)
 
 
 def main(argv=None) -> int:

@@ -191,6 +191,18 @@ def test_speed_reports_mfu_against_the_devices_peak(monkeypatch, tmp_path):
     assert row["mfu"] == pytest.approx({"torch": 989 / 494 / 2, "torchax": 989 / 494})  # fp32: against TF32's peak
 
 
+def test_every_gpu_table_case_has_a_small_version_its_tiny_model_takes():
+    """--small maps each released size to a tiny model of its family and a size that model takes."""
+    table = load("gpu_table")
+    from vaes import input_shape, meta_vae  # load() put scripts/ on the path
+
+    for name, case in table.CASES.items():
+        tiny = table.small(case)
+        assert (tiny.kind, tiny.dtype) == (case.kind, case.dtype) and tiny.config.endswith("tiny"), name
+        shape = input_shape(tiny, meta_vae(tiny.config))
+        assert len(shape) == 5 and min(shape) > 0, (name, shape)
+
+
 @pytest.mark.slow  # 46 s on 2 cores
 def test_gpu_table_row_runs_end_to_end_at_a_small_size(capsys, tmp_path):
     """scripts/gpu_table.py: one accelerator-table row (here Wan 2.2's path at 9x32x64 on the CPU), all sides."""
