@@ -241,6 +241,7 @@ def _released():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 15 released sizes, each compiled for one and two H100s: 11 min on 2 cores; not in CI
 @pytest.mark.parametrize("case", _released())
 def test_released_decode_on_one_and_two_h100s(case):
     """The programs a GPU would run, compiled to sm_90a: no cuDNN convolution operand of 2^31 bytes or more
