@@ -31,6 +31,9 @@ applied; importing this package changes nothing.
 - `ltx_noise`: LTX-Video 0.9.1's injected decoder noise as program inputs the caller draws with torch's generator.
 - `causal_mask`: HunyuanVideo 1.5's frame-causal attention mask from one index comparison, not a Python loop
   of one write per token.
+- `torch_accelerator`: torchax's "jax" device reported as unavailable to torch, which cannot use it (torchax
+  made it torch's accelerator on machines without CUDA, and every `torch.compile` in the process failed);
+  applied once per process by torchax_vae/process.py.
 - `wan_upsample`: WanUpsample's (and QwenImageUpsample's) cast back to bf16 through `.to` (torchax 0.0.13's
   `type_as` works in place).
 

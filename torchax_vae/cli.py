@@ -223,8 +223,9 @@ def _run(args) -> dict:
     progress = None if args.no_progress else "bar" if sys.stderr.isatty() else "log"
     if progress == "bar":  # the imports and the model take seconds before the progress bar appears
         print("loading torch, JAX and the model ...", file=sys.stderr, flush=True)
-    from . import cache, commands
+    from . import cache, commands, process
 
+    process.start()  # before any JAX device query: a machine without an accelerator stays quiet
     cache.enable(cache.resolve(args.cache_dir, args.no_cache))
     if args.command == "decode":
         return commands.decode_file(

@@ -33,7 +33,7 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
-from . import gpu_memory
+from . import process
 
 __all__ = ["make_mesh"]
 
@@ -50,7 +50,7 @@ def make_mesh(devices=None, *, dp: int = 1) -> Mesh:
     dp > 1, their batch over 'dp' and their width over 'tp'.
     """
     if devices is None:
-        gpu_memory.share_gpu_with_torch()  # before jax.devices() starts JAX's backends
+        process.start()  # before jax.devices() starts JAX's backends
     devices = list(jax.devices() if devices is None else devices)
     if not isinstance(dp, int) or dp < 1 or len(devices) % dp:
         raise ValueError(f"dp must be a positive divisor of the device count {len(devices)}, got {dp!r}")

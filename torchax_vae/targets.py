@@ -76,11 +76,15 @@ class Target:
         """The target's abstract devices (compile with them; they run nothing). TargetError if the compiler is missing."""
         from jax.experimental import topologies
 
+        from . import process
+
+        process.start()  # JAX's platforms first: on a machine without the chip, its plugin stays quiet
         if self.platform == "tpu":
             _require("libtpu", "planning for a TPU needs libtpu: pip install 'torchax-vae[tpu]'")
             # libtpu's lockfile (/tmp/libtpu_lockfile) keeps two processes off the same real chips; abstract
             # topologies claim none, so two plans (or a plan beside a test run) may load it at once
             os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+            process.quiet_libtpu()
             kwargs = {} if self.host_bounds is None else {"chips_per_host_bounds": self.host_bounds}
             try:
                 return list(topologies.get_topology_desc(platform="tpu", topology_name=self.topology, **kwargs).devices)

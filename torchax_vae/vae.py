@@ -23,7 +23,7 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import cache, convert, gpu_memory, gradients, memory, validation, weights
+from . import cache, convert, gradients, memory, process, validation, weights
 from .mesh import Placement, check_mesh
 from .programs import LoweredOnly, Programs
 from .stored import ProgramStore
@@ -128,7 +128,7 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
             raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
         super().__init__()  # a ModelMixin, so pipelines cast, save and offload it (see `save_pretrained`)
         self._dtype = _as_dtype(dtype) or vae.dtype
-        gpu_memory.share_gpu_with_torch()  # before the first device query starts JAX's backends
+        process.start()  # the process-wide changes, once, before the first device query starts JAX's backends
         self._device = vae.device
         self._internal_dict = vae.config  # ConfigMixin's `config`: the wrapped model's (register_to_config copies)
         self._placement = Placement(None if mesh is None else check_mesh(mesh))
