@@ -9,6 +9,7 @@ import torch
 from helpers import MODELS, TOLERANCE, assert_close, random_vae, settings
 
 from torchax_vae import TorchaxVAE
+from torchax_vae.models import WRAPPERS
 
 FP32 = TOLERANCE[torch.float32]
 
@@ -156,6 +157,12 @@ def test_save_pretrained_writes_the_diffusers_folder_with_the_same_weights(name,
     assert worst == 0, f"saved weights differ from the model's: max |Δ| {worst:.3e}"
     again = TorchaxVAE.from_pretrained(tmp_path / "vae")  # the VAE's own folder: no vae/ subfolder needed
     assert type(again) is type(ours) and settings(again.config) == settings(ours.config)
+    # pipelines branch on their VAE's class (SanaVideoPipeline: isinstance(self.vae, AutoencoderKLWan))
+    assert isinstance(ours, type(vae)) and isinstance(ours, TorchaxVAE) and isinstance(ours, torch.nn.Module)
+    others = [w.model_class for w in WRAPPERS if w.model_class is not type(vae)]
+    assert not any(isinstance(ours, other) for other in others), "passes for another family's class"
+    with pytest.raises(TypeError, match="is a TorchaxVAE already"):
+        TorchaxVAE(ours)
 
 
 def test_a_saved_bf16_vae_holds_bf16_weights_and_the_model_given_back_is_a_copy(tmp_path):

@@ -108,6 +108,8 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
     posterior_class: type = DiagonalGaussianDistribution
 
     def __new__(cls, vae=None, *args, **kwargs):
+        if isinstance(vae, TorchaxVAE):
+            raise TypeError(f"vae is a TorchaxVAE already (of a {vae.model_class.__name__}): use it as it is")
         if cls is TorchaxVAE:
             from .models import wrapper_for
 
@@ -144,6 +146,20 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
         self._stochastic = stochastic_layers(vae)
         self.train(vae.training)
         self._on_batch = None  # called with each encoder/decoder call's output as it is queued (or, abstract, planned)
+
+    @property
+    def __class__(self):
+        """What `isinstance` sees: the adapter's class and the wrapped diffusers class, both.
+
+        Pipelines branch on their VAE's class (`SanaVideoPipeline`: `isinstance(self.vae, AutoencoderKLWan)` picks
+        the latent de-normalization), so a TorchaxVAE must pass for the class it wraps. Python's `isinstance`
+        asks `__class__` when the type itself does not match (as `unittest.mock` relies on): this reports a
+        class deriving from both, named as the adapter (so diffusers' `model_index.json` still names the
+        adapter, and a saved pipeline loads it back). Only `isinstance` and names read it; methods and
+        attributes resolve on `type(self)`, the adapter, so none of the diffusers class's methods runs on a
+        TorchaxVAE.
+        """
+        return _reported_class(type(self))
 
     @classmethod
     def from_pretrained(
@@ -716,6 +732,15 @@ def compiler_options(platform: str, effort) -> dict:
     if effort is not None and effort != 0:
         options["exec_time_optimization_effort"] = float(effort)
     return options
+
+
+@functools.cache
+def _reported_class(adapter: type) -> type:
+    """A class deriving from the adapter and its diffusers class, named as the adapter; never instantiated."""
+    if adapter.model_class is None or issubclass(adapter, adapter.model_class):
+        return adapter
+    namespace = {"__module__": adapter.__module__, "__qualname__": adapter.__qualname__, "__doc__": adapter.__doc__}
+    return type(adapter.__name__, (adapter, adapter.model_class), namespace)
 
 
 def stochastic_layers(model: nn.Module) -> list[str]:
