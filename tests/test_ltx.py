@@ -46,6 +46,21 @@ def test_noise_injection_follows_torchs_global_generator(noisy):
     assert_close(ours.encode(x).latent_dist.mean, vae.encode(x).latent_dist.mean, FP32, "0.9.1 encode")
 
 
+def test_a_calls_own_generator_gives_pytorchs_noise_and_leaves_the_global_one_alone(noisy):
+    """decode(..., generator=g): the noise PyTorch draws from a global generator in g's state; torch's global
+    generator untouched (calls in other threads each draw from their own: tests/test_threads.py)."""
+    vae, ours = noisy
+    z, temb = randn(2, 8, 2, 2, 2), torch.tensor([0.05, 0.3])
+    expected = seeded(lambda: vae.decode(z, temb).sample, 7)
+    torch.manual_seed(123)
+    before = torch.random.get_rng_state()
+    actual = ours.decode(z, temb, generator=torch.Generator().manual_seed(7)).sample
+    assert torch.equal(torch.random.get_rng_state(), before), "a call with its own generator moved the global one"
+    assert_close(actual, expected, FP32, "noisy decode with the call's own generator")
+    with pytest.raises(TypeError, match="CPU torch.Generator"):
+        ours.decode(z, temb, generator=7)
+
+
 def test_windows_and_tiles_draw_their_noise_in_diffusers_order(noisy):
     """Frame windows (use_framewise_decoding, which diffusers' LTX encode reads too), then spatial tiles: one
     decoder call per window or tile, each with its own draws, as diffusers makes them."""

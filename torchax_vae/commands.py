@@ -18,6 +18,7 @@ import torch
 from diffusers import AutoencoderKLCogVideoX
 
 from . import files, memory, patches, validation
+from . import progress as progress_of
 from .files import InputError
 from .synthetic import moving_shapes
 from .vae import TorchaxVAE, vae_subfolder
@@ -169,13 +170,10 @@ def _progress(vae: TorchaxVAE, total: int, desc: str, mode, frames: int):
             finished()
 
     with tqdm(total=total, desc=desc, unit="batch", disable=mode != "bar", leave=False) as bar:
-        vae._on_batch = step
-        try:
+        with progress_of.reporting(step):
             yield
             while queued:
                 finished()
-        finally:
-            vae._on_batch = None
 
 
 def _progress_mode(progress):
@@ -223,6 +221,8 @@ def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
         validation.check_video(x, name=what, channels=channels, role="encoder" if encode else "decoder")
         if encode:
             vae._check_video(tuple(x.shape), what)
+        else:
+            vae._check_latents(tuple(x.shape), what)
     except (TypeError, ValueError) as e:
         raise InputError(str(e)) from e
 
@@ -233,12 +233,9 @@ def _precompile(vae: TorchaxVAE, kind: str, shape, progress=None) -> tuple[float
         print(f"compiling the {kind} programs for input {tuple(shape)} (cached after the first run) ...",
               file=sys.stderr, flush=True)
     count = [0]
-    vae._on_batch = lambda output: count.__setitem__(0, count[0] + 1)
     start = time.perf_counter()
-    try:
+    with progress_of.reporting(lambda output: count.__setitem__(0, count[0] + 1)):
         stats = vae.precompile(kind, shape)
-    finally:
-        vae._on_batch = None
     return time.perf_counter() - start, count[0], stats
 
 

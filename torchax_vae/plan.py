@@ -215,7 +215,7 @@ def twin(vae, mesh, memory_budget: int | None = None):
     return copy
 
 
-_NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget", "_on_batch"}
+_NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget"}
 
 
 def _compile_call(planned, kind, shape, platform, effort, observer):

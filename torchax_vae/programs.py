@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -73,24 +74,30 @@ def _cost(compiled) -> dict:
 _LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _RECENT: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
 SHARED_LIMIT = 32
+_SHARED_LOCK = threading.Lock()  # guards the two tables, never held while XLA compiles
 
 
 def clear_shared() -> int:
     """Forgets the process-wide table of compiled programs (live TorchaxVAEs keep theirs); how many it held."""
-    count = len(set(_LIVE.keys()) | set(_RECENT))
-    _LIVE.clear()
-    _RECENT.clear()
+    with _SHARED_LOCK:
+        count = len(set(_LIVE.keys()) | set(_RECENT))
+        _LIVE.clear()
+        _RECENT.clear()
     return count
 
 
 def _shared_compile(key: tuple, lowered, options: dict):
-    compiled = _LIVE.get(key)
-    if compiled is None:
-        compiled = _LIVE[key] = lowered.compile(compiler_options=options or None)
-    _RECENT[key] = compiled
-    _RECENT.move_to_end(key)
-    while len(_RECENT) > SHARED_LIMIT:
-        _RECENT.popitem(last=False)
+    with _SHARED_LOCK:
+        compiled = _LIVE.get(key)
+    if compiled is None:  # compiled outside the lock: another thread's compile of another program goes on
+        made = lowered.compile(compiler_options=options or None)
+        with _SHARED_LOCK:  # two threads that compiled the same module keep the first, so both share one
+            compiled = _LIVE.setdefault(key, made)
+    with _SHARED_LOCK:
+        _RECENT[key] = compiled
+        _RECENT.move_to_end(key)
+        while len(_RECENT) > SHARED_LIMIT:
+            _RECENT.popitem(last=False)
     return compiled
 
 
@@ -107,6 +114,13 @@ class Programs:
     Arguments given as jax.ShapeDtypeStruct (with the sharding the real array
     will have) compile the program without running it; `run` then returns the
     outputs' ShapeDtypeStructs, so a caller can plan a whole call abstractly.
+
+    Threads: calls from several threads share the compiled programs. A program is
+    compiled once (a thread that needs one being compiled waits for it; one whose
+    programs exist never waits). Tracing holds one lock per cache, because the
+    traced diffusers modules keep state in their attributes during a forward (Wan's
+    `_feat_map`); XLA's compilation runs outside it. What `recording`, `executions`
+    and `probe` collect is the calling thread's own.
     """
 
     def __init__(self, store=None):
@@ -117,10 +131,28 @@ class Programs:
         self._for_gradients: dict[tuple[str, bool], Callable] = {}
         self._compiled: dict[tuple, _Entry] = {}
         self._by_text: set[tuple] = set()  # the keys of _LIVE this cache's programs use
-        self._recording: list[list[ProgramStats]] = []
-        self._executing: list[list[ProgramStats]] = []
-        self.probing = 0  # > 0 while calls only size a decision ("auto" tiling's memory check, `probe`)
+        self._local = threading.local()  # per thread: its recordings, executions and probe depth
+        self._lock = threading.Lock()  # guards _compiled and _compiling
+        self._compiling: dict[tuple, threading.Lock] = {}  # one lock per program being compiled
+        self._trace_lock = threading.RLock()  # one trace at a time (the class doc)
         self.compiler_options: dict = {}  # XLA's, for every compile (TorchaxVAE.compile_effort)
+
+    @property
+    def _recording(self) -> list[list[ProgramStats]]:
+        if not hasattr(self._local, "recording"):
+            self._local.recording = []
+        return self._local.recording
+
+    @property
+    def _executing(self) -> list[list[ProgramStats]]:
+        if not hasattr(self._local, "executing"):
+            self._local.executing = []
+        return self._local.executing
+
+    @property
+    def probing(self) -> int:
+        """> 0 while this thread's calls only size a decision ("auto" tiling's memory check, `probe`)."""
+        return getattr(self._local, "probing", 0)
 
     @contextlib.contextmanager
     def recording(self):
@@ -145,15 +177,16 @@ class Programs:
     @contextlib.contextmanager
     def probe(self):
         """Inside: calls that size a decision (TorchaxVAE._should_tile), not the call being run or planned."""
-        self.probing += 1
+        self._local.probing = self.probing + 1
         try:
             yield
         finally:
-            self.probing -= 1
+            self._local.probing -= 1
 
     def run(self, name: str, fn: Callable, weights, *args):
         if _traced(args):  # inside jax.vjp: a call JAX differentiates, so a jitted function, not an executable
-            return self._differentiable(name, fn)(weights, *args)
+            with self._trace_lock:  # it traces the diffusers modules (the class doc)
+                return self._differentiable(name, fn)(weights, *args)
         entry = self._entry(name, fn, weights, args)
         if is_abstract(args):
             return entry.out_info
@@ -185,8 +218,15 @@ class Programs:
         key = (name, jax.tree.structure((weights, args)), tuple(map(_leaf_signature, jax.tree.leaves((weights, args)))))
         entry = self._compiled.get(key)
         if entry is None:
-            entry = self._compile(name, fn, weights, args)
-            self._compiled[key] = entry
+            with self._lock:
+                compiling = self._compiling.setdefault(key, threading.Lock())
+            with compiling:  # the first thread compiles; one that asks meanwhile waits for it, then finds it
+                entry = self._compiled.get(key)
+                if entry is None:
+                    entry = self._compile(name, fn, weights, args)
+                    with self._lock:
+                        self._compiled[key] = entry
+                        self._compiling.pop(key, None)
         for used in self._recording:
             if not any(stats is entry.stats for stats in used):
                 used.append(entry.stats)
@@ -234,6 +274,10 @@ class Programs:
         With a store the program is exported (or loaded), and what is compiled is the export's call either way,
         so a traced and a stored program compile to the same executable.
         """
+        with self._trace_lock:
+            return self._lower_unlocked(name, fn, args)
+
+    def _lower_unlocked(self, name, fn, args):
         if self.store is None:
             return jax.jit(fn, keep_unused=True).lower(*args), False
         exported = self.store.load(name, args)

@@ -23,7 +23,7 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import cache, convert, gradients, memory, process, validation, weights
+from . import cache, convert, gradients, memory, process, progress, validation, weights
 from .mesh import Placement, check_mesh
 from .programs import LoweredOnly, Programs
 from .stored import ProgramStore
@@ -145,7 +145,6 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
         self._entries = weights.layout(vae)  # the wrapped model's tensor names, for state_dict and friends
         self._stochastic = stochastic_layers(vae)
         self.train(vae.training)
-        self._on_batch = None  # called with each encoder/decoder call's output as it is queued (or, abstract, planned)
 
     @property
     def __class__(self):
@@ -703,9 +702,9 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
         return apply(join, outputs, axis=0)
 
     def _ran_batch(self, output) -> None:
-        """Hands a queued encoder/decoder call's output (a JAX array or pytree, or its shapes) to the progress hook."""
-        if self._on_batch is not None:  # progress reporting (torchax_vae.commands)
-            self._on_batch(output)
+        """Hands a queued encoder/decoder call's output (a JAX array or pytree, or its shapes) to the call's
+        observer (torchax_vae/progress.py)."""
+        progress.ran_batch(output)
 
 
 # "auto" compile_effort per JAX platform: libtpu's default effort costs seconds per convolution (docs/tpu.md)

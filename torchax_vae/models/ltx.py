@@ -22,6 +22,7 @@ what diffusers' LTX class does its own way:
 """
 
 import functools
+import threading
 
 import jax
 import torch
@@ -65,17 +66,19 @@ class LTXLowered(WindowLowered):
         self._shapes_decoder = private_copy(vae.decoder)
         ltx_noise.patch(self._shapes_decoder)
         self._noise_shapes: dict[tuple, tuple[tuple[int, ...], ...]] = {}
+        self._shapes_lock = threading.Lock()  # the meta decoder's forward keeps state in its modules
 
     def noise_shapes(self, latent_shape: tuple[int, ...], dtype: torch.dtype) -> tuple[tuple[int, ...], ...]:
         """The shapes of the noise one decoder call on latents of `latent_shape` draws, in PyTorch's order."""
         key = (tuple(latent_shape), dtype)
-        if key not in self._noise_shapes:
-            latents = torch.empty(latent_shape, dtype=dtype, device="meta")
-            timestep = torch.zeros(latent_shape[0], dtype=dtype, device="meta")
-            with ltx_noise.recording() as feed, torch.no_grad():
-                self._shapes_decoder.to(dtype)(latents, timestep)
-            self._noise_shapes[key] = tuple(shape for shape, _ in feed.shapes)
-        return self._noise_shapes[key]
+        with self._shapes_lock:
+            if key not in self._noise_shapes:
+                latents = torch.empty(latent_shape, dtype=dtype, device="meta")
+                timestep = torch.zeros(latent_shape[0], dtype=dtype, device="meta")
+                with ltx_noise.recording() as feed, torch.no_grad():
+                    self._shapes_decoder.to(dtype)(latents, timestep)
+                self._noise_shapes[key] = tuple(shape for shape, _ in feed.shapes)
+            return self._noise_shapes[key]
 
     def decode_step(self, weights, latents, timestep=None, noise=(), **options):
         dtype = latents.dtype
@@ -154,35 +157,44 @@ class TimestepWindowVAE(WindowVAE):
 
     # ----- decode with a timestep -----
 
-    def decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, return_dict: bool = True):
+    def decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, return_dict: bool = True, *,
+               generator: torch.Generator | None = None):
         """Decodes latents [B, C, F, H, W] into videos, as diffusers' `decode(z, temb)`.
 
         temb: the timestep, one value per video (a tensor of B values, or of one when B is 1); required
         when the decoder is timestep-conditioned, unused otherwise (as diffusers).
+        generator: a CPU `torch.Generator` the injected noise is drawn from (this call's own: calls from
+        several threads each get theirs); None: torch's global generator, as diffusers' decoder draws it.
         """
-        sample = self._decode_with(z, temb, "decode")
+        sample = self._decode_with(z, temb, "decode", generator=generator)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
-    def tiled_decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, return_dict: bool = True):
+    def tiled_decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, return_dict: bool = True, *,
+                     generator: torch.Generator | None = None):
         """diffusers' `tiled_decode(z, temb)`: decoded in tiles whatever its size or the settings (no slicing)."""
-        sample = self._decode_with(z, temb, "tiled_decode", tiled=True)
+        sample = self._decode_with(z, temb, "tiled_decode", tiled=True, generator=generator)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
     def forward(self, sample, temb=None, sample_posterior: bool = False, return_dict: bool = True, generator=None):
         """Encode then decode, as diffusers' `AutoencoderKLLTXVideo.forward(sample, temb, ...)`."""
         posterior = self.encode(sample).latent_dist
         z = posterior.sample(generator=generator) if sample_posterior else posterior.mode()
-        dec = self.decode(z, temb).sample
+        dec = self.decode(z, temb, generator=generator).sample
         return DecoderOutput(sample=dec) if return_dict else (dec,)
 
     __call__ = forward
 
-    def _decode_with(self, z: torch.Tensor, temb, name: str, tiled: bool | None = None, **options) -> torch.Tensor:
+    def _decode_with(self, z: torch.Tensor, temb, name: str, tiled: bool | None = None, generator=None,
+                     **options) -> torch.Tensor:
         """The video of `z` at timestep `temb` (checked first), sliced per video unless `tiled` (as diffusers'
-        tiled_decode); options: the decoder's program options (LTX-2's `causal`)."""
+        tiled_decode), its noise drawn from `generator` (None: torch's global one); options: the decoder's
+        program options (LTX-2's `causal`)."""
         validation.check_video(z, name=f"{name} input", channels=self.latent_channels, role="decoder")
+        if generator is not None and not (isinstance(generator, torch.Generator) and generator.device.type == "cpu"):
+            raise TypeError(f"generator must be a CPU torch.Generator (the noise is drawn on the host, as PyTorch "
+                            f"draws it on the CPU), got {generator!r}")
         timestep = self._timestep(temb, z.shape[0])
-        decode = functools.partial(self._decode, **options)
+        decode = functools.partial(self._decode, generator=generator, **options)
         if tiled:
             return self._compute(functools.partial(decode, tiled=True, timestep=timestep), z)
         return self._compute(functools.partial(self._per_sample, decode, timestep=timestep), z)
@@ -204,8 +216,9 @@ class TimestepWindowVAE(WindowVAE):
             )
         return temb.detach().reshape(batch).cpu()
 
-    def _decoder_args(self, chunk, timestep=None) -> tuple:
-        """(timestep, noise) for one decoder call on `chunk`: the noise drawn now, as PyTorch would draw it."""
+    def _decoder_args(self, chunk, timestep=None, generator=None) -> tuple:
+        """(timestep, noise) for one decoder call on `chunk`: the noise drawn now from `generator` (None: torch's
+        global one), as PyTorch would draw it."""
         abstract = isinstance(chunk, jax.ShapeDtypeStruct)
         replicated = self._placement.replicated
         if timestep is None and self.config.timestep_conditioning:  # precompile / lower: the shape only
@@ -214,8 +227,9 @@ class TimestepWindowVAE(WindowVAE):
         shapes = self._lowered.noise_shapes(tuple(chunk.shape), self._dtype) if self._injects_noise else ()
         if abstract:
             noise = tuple(jax.ShapeDtypeStruct(s, convert.jax_dtype(self._dtype), sharding=replicated) for s in shapes)
-        else:  # torch's global generator on the CPU, as diffusers' decoder draws (generator=None)
-            noise = tuple(convert.to_jax(torch.randn(s, dtype=self._dtype), None, replicated) for s in shapes)
+        else:  # the call's generator, or torch's global one on the CPU as diffusers' decoder draws (generator=None)
+            noise = tuple(convert.to_jax(torch.randn(s, dtype=self._dtype, generator=generator), None, replicated)
+                          for s in shapes)
         return temb, noise
 
     @functools.cached_property

@@ -77,15 +77,16 @@ class LTX2VideoVAE(TimestepWindowVAE):
         return self._encode_with(x, "tiled_encode", tiled=True, **self._causal("encode", causal))
 
     def decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, causal: bool | None = None,
-               return_dict: bool = True):
+               return_dict: bool = True, *, generator: torch.Generator | None = None):
         """As diffusers' `decode(z, temb=None, causal=None)`: `temb` as LTX-Video's (one timestep per video,
         required when the decoder is timestep-conditioned); causal as `encode`'s, with `decoder_causal`."""
-        sample = self._decode_with(z, temb, "decode", **self._causal("decode", causal))
+        sample = self._decode_with(z, temb, "decode", generator=generator, **self._causal("decode", causal))
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
     def tiled_decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, causal: bool | None = None,
-                     return_dict: bool = True):
-        sample = self._decode_with(z, temb, "tiled_decode", tiled=True, **self._causal("decode", causal))
+                     return_dict: bool = True, *, generator: torch.Generator | None = None):
+        sample = self._decode_with(z, temb, "tiled_decode", tiled=True, generator=generator,
+                                   **self._causal("decode", causal))
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
     def forward(self, sample, temb=None, sample_posterior: bool = False, encoder_causal: bool | None = None,
@@ -93,7 +94,7 @@ class LTX2VideoVAE(TimestepWindowVAE):
         """Encode then decode, as diffusers' `AutoencoderKLLTX2Video.forward`."""
         posterior = self.encode(sample, causal=encoder_causal).latent_dist
         z = posterior.sample(generator=generator) if sample_posterior else posterior.mode()
-        dec = self.decode(z, temb, causal=decoder_causal).sample
+        dec = self.decode(z, temb, causal=decoder_causal, generator=generator).sample
         return DecoderOutput(sample=dec) if return_dict else (dec,)
 
     __call__ = forward
