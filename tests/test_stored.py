@@ -184,3 +184,23 @@ def test_off_and_a_users_own_jax_cache(tmp_path, monkeypatch):
         assert jax.config.jax_compilation_cache_dir == str(tmp_path / "users")
     finally:
         jax.config.update("jax_compilation_cache_dir", before)
+
+
+def test_a_process_that_decoded_on_cpu_precompiles_for_abstract_tpus_and_h100s_with_the_store_on(store_dir):
+    """The store keys programs by platform: before, precompile on a TPU mesh loaded (or exported) the CPU
+    program and failed with "exported for platforms ('cpu',) but it is used on ('tpu',)"."""
+    from vaes import meta_vae
+    from torchax_vae import make_mesh
+    from torchax_vae.targets import target
+
+    vae = random_vae("tiny")
+    z = torch.randn(1, 4, 3, 4, 6, generator=torch.Generator().manual_seed(1))
+    assert_close(TorchaxVAE(vae).decode(z).sample, vae.decode(z).sample, TOLERANCE[torch.float32], "CPU decode")
+    for name in ("v6e-8", "h100"):
+        devices = target(name).devices()
+        for attempt in ("traced and stored", "from the store"):
+            planned = TorchaxVAE(meta_vae("tiny"), mesh=make_mesh(devices))
+            stats = planned.precompile("decode", (1, 4, 3, 4, 6))
+            assert stats and all(s["from_store"] == (attempt == "from the store") for s in stats), (name, attempt)
+            assert all(s["devices"][0].startswith(("TPU", "NVIDIA H100")) for s in stats), stats[0]["devices"]
+    assert_close(TorchaxVAE(vae).decode(z).sample, vae.decode(z).sample, TOLERANCE[torch.float32], "CPU again")

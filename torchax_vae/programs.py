@@ -58,6 +58,21 @@ def _describe(arg):
     return f"pytree of {len(jax.tree.leaves(arg))} arrays"
 
 
+def lowering_platform(args) -> str:
+    """The JAX lowering platform ("cpu", "tpu", "cuda", "rocm") of the devices `args` are (to be) placed on:
+    this machine's, or a planning target's abstract ones."""
+    devices = {d for leaf in jax.tree.leaves(args) if getattr(leaf, "sharding", None) is not None
+               for d in leaf.sharding.device_set}
+    platforms = {d.platform for d in devices}
+    if len(platforms) > 1:
+        raise ValueError(f"one program's arguments are on devices of several platforms: {sorted(platforms)}")
+    platform = platforms.pop() if platforms else jax.default_backend()
+    if platform == "gpu":  # a GPU device says "gpu"; lowering names its vendor's backend
+        amd = any("AMD" in getattr(d, "device_kind", "") or "Instinct" in getattr(d, "device_kind", "") for d in devices)
+        return "rocm" if amd else "cuda"
+    return platform
+
+
 def _cost(compiled) -> dict:
     cost = compiled.cost_analysis()
     if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
@@ -280,15 +295,16 @@ class Programs:
     def _lower_unlocked(self, name, fn, args):
         if self.store is None:
             return jax.jit(fn, keep_unused=True).lower(*args), False
-        exported = self.store.load(name, args)
+        platform = lowering_platform(args)  # the devices the arguments are on: this machine's, or a target's
+        exported = self.store.load(name, args, platform)
         from_store = exported is not None
         if not from_store:
             try:
-                exported = jax.export.export(jax.jit(fn, keep_unused=True))(*args)
+                exported = jax.export.export(jax.jit(fn, keep_unused=True), platforms=(platform,))(*args)
             except Exception as error:  # noqa: BLE001 (a program jax.export refuses still runs, unstored)
                 logger.warning("torchax_vae: program %s cannot be exported (%s); it is not stored", name, error)
                 return jax.jit(fn, keep_unused=True).lower(*args), False
-            self.store.save(name, args, exported)
+            self.store.save(name, args, exported, platform)
         return jax.jit(exported.call, keep_unused=True).lower(*args), from_store
 
     def stats(self) -> list[dict]:

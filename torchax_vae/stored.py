@@ -8,6 +8,8 @@ the traced program itself (`jax.export`'s serialized StableHLO) in
 that changes it:
 
 - the model: its diffusers class, config and module tree (`repr`);
+- the platform it is lowered for ("cpu", "tpu", "cuda": the devices of its arguments, this machine's or a
+  planning target's), also checked against the export on load;
 - the program: its name (encoder/decoder, first or steady batch, layer, tile)
   and every argument's tree structure, shape, dtype and sharding (so the dtype,
   input shape, mesh and device kind);
@@ -84,13 +86,14 @@ class ProgramStore:
             return None
         return cls(pathlib.Path(cache_folder) / "programs", model_digest(model))
 
-    def path(self, name: str, args) -> pathlib.Path:
-        key = "\n".join((code_digest(), self._model_key, name, _signature(args)))
+    def path(self, name: str, args, platform: str) -> pathlib.Path:
+        key = "\n".join((code_digest(), self._model_key, name, platform, _signature(args)))
         return self.folder / (hashlib.sha256(key.encode()).hexdigest() + SUFFIX)
 
-    def load(self, name: str, args) -> "jax.export.Exported | None":
-        """The stored export of program `name` for `args` (weights first), or None (missing or unusable)."""
-        path = self.path(name, args)
+    def load(self, name: str, args, platform: str) -> "jax.export.Exported | None":
+        """The stored export of program `name` for `args` (weights first) on a JAX lowering `platform` ("cpu",
+        "tpu", "cuda"), or None (missing, unusable, or exported for another platform)."""
+        path = self.path(name, args, platform)
         try:
             blob = path.read_bytes()
         except OSError:
@@ -100,15 +103,15 @@ class ProgramStore:
             if hashlib.sha256(payload).digest() != digest:
                 raise ValueError("its digest does not match its contents")
             exported = jax.export.deserialize(bytearray(payload))
-            _check_matches(exported, args)
+            _check_matches(exported, args, platform)
         except Exception as error:  # noqa: BLE001 (anything wrong with an entry means: trace again)
             logger.warning("torchax_vae: stored program %s (%s) is unusable (%s); tracing it again", name, path, error)
             return None
         return exported
 
-    def save(self, name: str, args, exported: "jax.export.Exported") -> None:
+    def save(self, name: str, args, exported: "jax.export.Exported", platform: str) -> None:
         """Writes the export atomically; a store that cannot be written is skipped with a warning."""
-        path = self.path(name, args)
+        path = self.path(name, args, platform)
         try:
             payload = bytes(exported.serialize())
         except Exception as error:  # noqa: BLE001 (e.g. flatbuffers missing where the package came without its dependencies)
@@ -128,8 +131,10 @@ class ProgramStore:
             logger.warning("torchax_vae: cannot store program %s in %s (%s)", name, self.folder, error)
 
 
-def _check_matches(exported, args) -> None:
-    """ValueError unless the export takes exactly `args` (their tree structure, shapes and dtypes)."""
+def _check_matches(exported, args, platform: str) -> None:
+    """ValueError unless the export is for `platform` and takes exactly `args` (tree structure, shapes, dtypes)."""
+    if platform not in exported.platforms:
+        raise ValueError(f"it was exported for {exported.platforms}, the call runs on {platform!r}")
     in_tree = jax.tree.structure((tuple(args), {}))
     if exported.in_tree != in_tree:
         raise ValueError(f"it takes {exported.in_tree}, the call gives {in_tree}")
