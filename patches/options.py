@@ -6,7 +6,7 @@ extra arguments, so the lowering sets one `TraceOptions` around a trace
 
 - `cpu_kernels` (frame_conv): 3-D convolutions as sums of per-frame 2-D ones.
   This is the one switch for the CPU-only machinery: `cpu_kernels_for(platform)`
-  turns it on for XLA:CPU devices (`CPU_PLATFORMS`), and CogVideoX's
+  turns it on where the backend table says (torchax_vae/backends.py: XLA:CPU), and CogVideoX's
   `program_split="auto"` (one program per layer) follows the same decision.
   Wan uses it in bf16 only (measured: torchax_vae/models/wan.py, `_tracing`).
 - `gpu_conv_limit` (gpu_conv): on GPUs, pointwise convolutions as matmuls and
@@ -31,20 +31,20 @@ import contextvars
 import dataclasses
 from typing import Any
 
-CPU_PLATFORMS = ("cpu",)  # JAX platforms whose programs get the CPU-only lowerings
+from ..backends import GPU_CONV_LIMIT, backend  # the per-platform choices: one table (torchax_vae/backends.py)
+
 # JAX's names for NVIDIA and AMD GPUs: a device's `platform` ("gpu") and lowering platforms ("cuda", "rocm")
 GPU_PLATFORMS = ("gpu", "cuda", "rocm")
-GPU_CONV_LIMIT = 2**31  # bytes (patches/gpu_conv.py)
 
 
 def cpu_kernels_for(platform: str) -> bool:
     """Whether programs for a JAX `platform` use the CPU-only machinery (per-frame convolutions, layer programs)."""
-    return platform in CPU_PLATFORMS
+    return backend(platform).cpu_kernels
 
 
 def gpu_conv_limit_for(platform: str) -> int | None:
     """The byte bound of patches/gpu_conv.py's rule for programs of a JAX `platform`; None where it does not apply."""
-    return GPU_CONV_LIMIT if platform in GPU_PLATFORMS else None
+    return backend(platform).conv_operand_limit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,9 +62,9 @@ class TraceOptions:
     def for_platform(cls, platform: str, **options) -> "TraceOptions":
         """The options of a trace for JAX `platform`, its convolution rules (GPU bound and halos, CPU matmul) set
         from it."""
-        gpu = platform in GPU_PLATFORMS
-        return cls(gpu_conv_limit=gpu_conv_limit_for(platform), cpu_conv_matmul=platform in CPU_PLATFORMS,
-                   halo_conv=gpu, **options)
+        row = backend(platform)
+        return cls(gpu_conv_limit=row.conv_operand_limit, cpu_conv_matmul=row.conv_as_matmul,
+                   halo_conv=row.halo_conv, **options)
 
 
 _CURRENT = contextvars.ContextVar("torchax_vae_trace_options", default=TraceOptions())

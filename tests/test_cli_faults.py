@@ -448,3 +448,39 @@ def test_ctrl_c_during_startup_is_not_lost(model_dir, tmp_path):
     _, rest = proc.communicate(timeout=60)
     assert proc.returncode == 130 and time.perf_counter() - sent < 3, (proc.returncode, rest[-500:])
     assert not out.exists()
+
+
+def test_a_channel_error_shows_the_shape_as_the_file_holds_it(model_dir, tmp_path, capsys):
+    """[B, F, C, H, W] latents whose C is wrong: the message gave the shape transposed ((1, 8, 4, 8, 12))."""
+    path = tmp_path / "z.pt"
+    torch.save(torch.randn(1, 4, 8, 8, 12), path)
+    code, lines = run(capsys, "decode", path, "-o", tmp_path / "v.mp4", "--model", model_dir)
+    assert code == 2 and "layout [B, F, C, H, W], shape (1, 4, 8, 8, 12)" in lines[0], lines
+
+
+def test_a_config_file_as_model_and_an_unmakeable_cache_folder_say_what_they_are(model_dir, latents, tmp_path, capsys):
+    code, lines = run(capsys, "decode", latents, "-o", tmp_path / "v.mp4", "--model", model_dir / "vae" / "config.json")
+    assert code == 2 and "is a file; expected the diffusers VAE or pipeline folder" in lines[0], lines
+    code, lines = run(capsys, "decode", latents, "-o", tmp_path / "v.mp4", "--model", "missing/config.json")
+    assert code == 2 and "--model missing/config.json does not exist" in lines[0], lines
+    code, lines = run(capsys, "decode", latents, "-o", tmp_path / "v.mp4", "--model", model_dir, "--cache-dir", "/proc/x")
+    assert code == 2 and "--cache-dir /proc/x: cannot create it" in lines[0], lines
+
+
+def test_decode_runs_the_familys_latent_checks_as_input_errors(tmp_path, capsys):
+    """Qwen-Image 2.1 takes one frame: latents of several went through to an 'unexpected ValueError', exit 1."""
+    from helpers import MODELS
+
+    from torchax_vae.models import input_shape
+
+    if "qwenimage21-tiny" not in MODELS:
+        pytest.skip("diffusers < 0.42 has no AutoencoderKLQwenImage21")
+    vae = random_vae("qwenimage21-tiny")
+    vae.save_pretrained(tmp_path / "qwen" / "vae")
+    path = tmp_path / "z.pt"
+    shape = list(input_shape(vae, "decode", 1, 32, 32))
+    shape[2] = 3  # three latent frames
+    torch.save(torch.randn(*shape), path)
+    code, lines = run(capsys, "decode", path, "-o", tmp_path / "v.npy", "--model", tmp_path / "qwen",
+                      "--layout", "BCFHW")
+    assert code == 2 and len(lines) == 1, lines

@@ -1,15 +1,17 @@
 """Planning offline for TPUs and GPUs (torchax_vae.plan, targets, `torchax-vae plan`): the tiny config, compiled
 by libtpu for abstract TPU chips and by JAX's CUDA plugin for abstract H100s, on this CPU-only machine."""
 
+import dataclasses
 import importlib.util
 import json
+import time
+import warnings
 
 import pytest
 import torch
 
 from torchax_vae import TorchaxVAE, make_mesh
-from torchax_vae import cli, targets
-from torchax_vae import vae as vae_module
+from torchax_vae import backends, cli, targets
 from torchax_vae.plan import gpu_kernels, plan, twin
 from helpers import MODELS
 
@@ -188,8 +190,9 @@ def test_gpu_programs_run_their_gemms_on_cublas_not_triton(monkeypatch):
     shape = (1, vae.config.z_dim, 3, 8, 8)
     ours = [row.kernels for row in vae.plan("decode", shape, "h100").programs]
     assert sum(k["gemms"] for k in ours) > 0 and sum(k["triton_gemms"] for k in ours) == 0, ours
-    monkeypatch.setitem(vae_module.PLATFORM_OPTIONS, "gpu",
-                        {**vae_module.PLATFORM_OPTIONS["gpu"], "xla_gpu_enable_triton_gemm": True})
+    row = backends.BACKENDS["gpu"]
+    monkeypatch.setitem(backends.BACKENDS, "gpu", dataclasses.replace(
+        row, xla_options={**row.xla_options, "xla_gpu_enable_triton_gemm": True}))
     stock = [row.kernels for row in vae.plan("decode", shape, "h100").programs]  # each plan compiles a new twin
     assert sum(k["triton_gemms"] for k in stock) > 0, stock
 
@@ -273,3 +276,36 @@ def test_released_decode_on_one_and_two_h100s(case):
         f"({temp[1] / temp[0]:.3f}x > {bound})")
     assert two.peak_bytes_per_chip < one.peak_bytes_per_chip, (
         f"{case}: peak per GPU {two.peak_bytes_per_chip / 2**30:.2f} GiB on two, {one.peak_bytes_per_chip / 2**30:.2f} on one")
+
+
+@pytest.mark.parametrize("shape, message", [
+    ("10,128,192", "a decode makes no 10-frame video; its 3 latent frames decode to 9 frames"),
+    ("9,130,192", "height and width must be multiples of 8"),
+])
+def test_command_refuses_what_warmup_refuses(tmp_path, capsys, shape, message):
+    """Before, 10,64,96 silently planned 9 frames and 9,65,96 planned 64x96, both with exit 0."""
+    code = cli.main(["plan", "--model", str(_config_file(tmp_path)), "--target", "v6e-8", "--shape", shape])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+
+
+def test_a_replan_is_read_back_and_the_verdict_comes_first(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TORCHAX_VAE_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["plan", "--model", str(_config_file(tmp_path)), "--target", "h100", "--shape", "9,128,192", "--no-progress"]
+    seconds, outputs = [], []
+    for _ in range(2):
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "Error reading persistent compilation cache entry"
+            assert cli.main(args) == 0
+        seconds.append(time.perf_counter() - start)
+        out, err = capsys.readouterr()
+        assert err == "", err
+        outputs.append(out.splitlines())
+    assert outputs[0] == outputs[1] and outputs[0][0].startswith("fits: peak "), outputs[0]
+    assert "GiB per GPU of" in outputs[0][0] and outputs[0][2].startswith("sharding: one device")
+    assert not any(line.startswith("  decoder") for line in outputs[0]), "program lines without --verbose"
+    assert len(list((tmp_path / "cache" / "plans").glob("*.json"))) == 1
+    assert seconds[1] < 0.1 * seconds[0] or seconds[1] < 1.0, seconds
+    assert cli.main([*args, "--verbose"]) == 0
+    assert any(line.startswith("  decoder") for line in capsys.readouterr().out.splitlines())

@@ -24,7 +24,7 @@ import jax
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ENV", "default_dir", "resolve", "enable", "for_api"]
+__all__ = ["ENV", "default_dir", "resolve", "enable", "for_api", "store_only"]
 
 ENV = "TORCHAX_VAE_CACHE_DIR"
 _OFF = ("", "off", "0", "none", "false")
@@ -65,6 +65,17 @@ def enable(path: pathlib.Path | None) -> pathlib.Path | None:
     # XLA's own caches too where JAX has them (GPU autotuning results, compiled kernels): the conv autotuning
     # of a first GPU call is most of its compile time
     jax.config.update("jax_persistent_cache_enable_xla_caches", "all")
+    return path
+
+
+def store_only(path: pathlib.Path | None) -> pathlib.Path | None:
+    """The program store (and stored plans) in `path`, JAX's persistent compilation cache left as it is: for
+    compiling for abstract devices (`torchax-vae plan`), whose executables JAX's cache cannot hold (each read
+    warned "PjRtCompiler must be constructed with a Client")."""
+    global _chosen
+    _chosen = path
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

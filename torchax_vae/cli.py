@@ -168,13 +168,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tiling", action="store_true", help="force spatial tiling (default: tile only if it would not fit)")
     p.add_argument("--no-progress", action="store_true", help="no line per program while compiling")
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    p.add_argument("--verbose", action="store_true", help="also one line per compiled program")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return top
 
 
 def _local_model(model: str) -> bool:
-    """Whether --model names a local folder (a hub id is ORG/NAME: one slash, no leading ./, / or ~)."""
-    return model.startswith((".", "/", "~")) or model.count("/") != 1 or os.path.exists(model)
+    """Whether --model names a local path (a hub id is ORG/NAME: one slash, no leading ./, / or ~, no file suffix)."""
+    return (model.startswith((".", "/", "~")) or model.count("/") != 1 or os.path.exists(model)
+            or model.lower().endswith(".json"))
 
 
 def preflight(args) -> None:
@@ -199,8 +201,13 @@ def preflight(args) -> None:
     model = getattr(args, "model", None)
     if model and _local_model(model) and not (args.command == "plan" and pathlib.Path(model).is_file()):
         folder = pathlib.Path(model).expanduser()
+        if folder.is_file():
+            raise InputError(f"--model {model} is a file; expected the diffusers VAE or pipeline folder that holds "
+                             f"its config.json ({folder.parent})" + (": only plan reads a config.json alone"
+                                                                     if folder.suffix == ".json" else ""))
         if not folder.is_dir():
-            raise InputError(f"model folder {model} does not exist (a hub id is ORG/NAME)")
+            raise InputError(f"--model {model} does not exist: expected a diffusers VAE or pipeline folder, or a "
+                             "hub id (ORG/NAME)")
         if not any((folder / name / "config.json").is_file() for name in (args.subfolder or "", "")):
             raise InputError(f"model folder {model} has no {args.subfolder or '.'}/config.json: not a diffusers VAE or pipeline")
     if getattr(args, "cache_dir", None) and not args.no_cache:
@@ -218,7 +225,8 @@ def _run(args) -> dict:
         from . import commands
 
         return commands.plan(args.model, args.shape, target=args.target, kind=args.kind, subfolder=args.subfolder or None,
-                             dtype=args.dtype, tiling=args.tiling, dp=args.dp, progress=not args.no_progress)
+                             dtype=args.dtype, tiling=args.tiling, dp=args.dp, progress=not args.no_progress,
+                             verbose=args.verbose)
     # a bar on a terminal; in a log (stderr not a terminal), a line every tenth of the batches with an ETA
     progress = None if args.no_progress else "bar" if sys.stderr.isatty() else "log"
     if progress == "bar":  # the imports and the model take seconds before the progress bar appears
@@ -226,7 +234,13 @@ def _run(args) -> dict:
     from . import cache, commands, process
 
     process.start()  # before any JAX device query: a machine without an accelerator stays quiet
-    cache.enable(cache.resolve(args.cache_dir, args.no_cache))
+    folder = cache.resolve(args.cache_dir, args.no_cache)
+    try:
+        cache.enable(folder)
+    except OSError as e:
+        where = "--cache-dir" if args.cache_dir else f"the cache folder ({cache.ENV} or the default)"
+        raise InputError(f"{where} {folder}: cannot create it ({e.strerror or e}); give a writable folder, "
+                         "or --no-cache") from None
     if args.command == "decode":
         return commands.decode_file(
             args.latents, args.output, args.model, subfolder=args.subfolder or None, dtype=args.dtype,

@@ -6,6 +6,8 @@ with files, shapes or models raise `files.InputError` before anything compiles.
 
 import collections
 import contextlib
+import inspect
+import json
 import math
 import pathlib
 import sys
@@ -283,6 +285,7 @@ def decode_file(
         raise InputError(f"{out}: this model makes {ours.video_channels}-channel images (RGBA), which an "
                          f"{out.suffix} file cannot hold; write .npy (uint8 [F, H, W, {ours.video_channels}])")
     layout = layout or ours.pipeline_layout
+    stored_shape = tuple(z.shape)  # as in the file, in `layout`
     z = _unpacked(ours, z, size, latents, layout) if z.ndim == 3 else files.to_layout(z, layout, "BCFHW").contiguous()
     channels = ours.latent_channels
     if z.shape[1] != channels:
@@ -290,7 +293,7 @@ def decode_file(
         other = "BCFHW" if layout == "BFCHW" else "BFCHW"
         fix = (f"read as --layout {other} they would fit" if z.ndim == 5 and z.shape[2] == channels else
                f"they are another VAE's latents: check --model ({ours.model_class.__name__} here)")
-        raise InputError(f"{latents}: latents have {z.shape[1]} channels (layout {shown}, shape {tuple(z.shape)}); "
+        raise InputError(f"{latents}: latents have {z.shape[1]} channels (layout {shown}, shape {stored_shape}); "
                          f"this model's decoder takes {channels}: {fix}")
     z = ours.unscale_latents(z)  # as the family's pipelines do before decoding
     try:  # the timestep and its noise, where the family's decoder takes them (before anything compiles)
@@ -303,8 +306,9 @@ def decode_file(
     _check_output_fits(video_shape, f"latents in {latents}", mode)
     start = time.perf_counter()
     with _progress(ours, batches, "decode", mode, video_shape[2]):
-        torch.manual_seed(seed)  # a decoder that injects noise draws it from torch's generator (LTX-Video 0.9.1)
-        video = ours.decode(_on_device(z), *decode_args).sample
+        # a decoder that injects noise (LTX-Video 0.9.1, LTX-2) draws it from this call's generator
+        noise = {"generator": torch.Generator().manual_seed(seed)} if "generator" in inspect.signature(ours.decode).parameters else {}
+        video = ours.decode(_on_device(z), *decode_args, **noise).sample
         frames = np.asarray(jax.device_get(_to_uint8(_frames_second(ours, video._elem))))
     decode_seconds = time.perf_counter() - start
     for path, clip in zip(paths, frames):
@@ -426,19 +430,9 @@ def demo(out: str = "torchax_vae_demo.mp4", *, model=DEMO_MODEL, fps: float = 8,
 def warmup(model: str, shape, *, subfolder: str | None = "vae", dtype: str = "fp32", tiling: bool = False,
            kinds=("decode",), batch: int = 1) -> dict:
     """Compiles (into the persistent cache) what decoding or encoding videos of shape (frames, height, width) needs."""
-    frames, height, width = shape
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
-    spatial = ours.spatial_compression_ratio
-    if height % spatial or width % spatial:
-        raise InputError(f"--shape height and width must be multiples of {spatial}, got {height}x{width}")
-    video_shape = (batch, ours.video_channels, frames, height, width)
-    shapes = {kind: ours.latent_shape(video_shape) if kind == "decode" else video_shape for kind in kinds}
-    for kind, input_shape in shapes.items():  # the family's own checks, before anything compiles
-        try:
-            ours._shape_source(kind, input_shape)
-        except ValueError as e:
-            raise InputError(f"--shape {frames},{height},{width}: {e}") from None
+    shapes = {kind: video_input_shape(ours, kind, shape, batch) for kind in kinds}
     result = {}
     for kind, input_shape in shapes.items():
         seconds, _, stats = _precompile(ours, kind, input_shape)
@@ -446,14 +440,42 @@ def warmup(model: str, shape, *, subfolder: str | None = "vae", dtype: str = "fp
     return result
 
 
+def video_input_shape(ours: TorchaxVAE, kind: str, shape, batch: int = 1) -> tuple[int, ...]:
+    """The encode or decode input for `batch` videos of `shape` (frames, height, width): InputError, before anything
+    compiles, for a size the VAE cannot give or take (what `warmup` and `plan` both refuse)."""
+    frames, height, width = shape
+    spatial = ours.spatial_compression_ratio
+    what = f"--shape {frames},{height},{width}"
+    if height % spatial or width % spatial:
+        raise InputError(f"{what}: height and width must be multiples of {spatial} (this "
+                         f"{ours.model_class.__name__}'s spatial compression), got {height}x{width}")
+    video_shape = (batch, ours.video_channels, frames, height, width)
+    latents = ours.latent_shape(video_shape)
+    if kind == "decode" and frames > 1 and latents == ours.latent_shape((*video_shape[:2], frames - 1, height, width)):
+        fewer = next(f for f in range(frames - 1, 0, -1)
+                     if ours.latent_shape((*video_shape[:2], f - 1, height, width)) != latents)
+        raise InputError(f"{what}: a decode makes no {frames}-frame video; its {latents[2]} latent frames decode to "
+                         f"{fewer} frames (this {ours.model_class.__name__}'s temporal compression): use {fewer}")
+    input_shape = latents if kind == "decode" else video_shape
+    try:  # the family's own checks
+        ours._shape_source(kind, input_shape)
+    except ValueError as e:
+        raise InputError(f"{what}: {e}") from None
+    return input_shape
+
+
 def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str | None = "vae", dtype: str = "bf16",
-         tiling: bool = False, dp: int = 1, progress: bool = True) -> dict:
+         tiling: bool = False, dp: int = 1, progress: bool = True, verbose: bool = False) -> dict:
     """Compiles offline for `target` what a run would (torchax_vae.plan); the plan as a dict.
 
     model: a config.json, a VAE or pipeline folder, or a hub id (its cached config): read on the meta device.
     shape: the input (batch, channels, frames, height, width), or a video's (frames, height, width).
+    A plan is stored in the cache folder (plans/), keyed by the code, the model's config, the shape, target and
+    settings: the same plan again is read back, not compiled.
     """
-    from .models import input_shape, load_meta
+    from . import cache
+    from .models import load_meta
+    from .plan import Plan, ProgramPlan
     from .plan import plan as make_plan
     from .targets import TargetError, target as parse_target
 
@@ -470,9 +492,18 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
         meta = load_meta(source, subfolder)
     except Exception as e:
         raise InputError(f"cannot read a VAE config from {model}: {summary(e)}") from e
+    folder = cache.store_only(cache.resolve())  # the program store, not JAX's cache: these devices are abstract
     ours = _make_vae(meta, dtype, tiling)
     if len(shape) == 3:
-        shape = input_shape(ours, kind, *shape)
+        shape = video_input_shape(ours, kind, shape)
+    stored = None if folder is None else _plan_path(folder, meta, kind, shape, chosen.name, dp, dtype, tiling)
+    if stored is not None and stored.is_file():
+        try:
+            data = json.loads(stored.read_text())
+            result = Plan(**{**data, "programs": [ProgramPlan(**p) for p in data["programs"]]})
+            return result.to_json() | {"summary": result.summary(verbose), "stored": True}
+        except (OSError, ValueError, TypeError, KeyError):
+            pass  # an unreadable or older entry: plan again and replace it
     count = 0
 
     def observer(name, stats):
@@ -488,4 +519,21 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
         result = make_plan(ours, kind, tuple(shape), chosen, dp=dp, observer=observer if progress else None)
     except (TargetError, ValueError) as e:
         raise InputError(summary(e)) from e
-    return result.to_json() | {"summary": result.summary()}
+    if stored is not None:
+        try:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            with files.atomic_output(stored) as partial:
+                partial.write_text(json.dumps(result.to_json()))
+        except (OSError, files.WriteError) as error:
+            print(f"torchax-vae plan: cannot store the plan in {stored.parent} ({error})", file=sys.stderr)
+    return result.to_json() | {"summary": result.summary(verbose), "stored": False}
+
+
+def _plan_path(folder: pathlib.Path, meta, kind, shape, target: str, dp: int, dtype: str, tiling: bool) -> pathlib.Path:
+    """Where the plan of this model, call and target is kept: keyed by everything that changes it."""
+    import hashlib
+
+    from .stored import code_digest, model_digest
+
+    key = json.dumps([code_digest(), model_digest(meta), kind, list(shape), target, dp, dtype, tiling])
+    return folder / "plans" / (hashlib.sha256(key.encode()).hexdigest() + ".json")

@@ -182,7 +182,9 @@ def keeps_width(mesh: Mesh) -> bool:
     against 2 x 4), Qwen-Image 2.1's decode 0.92 -> 1.00, Wan 2.2's 0.93 -> 0.97 and Wan 2.1 480p's
     0.95 -> 0.98 (4 x 2). GPUs and CPUs keep the squarest blocks (the least halo).
     """
-    return mesh.devices.flat[0].platform == "tpu"
+    from .backends import backend
+
+    return backend(mesh.devices.flat[0].platform).height_splits_first
 
 
 def program_grid(mesh: Mesh | None, batch: int, height: int, width: int) -> tuple[int, int] | None:

@@ -27,6 +27,7 @@ compile seconds, never speed (the roofline bound is a bound, not a time).
 import collections
 import dataclasses
 import math
+import warnings
 import re
 
 import jax
@@ -80,6 +81,8 @@ class Plan:
     compile_seconds: float
     programs: list[ProgramPlan]
     texts: dict | None = dataclasses.field(default=None, repr=False)  # name -> StableHLO, with keep_texts
+    reference_compile_seconds: float = 0.0  # the one-chip compile the efficiency is measured against
+    sharding: str = ""  # how the activations split over the mesh (describe_sharding)
 
     def to_json(self) -> dict:
         """The plan as plain data for json.dumps (NaN, where a count is unknown, as None)."""
@@ -94,27 +97,55 @@ class Plan:
 
         return clean({k: v for k, v in dataclasses.asdict(self).items() if k != "texts"})
 
-    def summary(self) -> str:
+    def summary(self, verbose: bool = False) -> str:
+        """The verdict first (fits, peak per chip), then how it shards, its efficiency and roofline bound, what the
+        compile cost; with `verbose`, one line per program."""
         gib = 2**30
-        lines = [
-            f"{self.kind} {self.input_shape} -> {self.output_shape} {self.dtype} on {self.target} "
-            f"({self.devices} x {self.platform}, mesh {self.mesh}), compiled offline, not run",
-        ]
-        for p in self.programs:
-            flops = "n/a" if p.flops is None else f"{p.flops / 1e12:.3f} TFLOP"
-            lines.append(f"  {p.name}: x{p.runs}, compile {p.compile_seconds:.1f} s, temp {p.temp_bytes / gib:.2f} GiB, "
-                         f"args {p.argument_bytes / gib:.2f} GiB, out {p.output_bytes / gib:.2f} GiB, {flops} per device"
-                         + (f", kernels {p.kernels}" if p.kernels else ""))
+        chip = "chip" if self.platform == "tpu" else "GPU"
         verdict = "fits" if self.fits else "does NOT fit"
-        lines.append(f"peak {self.peak_bytes_per_chip / gib:.2f} GiB per device of {self.chip_memory_bytes / gib:.1f} GiB: "
-                     f"{verdict}" + (" (tiled by 'auto')" if self.tiled and self.tiling == "auto" else ""))
+        lines = [
+            f"{verdict}: peak {self.peak_bytes_per_chip / gib:.2f} GiB per {chip} of {self.chip_memory_bytes / gib:.1f} GiB "
+            f"on {self.target} ({self.devices} x {self.platform})"
+            + (", tiled by 'auto'" if self.tiled and self.tiling == "auto" else ", tiled" if self.tiled else ""),
+            f"{self.kind} {tuple(self.input_shape)} -> {tuple(self.output_shape)} in {self.dtype}; compiled offline, not run on a "
+            f"{'TPU' if self.platform == 'tpu' else 'GPU'}",
+            f"sharding: {self.sharding}",
+        ]
         if self.sharding_efficiency is not None:
-            lines.append(f"FLOPs {self.flops_per_chip / 1e12:.2f} TFLOP per device; {self.yardstick}: {self.one_chip_flops / 1e12:.2f}, "
-                         f"an even split {self.one_chip_flops / self.devices / 1e12:.2f}: sharding efficiency "
-                         f"{self.sharding_efficiency:.2f}")
-        lines.append(f"roofline lower bound {self.roofline_seconds:.3f} s (compute {self.compute_seconds:.3f} s, "
-                     f"memory {self.memory_seconds:.3f} s); compile {self.compile_seconds:.1f} s in all")
+            lines.append(f"sharding efficiency {self.sharding_efficiency:.2f}: {self.flops_per_chip / 1e12:.3f} TFLOP per "
+                         f"device against {self.one_chip_flops / 1e12:.3f} TFLOP on {self.yardstick} / {self.devices}")
+        lines.append(f"roofline lower bound {self.roofline_seconds:.3f} s (compute {self.compute_seconds:.3f} s at the "
+                     f"chip's peak FLOP/s, memory {self.memory_seconds:.3f} s at its bandwidth)")
+        reference = (f" + {self.reference_compile_seconds:.1f} s for the one-chip reference"
+                     if self.reference_compile_seconds else "")
+        lines.append(f"compile {self.compile_seconds:.1f} s for {len(self.programs)} programs{reference}")
+        if verbose:
+            for p in self.programs:
+                flops = "n/a" if p.flops is None else f"{p.flops / 1e12:.3f} TFLOP"
+                lines.append(f"  {p.name}: x{p.runs}, compile {p.compile_seconds:.1f} s, temp {p.temp_bytes / gib:.2f} "
+                             f"GiB, args {p.argument_bytes / gib:.2f} GiB, out {p.output_bytes / gib:.2f} GiB, {flops} "
+                             "per device" + (f", kernels {p.kernels}" if p.kernels else ""))
         return "\n".join(lines)
+
+
+def describe_sharding(mesh, kind: str, input_shape, output_shape) -> str:
+    """How a call's activations split over the mesh, by the rule every program follows (torchax_vae/mesh.py):
+    the batch over 'dp' where it divides it, height x width in one grid over the rest, chosen at the latents."""
+    from .mesh import _batch_and_group, program_grid
+
+    devices = math.prod(mesh.shape.values())
+    if devices == 1:
+        return "one device, nothing to split"
+    latents = input_shape if kind == "decode" else output_shape
+    batch, height, width = latents[0], latents[-2], latents[-1]
+    batch_axis, group, size = _batch_and_group(mesh, batch)
+    grid = program_grid(mesh, batch, height, width)
+    parts = [f"batch {batch} over 'dp' ({mesh.shape['dp']} rows)"] if batch_axis else []
+    axes = "'tp'" if group == "tp" else "'dp' x 'tp'"
+    used = grid[0] * grid[1]
+    parts.append(f"height x width in a {grid[0]} x {grid[1]} grid over {axes} ({used} of {size} devices"
+                 + (", the rest hold copies)" if used < size else ")"))
+    return "; ".join(parts) + f"; weights replicated; mesh {dict(mesh.shape)}"
 
 
 def unpartitioned_flops(lowered) -> float:
@@ -188,7 +219,10 @@ class PlannedPrograms(Programs):
     def _compile(self, name, fn, weights, args):
         if self.observer:
             self.observer(name, None)
-        entry = super()._compile(name, fn, weights, args)
+        with warnings.catch_warnings():  # JAX's persistent cache (if the user's process has it on) cannot hold
+            # executables of abstract devices; each lookup warns and the compile goes on
+            warnings.filterwarnings("ignore", message="Error (reading|writing) persistent compilation cache entry")
+            entry = super()._compile(name, fn, weights, args)
         gpu = self.platform == "cuda"
         self.details[id(entry.stats)] = {
             "unpartitioned_flops": unpartitioned_flops(self._lowered),
@@ -215,7 +249,7 @@ def twin(vae, mesh, memory_budget: int | None = None):
     return copy
 
 
-_NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget"}
+_NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget", "_local"}
 
 
 def _compile_call(planned, kind, shape, platform, effort, observer):
@@ -255,8 +289,8 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
     out, used, programs = _compile_call(planned, kind, shape, chosen.platform, vae.compile_effort, observer)
     ran = [stats for stats in used if programs.runs[id(stats)]]
     rows = [_row(stats, programs) for stats in ran]
-    tiled = planned._auto_tiling_logged or planned.tiling_mode == "on"
-    one_chip, yardstick = None, None
+    tiled = any("/tile" in stats.name for stats in ran)  # every family names its tile programs so
+    one_chip, yardstick, reference_seconds = None, None, 0.0
     if reference and len(devices) > 1 and chosen.platform == "tpu":
         # the issue's yardstick: the same call for one chip, tiled as here (XLA's count before optimization
         # overstates what it compiles: Qwen-Image 1328x1328, 20.2 TFLOP against 8.5 compiled for one chip)
@@ -267,6 +301,7 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
             _, single_used, single_programs = _compile_call(single, kind, shape, chosen.platform, vae.compile_effort,
                                                             note)
             one_chip, yardstick = sum(stats.flops * single_programs.runs[id(stats)] for stats in single_used), "one chip"
+            reference_seconds = sum(stats.compile_seconds for stats in single_used)
         except jax.errors.JaxRuntimeError as error:  # libtpu compiles nothing past one chip's HBM
             if "RESOURCE_EXHAUSTED" not in str(error):
                 raise
@@ -297,6 +332,8 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
         roofline_seconds=max(compute, memory), compute_seconds=compute, memory_seconds=memory,
         compile_seconds=sum(stats.compile_seconds for stats in used), programs=rows,
         texts=dict(programs.texts) if keep_texts else None,
+        reference_compile_seconds=reference_seconds,
+        sharding=describe_sharding(mesh, kind, tuple(shape), tuple(out.shape)),
     )
 
 

@@ -24,6 +24,7 @@ from jax.sharding import Mesh
 from torch import nn
 
 from . import cache, convert, gradients, memory, process, progress, validation, weights
+from .backends import compiler_options
 from .mesh import Placement, check_mesh
 from .programs import LoweredOnly, Programs
 from .stored import ProgramStore
@@ -705,32 +706,6 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
         """Hands a queued encoder/decoder call's output (a JAX array or pytree, or its shapes) to the call's
         observer (torchax_vae/progress.py)."""
         progress.ran_batch(output)
-
-
-# "auto" compile_effort per JAX platform: libtpu's default effort costs seconds per convolution (docs/tpu.md)
-AUTO_COMPILE_EFFORT = {"tpu": -0.5}
-
-# XLA options per JAX platform, whatever the effort. On GPUs, synchronous collectives: XLA:GPU's schedule for
-# asynchronous ones (halo exchanges, gathers) keeps more activations alive across them; compiled offline for
-# two H100s, Wan 2.1 720p's steady decoder program needed 2.74 GiB of temp per GPU with them and 1.48 GiB
-# without (one H100: 2.97). The exchanges are a few columns per convolution (docs/plan.md).
-# Also on GPUs, GEMMs through cuBLAS rather than XLA's Triton GEMM fusions: on an H100 (jax 0.11.2) Wan 2.2's
-# 121x704x1280 bf16 decode died with CUDA_ERROR_ILLEGAL_INSTRUCTION in every process that compiled them (3 of
-# 3), and ran without them (4.00 s, against PyTorch's 6.29 s); CogVideoX 480p's decode hit the same error once
-# in 5 processes, and took the same time either way (0.84 s). docs/performance.md, "On an H100".
-PLATFORM_OPTIONS = {  # a CUDA device's platform: "gpu"
-    "gpu": {"xla_gpu_disable_async_collectives": "ALLCOLLECTIVES", "xla_gpu_enable_triton_gemm": False},
-}
-
-
-def compiler_options(platform: str, effort) -> dict:
-    """XLA's compiler options for `compile_effort` on a JAX platform, with the platform's own (PLATFORM_OPTIONS)."""
-    if effort == "auto":
-        effort = AUTO_COMPILE_EFFORT.get(platform)
-    options = dict(PLATFORM_OPTIONS.get(platform, {}))
-    if effort is not None and effort != 0:
-        options["exec_time_optimization_effort"] = float(effort)
-    return options
 
 
 @functools.cache

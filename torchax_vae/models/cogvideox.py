@@ -22,6 +22,7 @@ from diffusers.models.upsampling import CogVideoXUpsample3D
 from jax.sharding import Mesh
 from torch import nn
 
+from ..backends import backend
 from .. import convert, patches, staging, tiling
 from ..lowering import grid_for, jax_weights, private_copy, tracing
 from ..sources import ShapeSource
@@ -154,17 +155,10 @@ class CogVideoXVAE(TorchaxVAE):
 
     @property
     def _layered(self) -> bool:
-        if self._split == "auto":
-            platform = self._lowered.platform
-            if platform in patches.options.GPU_PLATFORMS:
-                # XLA:GPU plans a whole frame batch's buffers so that sharding it barely saves memory (CogVideoX
-                # 1.5's first decoder batch: 21.9 GiB on one H100, 21.4 on each of two); layer programs halve
-                # it (14.0 and 7.3 GiB). docs/plan.md
-                return True
-            # TPU: one program per batch compiles faster (CogVideoX 480p's first decoder batch on v6e-8: 203 s
-            # against 283 s for its 45 layer programs) and fits; a mesh of CPU devices is for testing sharding
-            cpu = patches.options.cpu_kernels_for(platform)
-            return cpu and self._placement.mesh is None
+        if self._split == "auto":  # the backend table's choice (torchax_vae/backends.py, with its reasons)
+            row = backend(self._lowered.platform)
+            # a mesh of CPU devices is for testing sharding: it keeps the batch programs an accelerator mesh runs
+            return row.program_split == "layer" and not (row.cpu_kernels and self._placement.mesh is not None)
         return self._split == "layer"
 
     def _encode(self, source, tiled: bool | None = None) -> jax.Array:

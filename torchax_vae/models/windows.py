@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import torch
 from jax.sharding import Mesh
 
+from ..backends import backend
 from .. import convert, patches, tiling
 from ..lowering import grid_for, jax_weights, private_copy, tracing
 from ..sources import ShapeSource
@@ -71,7 +72,7 @@ class WindowLowered:
             cpu_kernels=patches.options.cpu_kernels_for(self.platform) and dtype == jnp.bfloat16,
             mesh=self.mesh,
             grid=grid_for(self.mesh, shape, ratio),
-            dot_statistics=self.tpu_dot_statistics and self.platform == "tpu",
+            dot_statistics=self.tpu_dot_statistics and backend(self.platform).groupnorm_as_dots,
         )
         return tracing(self.env, options)
 
