@@ -48,3 +48,17 @@ def free_bytes(device) -> int | None:
     if reported is not None:
         return reported
     return host_available_bytes() if device.platform == "cpu" else None
+
+
+def call_bytes(used, carried: int = 0) -> int:
+    """Device memory a call needs, by the one rule "auto" tiling decides with, for every family.
+
+    used: the `ProgramStats` of the programs the call runs (compiled for its shapes). The peak is the largest
+    program with everything it holds while it runs: XLA's temp buffers, its arguments (weights, input, the
+    cache it carries in) and its outputs (result, the cache it carries out); plus `carried`, the bytes that stay
+    live across programs without being that program's arguments (CogVideoX's layer programs: every layer's
+    conv_cache, held from its program to the next frame batch). Arguments count because they are on the
+    device while the program runs; a rule without them (CogVideoX's before 2026-11-25) understated a call
+    by its weights.
+    """
+    return max(s.temp_bytes + s.argument_bytes + s.output_bytes for s in used) + carried

@@ -23,7 +23,7 @@ from jax.sharding import Mesh
 from torch import nn
 
 from ..backends import backend
-from .. import convert, patches, staging, tiling
+from .. import convert, memory, patches, staging, tiling
 from ..lowering import grid_for, jax_weights, private_copy, tracing
 from ..sources import ShapeSource
 from ..patches.group_norm import TorchaxGroupNorm
@@ -256,7 +256,7 @@ class CogVideoXVAE(TorchaxVAE):
         return apply(tiling.assemble, outputs, lay=lay, crops=crops)
 
     def _untiled_bytes(self, name, step, source, batch_size) -> int:
-        """Device memory the untiled first frame batch needs: XLA's temp + output bytes (per program with layers)."""
+        """Device memory the untiled first frame batch needs (`memory.call_bytes`: the rule every family uses)."""
         first = frame_batches(source.shape[2], batch_size)[0]
         block = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement).take(first)
         if self._layered:
@@ -265,9 +265,8 @@ class CogVideoXVAE(TorchaxVAE):
             # the largest program with its inputs (the hand-over from the one before), and the new
             # conv_cache of every layer, which stays live from its program to the next frame batch
             carried = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(caches))
-            return max(stats.temp_bytes + stats.output_bytes + stats.argument_bytes for stats in used) + carried
-        stats = self._programs.compile(name, step, self._weights, block, None)
-        return stats.temp_bytes + stats.output_bytes
+            return memory.call_bytes(used, carried)
+        return memory.call_bytes([self._programs.compile(name, step, self._weights, block, None)])
 
 
 def video_channels(config) -> int:

@@ -44,7 +44,7 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchify
 from jax.sharding import Mesh
 
-from .. import convert, patches, tiling
+from .. import convert, memory, patches, tiling
 from ..lowering import grid_for, jax_weights, private_copy, tracing
 from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply, join
@@ -298,7 +298,7 @@ class FeatCacheVAE(TorchaxVAE):
         shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
         with self._programs.recording() as used:
             self._calls(kind, shapes, count=2)
-        return max(stats.temp_bytes + stats.argument_bytes + stats.output_bytes for stats in used)
+        return memory.call_bytes(used)
 
     def _tiled_encode(self, source) -> jax.Array:
         """diffusers' tiled_encode: tiles of the (patchified) video, each at its own shape."""

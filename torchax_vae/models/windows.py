@@ -36,7 +36,7 @@ import torch
 from jax.sharding import Mesh
 
 from ..backends import backend
-from .. import convert, patches, tiling
+from .. import convert, memory, patches, tiling
 from ..lowering import grid_for, jax_weights, private_copy, tracing
 from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply
@@ -271,7 +271,7 @@ class WindowVAE(TorchaxVAE):
         shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
         with self._programs.recording() as used:
             self._call(kind, shapes, span, conditioning=conditioning)
-        return max(stats.temp_bytes + stats.argument_bytes + stats.output_bytes for stats in used)
+        return memory.call_bytes(used)
 
     def _tiled(self, kind: str, source, span, conditioning=None) -> jax.Array:
         """diffusers' tiled_encode / tiled_decode of one clip: tiles at their own shapes, blended, cropped."""
