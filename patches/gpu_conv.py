@@ -45,7 +45,8 @@ import jax
 import jax.numpy as jnp
 
 from . import cpu_conv, halo_conv
-from .options import GPU_CONV_LIMIT as LIMIT, current
+from ..backends import GPU_CONV_LIMIT as LIMIT
+from .options import current
 from .torchax_torch213 import import_torchax
 
 

@@ -31,10 +31,8 @@ import contextvars
 import dataclasses
 from typing import Any
 
-from ..backends import GPU_CONV_LIMIT, backend  # the per-platform choices: one table (torchax_vae/backends.py)
+from ..backends import backend  # the per-platform choices: one table (torchax_vae/backends.py)
 
-# JAX's names for NVIDIA and AMD GPUs: a device's `platform` ("gpu") and lowering platforms ("cuda", "rocm")
-GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 
 
 def cpu_kernels_for(platform: str) -> bool:
@@ -57,6 +55,7 @@ class TraceOptions:
     grid: tuple | None = None
     tile_extent: tuple | None = None
     dot_statistics: bool = False  # GroupNorm sums as dots (Mochi's and EasyAnimate's TPU traces: patches/group_norm.py)
+    rank: int = 5  # the family's activations (sharding_marks marks arrays of this rank): 5 video, 4 images
 
     @classmethod
     def for_platform(cls, platform: str, **options) -> "TraceOptions":

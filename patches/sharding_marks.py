@@ -31,13 +31,14 @@ from .options import current
 from .torchax_torch213 import import_torchax
 
 def constrain(x, uneven: bool = True):
-    """x with its sharding fixed to `torchax_vae.mesh.sharding_for` (5-D arrays while tracing for a mesh), else x.
+    """x with its sharding fixed to `torchax_vae.mesh.sharding_for` (arrays of the trace's rank, 5-D video or 4-D
+    images, while tracing for a mesh), else x.
 
     uneven: a layer's activation may split into blocks of unequal size (XLA pads the last); a program's carried
     arrays (`mark`) split evenly, so that they leave the program split.
     """
     options = current()
-    if options.mesh is None or x.ndim != 5:
+    if options.mesh is None or x.ndim != options.rank:  # the family's activations, not a layer's inner reshapes
         return x
     return jax.lax.with_sharding_constraint(x, sharding_for(options.mesh, x.shape, options.grid, uneven=uneven))
 

@@ -163,7 +163,7 @@ def test_argument_errors_come_back_without_importing_torch_or_jax(tmp_path):
 def test_model_and_file_errors_say_what_and_what_was_expected(latents, tmp_path, capsys):
     out = tmp_path / "v.mp4"
     code, lines = run(capsys, "decode", latents, "-o", out, "--model", tmp_path / "no-such-model")
-    assert code == 2 and "model folder" in lines[0] and "does not exist" in lines[0], lines
+    assert code == 2 and "--model" in lines[0] and "does not exist: expected a diffusers VAE or pipeline folder" in lines[0], lines
     (tmp_path / "empty").mkdir()
     code, lines = run(capsys, "decode", latents, "-o", out, "--model", tmp_path / "empty")
     assert code == 2 and "has no vae/config.json" in lines[0], lines

@@ -5,6 +5,7 @@ convolution; the released sizes are traced and lowered for "cuda" without a GPU
 (`TorchaxVAE.lower`), and their StableHLO is checked for what the rule guarantees.
 """
 
+import dataclasses
 import re
 
 import jax
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from torchax_vae import backends
 from torchax_vae import TorchaxVAE, patches
 from torchax_vae.models import input_shape
 from torchax_vae.models.windows import WindowVAE
@@ -100,7 +102,8 @@ def test_patch_env_is_idempotent():
 @pytest.mark.parametrize("config", ["tiny", pytest.param("wan2.2-tiny", marks=pytest.mark.slow)])  # 2.2 includes 2.1's
 def test_gpu_rule_through_the_model_matches_pytorch(monkeypatch, config):
     """The whole GPU lowering, run on CPU with a bound small enough to split most convolutions, equals PyTorch."""
-    monkeypatch.setattr(patches.options, "GPU_CONV_LIMIT", 6000)
+    row = backends.BACKENDS["gpu"]
+    monkeypatch.setitem(backends.BACKENDS, "gpu", dataclasses.replace(row, conv_operand_limit=6000))
     vae = random_vae(config)
     ours = TorchaxVAE(vae)
     ours._lowered.platform = "cuda"  # traced as for a GPU, compiled and run for this CPU

@@ -220,7 +220,7 @@ def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
     encode = kind == "encode"
     channels = vae.video_channels if encode else vae.latent_channels
     try:
-        validation.check_video(x, name=what, channels=channels, role="encoder" if encode else "decoder")
+        validation.check_video(x, name=what, channels=channels, role="encoder" if encode else "decoder", rank=vae.rank)
         if encode:
             vae._check_video(tuple(x.shape), what)
         else:

@@ -280,12 +280,14 @@ def attention_axes(mesh: Mesh, batch: int) -> tuple:
 class Placement:
     """Shardings for TorchaxVAE's arrays on one device (mesh None) or on a mesh."""
 
-    def __init__(self, mesh: Mesh | None, device=None):
+    def __init__(self, mesh: Mesh | None, device=None, platform: str | None = None):
         self.mesh = mesh
         if mesh is None:
             self.replicated = SingleDeviceSharding(device or jax.devices()[0])
         else:
             self.replicated = NamedSharding(fine_mesh(mesh), PartitionSpec())
+        # the JAX platform programs are traced for: the devices', or another one's (TorchaxVAE.lower)
+        self.platform = platform or self.local_device().platform
 
     def activation(self, shape):
         """Where an NCTHW block of `shape` goes: split like the marked activations inside the programs."""

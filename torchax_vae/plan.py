@@ -234,28 +234,19 @@ class PlannedPrograms(Programs):
         return entry
 
 
-def twin(vae, mesh, memory_budget: int | None = None):
-    """A TorchaxVAE of `vae`'s class and config on the meta device, on `mesh`, with `vae`'s settings."""
-    import torch
-
-    with torch.device("meta"):
-        model = vae.model_class.from_config(vae.config).eval()
-    copy = type(vae)(model, dtype=vae.dtype, mesh=mesh, memory_budget=memory_budget)
-    for key, value in vars(vae).items():  # the user's settings: tiling, slicing, frame batches, program split
-        if key in _NOT_SETTINGS or key not in vars(copy):
-            continue
-        if value is None or isinstance(value, (bool, int, float, str, tuple)):
-            setattr(copy, key, value)
-    return copy
+def twin(vae, mesh, memory_budget: int | None = None, programs=None):
+    """A TorchaxVAE of `vae`'s class and config on the meta device, on `mesh`, with `vae`'s settings
+    (`TorchaxVAE._twin`), compiling into `programs` (default: a cache of its own)."""
+    return vae._twin(mesh, programs=programs, memory_budget=memory_budget)
 
 
-_NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget", "_local"}
-
-
-def _compile_call(planned, kind, shape, platform, effort, observer):
-    """Compiles (abstractly runs) one call of `planned`: (its output's shapes, the programs used, PlannedPrograms)."""
-    planned._programs = programs = PlannedPrograms(platform, observer)
-    planned.compile_effort = effort  # the twin's programs compile as a run's would
+def _compile_call(vae, mesh, budget, kind, shape, platform, observer, tiling_mode=None):
+    """Compiles (abstractly runs) one call of a twin of `vae` on `mesh`: (its output's shapes, the programs used,
+    the PlannedPrograms they were compiled into)."""
+    programs = PlannedPrograms(platform, observer)
+    planned = twin(vae, mesh, memory_budget=budget, programs=programs)
+    if tiling_mode is not None:
+        planned.tiling_mode = tiling_mode
     source = planned._shape_source(kind, shape)
     with programs.recording() as used:
         out = planned._per_sample(planned._encode if kind == "encode" else planned._decode, source)
@@ -285,8 +276,7 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
         raise TargetError(f"dp must divide the {len(devices)} devices of {chosen.name}, got {dp!r}")
     mesh = make_mesh(devices, dp=dp)
     budget = vae.memory_budget if vae.memory_budget is not None else chosen.chip.memory_bytes
-    planned = twin(vae, mesh, memory_budget=budget)
-    out, used, programs = _compile_call(planned, kind, shape, chosen.platform, vae.compile_effort, observer)
+    out, used, programs = _compile_call(vae, mesh, budget, kind, shape, chosen.platform, observer)
     ran = [stats for stats in used if programs.runs[id(stats)]]
     rows = [_row(stats, programs) for stats in ran]
     tiled = any("/tile" in stats.name for stats in ran)  # every family names its tile programs so
@@ -294,12 +284,10 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
     if reference and len(devices) > 1 and chosen.platform == "tpu":
         # the issue's yardstick: the same call for one chip, tiled as here (XLA's count before optimization
         # overstates what it compiles: Qwen-Image 1328x1328, 20.2 TFLOP against 8.5 compiled for one chip)
-        single = twin(vae, make_mesh(devices[:1]), memory_budget=budget)
-        single.tiling_mode = "on" if tiled else "off"
         note = None if observer is None else (lambda name, stats: observer(f"{name} (one chip, for efficiency)", stats))
         try:
-            _, single_used, single_programs = _compile_call(single, kind, shape, chosen.platform, vae.compile_effort,
-                                                            note)
+            _, single_used, single_programs = _compile_call(vae, make_mesh(devices[:1]), budget, kind, shape,
+                                                            chosen.platform, note, "on" if tiled else "off")
             one_chip, yardstick = sum(stats.flops * single_programs.runs[id(stats)] for stats in single_used), "one chip"
             reference_seconds = sum(stats.compile_seconds for stats in single_used)
         except jax.errors.JaxRuntimeError as error:  # libtpu compiles nothing past one chip's HBM

@@ -8,9 +8,9 @@ else a family's diffusers class decides, lives in its adapter module under
 from the type of `vae`.
 """
 
+import contextvars
 import dataclasses
 import functools
-import json
 import logging
 import pathlib
 
@@ -23,8 +23,11 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import cache, convert, gradients, memory, process, progress, validation, weights
-from .backends import compiler_options
+from . import cache, convert, gradients, process, progress, validation, weights
+from .facade import ConfigFacade
+from .family import FamilyInterface
+from .module_surface import ModuleSurface
+from .policy import TilingAndEffort
 from .mesh import Placement, check_mesh
 from .programs import LoweredOnly, Programs
 from .stored import ProgramStore
@@ -69,7 +72,7 @@ def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
     return subfolder
 
 
-class TorchaxVAE(ModelMixin, ConfigMixin):
+class TorchaxVAE(ConfigFacade, ModuleSurface, TilingAndEffort, FamilyInterface, ModelMixin, ConfigMixin):
     """A diffusers video VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
@@ -134,9 +137,11 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
         process.start()  # the process-wide changes, once, before the first device query starts JAX's backends
         self._device = vae.device
         self._internal_dict = vae.config  # ConfigMixin's `config`: the wrapped model's (register_to_config copies)
-        self._placement = Placement(None if mesh is None else check_mesh(mesh))
+        twin = _TWIN.get()  # what `_twin` builds this one for: another platform, its own program cache
+        self._placement = Placement(None if mesh is None else check_mesh(mesh), platform=twin.get("platform"))
         # compiled programs, and (unless the caches are off) traced programs kept on disk for the next process
-        self._programs = Programs(store=ProgramStore.for_model(cache.for_api(), vae))
+        programs = twin.get("programs")  # (an empty cache is falsy: it has a __len__)
+        self._programs = programs if programs is not None else Programs(store=ProgramStore.for_model(cache.for_api(), vae))
         self.compile_effort = "auto"
         self.memory_budget = memory_budget
         self.use_slicing = vae.use_slicing
@@ -183,351 +188,6 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
         vae = load_diffusers(name_or_path, subfolder, None if cls is TorchaxVAE else cls.model_class, **kwargs)
         return cls(vae, dtype=dtype, mesh=mesh)
 
-    # ----- ConfigMixin: the wrapped model's config -----
-
-    @classmethod
-    def _config_class(cls, config) -> type:
-        """The diffusers class a config is for: this wrapper's, or (on TorchaxVAE) the one its `_class_name` names."""
-        if cls.model_class is not None:
-            return cls.model_class
-        from .models import wrapper_for_config
-
-        name = dict(config).get("_class_name")
-        if not name:
-            raise ValueError("this config has no `_class_name` (a saved config.json has one) to say which VAE it is "
-                             "for: call this on the family's class, e.g. type(vae), or add the name")
-        return wrapper_for_config(name).model_class
-
-    @classmethod
-    def from_config(cls, config=None, return_unused_kwargs: bool = False, **kwargs):
-        """A TorchaxVAE of a new diffusers model (random weights) built from `config`, as the class's `from_config`.
-
-        `dtype` and `mesh` go to TorchaxVAE; the other `kwargs` to the diffusers class's `from_config`.
-        """
-        options = {key: kwargs.pop(key) for key in ("dtype", "mesh", "memory_budget") if key in kwargs}
-        if config is None:
-            raise ValueError("from_config needs a config (a dict, or a model's .config)")
-        made = cls._config_class(config).from_config(config, return_unused_kwargs=return_unused_kwargs, **kwargs)
-        model, unused = made if return_unused_kwargs else (made, None)
-        wrapped = TorchaxVAE(model.eval(), **options)  # a new model; diffusers leaves its dropout layers training
-        return (wrapped, unused) if return_unused_kwargs else wrapped
-
-    @classmethod
-    def extract_init_dict(cls, config_dict, **kwargs):
-        """The wrapped class's split of a config into its `__init__` arguments and the rest."""
-        return cls._config_class(config_dict).extract_init_dict(config_dict, **kwargs)
-
-    def to_json_string(self) -> str:
-        """The config as JSON, naming the wrapped diffusers class (so that diffusers alone loads it)."""
-        # ConfigMixin's writer, on a config holder named as the wrapped class (it writes its class's name)
-        holder = type(self.model_class.__name__, (ConfigMixin,), {"config_name": self.config_name})()
-        holder._internal_dict = dict(self._internal_dict)
-        return holder.to_json_string()
-
-    def save_pretrained(
-        self, save_directory, safe_serialization: bool = True, variant: str | None = None,
-        max_shard_size: int | str = "10GB", **kwargs,
-    ) -> None:
-        """Writes the wrapped diffusers model's folder, with the weights this TorchaxVAE computes with.
-
-        config.json names diffusers' class (`AutoencoderKLWan`, ...), so diffusers
-        alone loads the folder; `pipe.save_pretrained` calls this for `pipe.vae`.
-        The weights are in this TorchaxVAE's dtype, as diffusers saves a cast model.
-        """
-        self.diffusers_model().save_pretrained(
-            save_directory, safe_serialization=safe_serialization, variant=variant, max_shard_size=max_shard_size, **kwargs
-        )
-
-    def diffusers_model(self) -> nn.Module:
-        """A new diffusers model of the wrapped class on the CPU, holding copies of this TorchaxVAE's weights."""
-        with torch.device("meta"):
-            model = self.model_class.from_config(self.config)
-        # the wrapped model's own names (top-level buffers too: LTX's latents_mean), copies the user owns
-        state = weights.state_dict(self._weights, self._entries, torch.device("cpu"))
-        model.load_state_dict(state, strict=True, assign=True)
-        return model.eval()
-
-    # ----- what each family defines -----
-
-    @property
-    def video_channels(self) -> int:
-        """Channels of the videos `encode` takes and `decode` returns."""
-        raise NotImplementedError
-
-    @property
-    def latent_channels(self) -> int:
-        """Channels of the latents `decode` takes (the mean's, for `encode`'s posterior)."""
-        raise NotImplementedError
-
-    @property
-    def spatial_compression_ratio(self) -> int:
-        """How many video pixels one latent spans in height and width (encode inputs come in multiples of it)."""
-        raise NotImplementedError
-
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        """[B, C, F, H, W] of the latents of a video of `video_shape` [B, C, F, H, W]."""
-        raise NotImplementedError
-
-    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """The posterior's latents as this family's pipelines hand them to the transformer."""
-        raise NotImplementedError
-
-    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """`scale_latents` undone, as the pipelines do before `decode`."""
-        raise NotImplementedError
-
-    def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
-        """(latents, decode's further arguments) as the family's pipeline hands them to `decode` at stage 3.
-
-        Families whose decoder takes a timestep (LTX) mix in noise and make it; the others take none and
-        refuse one (ValueError).
-        """
-        if timestep is not None or noise_scale is not None:
-            raise ValueError(f"a decode timestep applies to timestep-conditioned decoders (LTX-Video 0.9.1 and "
-                             f"later); this {self.model_class.__name__}'s decoder takes none")
-        return latents, ()
-
-    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
-        """The posterior's parameters (mean and logvar on channels) of one batch, a JAX array (or its shape).
-
-        tiled: True tiles whatever the size and settings (`tiled_encode`); None follows `tiling_mode`.
-        """
-        raise NotImplementedError
-
-    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
-        raise NotImplementedError
-
-    def _check_video(self, shape, name: str) -> None:
-        """Further family-specific checks of an encode input's shape (ValueError)."""
-
-    def _check_latents(self, shape, name: str) -> None:
-        """Further family-specific checks of a decode input's shape (ValueError)."""
-
-    # ----- what pipelines and users touch besides encode/decode -----
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self._dtype
-
-    @property
-    def device(self) -> torch.device:
-        """The torch device the wrapped model was on; results go to the caller's input device."""
-        return self._device
-
-    def to(self, *args, **kwargs) -> "TorchaxVAE":
-        """Like `nn.Module.to`: a dtype recasts the JAX weights; a device is recorded, compute stays on JAX."""
-        device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-        if device is not None:
-            self._device = torch.device(device)
-        if dtype is not None and dtype != self._dtype:
-            target = convert.jax_dtype(dtype)
-            self._weights = jax.tree.map(lambda w: w.astype(target), self._weights)
-            self._dtype = dtype
-        return self
-
-    def float(self) -> "TorchaxVAE":
-        return self.to(torch.float32)
-
-    def bfloat16(self) -> "TorchaxVAE":
-        return self.to(torch.bfloat16)
-
-    def half(self) -> "TorchaxVAE":
-        return self.to(torch.float16)
-
-    # ----- the torch module surface: weights, training state (torchax_vae/weights.py, gradients.py) -----
-
-    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
-        """The wrapped model's state_dict (its keys and shapes), holding copies of the weights this computes with.
-
-        Copies on `self.device`, made by this call: editing them changes nothing
-        here (`load_state_dict` does). While held they take one model's worth of
-        memory (705 M parameters of Wan 2.2: 2.8 GB in fp32, 1.4 GB in bf16).
-        A wrapper of a meta-device model gives meta tensors.
-        """
-        if args:  # torch's deprecated positional (destination, prefix, keep_vars)
-            destination, prefix = (list(args) + [destination, prefix])[:2]
-        return weights.state_dict(self._weights, self._entries, self._copy_device(), prefix, destination)
-
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Replaces the weights by those of `state_dict` (the wrapped model's keys), as `nn.Module.load_state_dict`.
-
-        Keys and shapes are checked first, under torch's rules: with `strict`, a
-        missing or unexpected key raises RuntimeError; a wrong shape always does;
-        either way no weight changes. Floating-point tensors are cast to this
-        wrapper's dtype. The next call computes with the new weights without
-        compiling anything. `assign` is accepted for torch's signature: the
-        tensors are always copied to the JAX device.
-
-        Returns:
-            `NamedTuple` with `missing_keys` and `unexpected_keys`, as torch.
-        """
-        return weights.load(self._weights, self._entries, state_dict, strict=strict,
-                            dtype=convert.jax_dtype(self._dtype), sharding=self._placement.replicated,
-                            owner=type(self).__name__)
-
-    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
-        """The wrapped model's parameters as `nn.Parameter` copies on `self.device`, one made per step.
-
-        `next(vae.parameters())` costs one small copy; `num_parameters()` counts
-        them all. They do not require grad: gradients flow to inputs, not weights.
-        """
-        yield from weights.named(self._weights, self._entries, self._copy_device(), parameters=True, prefix=prefix)
-
-    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
-        """The wrapped model's buffers, as copies (see `named_parameters`)."""
-        yield from weights.named(self._weights, self._entries, self._copy_device(), parameters=False, prefix=prefix)
-
-    def _copy_device(self) -> torch.device:
-        return torch.device("meta") if is_abstract(self._weights) else self._device
-
-    def requires_grad_(self, requires_grad: bool = True) -> "TorchaxVAE":
-        """`requires_grad_(False)` (freezing the VAE, as training scripts do) is what a TorchaxVAE always is.
-
-        Gradients reach a TorchaxVAE's inputs (`encode`'s video, `decode`'s
-        latents), never its weights, so `requires_grad_(True)` raises.
-        """
-        if requires_grad:
-            raise NotImplementedError(
-                "a TorchaxVAE computes gradients for its inputs only, not for its weights (they are constants of "
-                "the JAX programs); fine-tune the diffusers model in PyTorch, then load_state_dict its weights here"
-            )
-        return self
-
-    def train(self, mode: bool = True) -> "TorchaxVAE":
-        """Sets `training`, as torch does; the programs compute the same in both modes.
-
-        They are traced in eval mode, which is the same computation for models
-        without dropout (p > 0) or batch norm: every released CogVideoX and Wan VAE.
-        Training mode on a model with such layers raises.
-        """
-        if mode and self._stochastic:
-            raise ValueError(
-                f"this model has layers that differ in training mode ({', '.join(self._stochastic[:3])}); a "
-                "TorchaxVAE computes in eval mode: call .eval(), or run the diffusers model in PyTorch to train it"
-            )
-        self.training = bool(mode)
-        return self
-
-    def eval(self) -> "TorchaxVAE":
-        return self.train(False)
-
-    def enable_gradient_checkpointing(self, gradient_checkpointing_func=None) -> None:
-        """Trades compute for memory in the backward pass, as diffusers' does.
-
-        Each program keeps only its inputs for the backward pass and runs again
-        there (`jax.checkpoint`), instead of keeping its activations.
-        `gradient_checkpointing_func` (a torch function) cannot apply to JAX programs.
-        """
-        if gradient_checkpointing_func is not None:
-            raise ValueError("a TorchaxVAE checkpoints its JAX programs with jax.checkpoint; "
-                             "gradient_checkpointing_func (a torch function) cannot apply: leave it None")
-        self.gradient_checkpointing = True
-
-    def disable_gradient_checkpointing(self) -> None:
-        self.gradient_checkpointing = False
-
-    @property
-    def gradient_checkpointing(self) -> bool:
-        return self._programs.checkpoint
-
-    @gradient_checkpointing.setter
-    def gradient_checkpointing(self, value: bool) -> None:
-        self._programs.checkpoint = bool(value)
-
-    def modules(self):
-        """Like `nn.Module.modules()`: this wrapper alone (its weights live in JAX, in no torch submodule).
-
-        diffusers' `get_module_execution_device` walks it looking for offload hooks, then reads `device`.
-        """
-        yield self
-
-    def enable_slicing(self) -> None:
-        """Encode and decode one batch element at a time."""
-        self.use_slicing = True
-
-    def disable_slicing(self) -> None:
-        self.use_slicing = False
-
-    # ----- tiling mode, shared by the families (each has diffusers' enable_tiling arguments) -----
-
-    @property
-    def tiling_mode(self) -> str:
-        """"on", "off", or "auto" (tile an input larger than a tile only when it would not fit untiled)."""
-        return self._tiling
-
-    @tiling_mode.setter
-    def tiling_mode(self, mode: str) -> None:
-        if mode not in ("on", "off", "auto"):
-            raise ValueError(f"tiling_mode must be 'on', 'off' or 'auto', got {mode!r}")
-        self._tiling = mode
-
-    @property
-    def use_tiling(self) -> bool:
-        """diffusers' flag: True when tiling is forced on."""
-        return self._tiling == "on"
-
-    @use_tiling.setter
-    def use_tiling(self, value: bool) -> None:
-        self._tiling = "on" if value else "off"
-
-    def disable_tiling(self) -> None:
-        """Never tile (mode "off"), even where the untiled programs would not fit."""
-        self.tiling_mode = "off"
-
-    def _should_tile(self, name: str, need, shape, tile) -> bool:
-        """Whether to tile an input larger than a tile: "on"/"off" as set; in "auto", if the untiled call would not fit.
-
-        need: a function giving the bytes the untiled call needs (it compiles programs, so only "auto" calls it).
-        """
-        if self._tiling != "auto":
-            return self._tiling == "on"
-        budget = self.memory_budget
-        if budget is None:
-            budget = memory.free_bytes(self._placement.local_device())
-        if budget is None:
-            return False
-        with self._programs.probe():
-            try:
-                needed = need()
-            except jax.errors.JaxRuntimeError as error:  # libtpu refuses to compile what cannot fit its HBM
-                if "RESOURCE_EXHAUSTED" not in str(error):
-                    raise
-                needed = float("inf")
-        if needed <= budget:
-            return False
-        if not self._auto_tiling_logged:
-            logger.warning(
-                "TorchaxVAE: the untiled %s needs %.3g GB for input %s, more than the %.3g GB available; "
-                "tiling it in %dx%d tiles. enable_tiling()/disable_tiling() force the choice.",
-                name, needed / 1e9, tuple(shape), budget / 1e9, *tile,
-            )
-            self._auto_tiling_logged = True
-        return True
-
-    @property
-    def compile_effort(self):
-        """How hard XLA optimizes each program: "auto" (the default), or XLA's `exec_time_optimization_effort`
-        from -1.0 (fastest compile) to 1.0 (0.0: XLA's own default).
-
-        "auto" is -0.5 on TPUs and XLA's default elsewhere. libtpu spends about 3 s per convolution at its
-        default effort: CogVideoX's first 480x720 decoder batch compiled in 135 s for v6e-8, at -0.5 in 34 s,
-        with the same FLOPs and fewer bytes accessed by XLA's count (compiled offline; speed on a TPU
-        unmeasured: docs/tpu.md). Set 0.0 for XLA's full effort. Programs compiled before a change are kept.
-        """
-        return self._compile_effort
-
-    @compile_effort.setter
-    def compile_effort(self, effort) -> None:
-        if effort != "auto" and not (isinstance(effort, (int, float)) and not isinstance(effort, bool)
-                                     and -1.0 <= effort <= 1.0):
-            raise ValueError(f"compile_effort must be 'auto' or a number from -1.0 to 1.0, got {effort!r}")
-        self._compile_effort = effort
-        self._programs.compiler_options = compiler_options(self._placement.local_device().platform, effort)
-
-    def compile_stats(self) -> list[dict]:
-        """One dict per compiled program: name, input_shapes, lower/compile seconds, devices, flops, temp_bytes."""
-        return self._programs.stats()
-
     # ----- encode / decode -----
 
     def encode(self, x: torch.Tensor, return_dict: bool = True):
@@ -540,7 +200,7 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, F, H, W] into videos, as diffusers does; differentiable like `encode`."""
-        validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder")
+        validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank)
         self._check_latents(tuple(z.shape), "decode input")
         sample = self._compute(functools.partial(self._per_sample, self._decode), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
@@ -555,7 +215,7 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
     def _encode_with(self, x: torch.Tensor, name: str, tiled: bool | None = None, **options) -> torch.Tensor:
         """The moments of `x` (checked first as `name`'s input), sliced per video unless `tiled` (as diffusers'
         tiled_encode); options: the family's encoder program options (LTX-2's `causal`), given to `_encode`."""
-        validation.check_video(x, name=f"{name} input", channels=self.video_channels, role="encoder")
+        validation.check_video(x, name=f"{name} input", channels=self.video_channels, role="encoder", rank=self.rank)
         self._check_video(tuple(x.shape), f"{name} input")
         encode = functools.partial(self._encode, **options)
         if tiled:
@@ -564,7 +224,7 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
 
     def tiled_decode(self, z: torch.Tensor, return_dict: bool = True):
         """diffusers' `tiled_decode`: `z` decoded in tiles whatever its size or the settings (no slicing)."""
-        validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder")
+        validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder", rank=self.rank)
         self._check_latents(tuple(z.shape), "tiled_decode input")
         sample = self._compute(functools.partial(self._decode, tiled=True), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
@@ -617,15 +277,32 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
         Returns:
             program name -> StableHLO text, in first-use order.
         """
-        source = self._shape_source(kind, shape)
-        platform = platform or self._lowered.platform
-        programs, default = LoweredOnly(platform), (self._programs, self._lowered.platform)
-        self._programs, self._lowered.platform = programs, platform  # the adapter's traces read the platform
-        try:
-            self._per_sample(self._encode if kind == "encode" else self._decode, source)
-        finally:
-            self._programs, self._lowered.platform = default
+        programs = LoweredOnly(platform or self._placement.platform)
+        lowering = self._twin(self._placement.mesh, platform=programs.platform, programs=programs)
+        lowering._per_sample(lowering._encode if kind == "encode" else lowering._decode, lowering._shape_source(kind, shape))
         return programs.texts
+
+    def _twin(self, mesh, *, platform: str | None = None, programs=None, memory_budget: int | None = None):
+        """A TorchaxVAE of this one's class and config on the meta device (no weights), on `mesh`, with this
+        one's settings (tiling, slicing, frame batches, program split): what `lower` and `plan` trace and compile.
+
+        platform: the JAX platform its programs are traced for (default: the mesh's, or this machine's);
+        programs: the program cache it compiles into (`LoweredOnly`, `plan.PlannedPrograms`).
+        """
+        with torch.device("meta"):
+            model = self.model_class.from_config(self.config).eval()
+        token = _TWIN.set({"platform": platform, "programs": programs})
+        try:
+            twin = type(self)(model, dtype=self.dtype, mesh=mesh, memory_budget=memory_budget)
+        finally:
+            _TWIN.reset(token)
+        for key, value in vars(self).items():  # the user's settings: plain values the twin has too
+            if key in _NOT_SETTINGS or key not in vars(twin):
+                continue
+            if value is None or isinstance(value, (bool, int, float, str, tuple)):
+                setattr(twin, key, value)
+        twin.compile_effort = self.compile_effort  # compiled as a run's would be (the twin's options follow)
+        return twin
 
     def plan(self, kind: str, shape, target: str = "v6e-8", *, dp: int = 1, observer=None):
         """Compiles offline, for an accelerator this machine need not have, what `encode`/`decode` would run there.
@@ -653,7 +330,7 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
             raise ValueError(f"kind must be 'encode' or 'decode', got {kind!r}")
         role = "encoder" if kind == "encode" else "decoder"
         channels = self.video_channels if kind == "encode" else self.latent_channels
-        shape = validation.check_shape(shape, name=f"{kind} shape", channels=channels, role=role)
+        shape = validation.check_shape(shape, name=f"{kind} shape", channels=channels, role=role, rank=self.rank)
         if kind == "encode":
             self._check_video(shape, f"{kind} shape")
         else:
@@ -706,6 +383,12 @@ class TorchaxVAE(ModelMixin, ConfigMixin):
         """Hands a queued encoder/decoder call's output (a JAX array or pytree, or its shapes) to the call's
         observer (torchax_vae/progress.py)."""
         progress.ran_batch(output)
+
+
+# Set only while `_twin` constructs: the platform and program cache of the twin being built.
+_TWIN: contextvars.ContextVar = contextvars.ContextVar("torchax_vae_twin", default={})
+# What `_twin` does not copy: the wrapper's own state, not the user's settings.
+_NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget", "_compile_effort"}
 
 
 @functools.cache

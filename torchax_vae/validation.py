@@ -3,34 +3,37 @@
 import jax.numpy as jnp
 import torch
 
-_LAYOUT = "[batch, channels, frames, height, width]"
+LAYOUTS = {5: "[batch, channels, frames, height, width]", 4: "[batch, channels, height, width]"}
 
 
-def check_video(x, *, name: str, channels: int, role: str) -> None:
-    """Raises TypeError/ValueError saying what is wrong with `x` and what was expected."""
+def check_video(x, *, name: str, channels: int, role: str, rank: int = 5) -> None:
+    """Raises TypeError/ValueError saying what is wrong with `x` and what was expected: a floating-point tensor
+    of `rank` dimensions (the family's: 5 for video, 4 for images) with `channels` channels, finite."""
+    layout = LAYOUTS[rank]
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor {_LAYOUT}, got {type(x).__name__}")
-    if x.ndim != 5:
-        raise ValueError(f"{name} must be 5-D {_LAYOUT}, got {x.ndim}-D with shape {tuple(x.shape)}")
+        raise TypeError(f"{name} must be a torch.Tensor {layout}, got {type(x).__name__}")
+    if x.ndim != rank:
+        raise ValueError(f"{name} must be {rank}-D {layout}, got {x.ndim}-D with shape {tuple(x.shape)}")
     if not x.is_floating_point():
         raise TypeError(f"{name} must have a floating-point dtype, got {x.dtype}")
-    check_shape(tuple(x.shape), name=name, channels=channels, role=role)
+    check_shape(tuple(x.shape), name=name, channels=channels, role=role, rank=rank)
     if not _all_finite(x):
         raise ValueError(f"{name} contains NaN or Inf values")
 
 
-def check_shape(shape, *, name: str, channels: int, role: str) -> tuple[int, ...]:
-    """The shape as a tuple of ints; ValueError if it is not a non-empty [B, channels, F, H, W]."""
+def check_shape(shape, *, name: str, channels: int, role: str, rank: int = 5) -> tuple[int, ...]:
+    """The shape as a tuple of ints; ValueError if it is not a non-empty shape of `rank` axes with `channels`."""
+    layout = LAYOUTS[rank]
     try:
         shape = tuple(int(n) for n in shape)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a sequence of 5 ints {_LAYOUT}, got {shape!r}") from None
-    if len(shape) != 5:
-        raise ValueError(f"{name} must be 5-D {_LAYOUT}, got {len(shape)}-D with shape {shape}")
+        raise ValueError(f"{name} must be a sequence of {rank} ints {layout}, got {shape!r}") from None
+    if len(shape) != rank:
+        raise ValueError(f"{name} must be {rank}-D {layout}, got {len(shape)}-D with shape {shape}")
     if shape[1] != channels:
         raise ValueError(f"{name} has {shape[1]} channels (shape {shape}), but this model's {role} expects {channels}")
     if min(shape) <= 0:
-        raise ValueError(f"{name} is empty: shape {shape} {_LAYOUT}")
+        raise ValueError(f"{name} is empty: shape {shape} {layout}")
     return shape
 
 

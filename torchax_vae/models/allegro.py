@@ -140,7 +140,7 @@ class AllegroVAE(TorchaxVAE):
 
     def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = AllegroLowered(vae, mesh, self._placement.local_device().platform, self.marked,
+        self._lowered = AllegroLowered(vae, mesh, self._placement.platform, self.marked,
                                        spatial_ratio(vae.config))
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         self.kernel, self.stride = tuple(vae.kernel), tuple(vae.stride)  # diffusers' tile (frames, height, width)

@@ -87,7 +87,7 @@ class CogVideoXVAE(TorchaxVAE):
         mesh: Mesh | None = None,
     ):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = LoweredVAE(vae, mesh, self._placement.local_device().platform)
+        self._lowered = LoweredVAE(vae, mesh, self._placement.platform)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         self.uniform_tiles = True
         self.program_split = "auto"

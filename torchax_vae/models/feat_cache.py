@@ -188,7 +188,7 @@ class FeatCacheVAE(TorchaxVAE):
     def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
         self._lowered = FeatCacheLowered(vae, self.resample_class, self.first_chunk, self.patch_size, mesh,
-                                         self._placement.local_device().platform, self.marked,
+                                         self._placement.platform, self.marked,
                                          self.spatial_compression_ratio)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         # What diffusers' pipelines and users read off the model.

@@ -129,7 +129,7 @@ class WindowVAE(TorchaxVAE):
 
     def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = self.lowered_class(vae, mesh, self._placement.local_device().platform, self.marked,
+        self._lowered = self.lowered_class(vae, mesh, self._placement.platform, self.marked,
                                            self.spatial_compression_ratio)
         self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
         for name in self._SETTINGS:  # diffusers' settings, as the wrapped instance has them

@@ -1,0 +1,165 @@
+"""The torch module surface of a TorchaxVAE: what pipelines and users touch besides encode and decode.
+
+dtype and device, casts, state_dict and parameters (copies of the JAX weights: torchax_vae/weights.py),
+training mode, gradient checkpointing, slicing. A mixin of `torchax_vae.vae.TorchaxVAE`, before
+`ModelMixin` in its bases, so these take the place of `nn.Module`'s.
+"""
+
+from typing import TYPE_CHECKING
+
+import jax
+import torch
+
+from . import convert, weights
+from .sources import is_abstract
+
+if TYPE_CHECKING:
+    from .vae import TorchaxVAE
+
+
+class ModuleSurface:
+    """nn.Module's surface over JAX weights (the module doc)."""
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> torch.device:
+        """The torch device the wrapped model was on; results go to the caller's input device."""
+        return self._device
+
+    def to(self, *args, **kwargs) -> "TorchaxVAE":
+        """Like `nn.Module.to`: a dtype recasts the JAX weights; a device is recorded, compute stays on JAX."""
+        device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+        if device is not None:
+            self._device = torch.device(device)
+        if dtype is not None and dtype != self._dtype:
+            target = convert.jax_dtype(dtype)
+            self._weights = jax.tree.map(lambda w: w.astype(target), self._weights)
+            self._dtype = dtype
+        return self
+
+    def float(self) -> "TorchaxVAE":
+        return self.to(torch.float32)
+
+    def bfloat16(self) -> "TorchaxVAE":
+        return self.to(torch.bfloat16)
+
+    def half(self) -> "TorchaxVAE":
+        return self.to(torch.float16)
+
+    # ----- the torch module surface: weights, training state (torchax_vae/weights.py, gradients.py) -----
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> dict:
+        """The wrapped model's state_dict (its keys and shapes), holding copies of the weights this computes with.
+
+        Copies on `self.device`, made by this call: editing them changes nothing
+        here (`load_state_dict` does). While held they take one model's worth of
+        memory (705 M parameters of Wan 2.2: 2.8 GB in fp32, 1.4 GB in bf16).
+        A wrapper of a meta-device model gives meta tensors.
+        """
+        if args:  # torch's deprecated positional (destination, prefix, keep_vars)
+            destination, prefix = (list(args) + [destination, prefix])[:2]
+        return weights.state_dict(self._weights, self._entries, self._copy_device(), prefix, destination)
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Replaces the weights by those of `state_dict` (the wrapped model's keys), as `nn.Module.load_state_dict`.
+
+        Keys and shapes are checked first, under torch's rules: with `strict`, a
+        missing or unexpected key raises RuntimeError; a wrong shape always does;
+        either way no weight changes. Floating-point tensors are cast to this
+        wrapper's dtype. The next call computes with the new weights without
+        compiling anything. `assign` is accepted for torch's signature: the
+        tensors are always copied to the JAX device.
+
+        Returns:
+            `NamedTuple` with `missing_keys` and `unexpected_keys`, as torch.
+        """
+        return weights.load(self._weights, self._entries, state_dict, strict=strict,
+                            dtype=convert.jax_dtype(self._dtype), sharding=self._placement.replicated,
+                            owner=type(self).__name__)
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """The wrapped model's parameters as `nn.Parameter` copies on `self.device`, one made per step.
+
+        `next(vae.parameters())` costs one small copy; `num_parameters()` counts
+        them all. They do not require grad: gradients flow to inputs, not weights.
+        """
+        yield from weights.named(self._weights, self._entries, self._copy_device(), parameters=True, prefix=prefix)
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """The wrapped model's buffers, as copies (see `named_parameters`)."""
+        yield from weights.named(self._weights, self._entries, self._copy_device(), parameters=False, prefix=prefix)
+
+    def _copy_device(self) -> torch.device:
+        return torch.device("meta") if is_abstract(self._weights) else self._device
+
+    def requires_grad_(self, requires_grad: bool = True) -> "TorchaxVAE":
+        """`requires_grad_(False)` (freezing the VAE, as training scripts do) is what a TorchaxVAE always is.
+
+        Gradients reach a TorchaxVAE's inputs (`encode`'s video, `decode`'s
+        latents), never its weights, so `requires_grad_(True)` raises.
+        """
+        if requires_grad:
+            raise NotImplementedError(
+                "a TorchaxVAE computes gradients for its inputs only, not for its weights (they are constants of "
+                "the JAX programs); fine-tune the diffusers model in PyTorch, then load_state_dict its weights here"
+            )
+        return self
+
+    def train(self, mode: bool = True) -> "TorchaxVAE":
+        """Sets `training`, as torch does; the programs compute the same in both modes.
+
+        They are traced in eval mode, which is the same computation for models
+        without dropout (p > 0) or batch norm: every released CogVideoX and Wan VAE.
+        Training mode on a model with such layers raises.
+        """
+        if mode and self._stochastic:
+            raise ValueError(
+                f"this model has layers that differ in training mode ({', '.join(self._stochastic[:3])}); a "
+                "TorchaxVAE computes in eval mode: call .eval(), or run the diffusers model in PyTorch to train it"
+            )
+        self.training = bool(mode)
+        return self
+
+    def eval(self) -> "TorchaxVAE":
+        return self.train(False)
+
+    def enable_gradient_checkpointing(self, gradient_checkpointing_func=None) -> None:
+        """Trades compute for memory in the backward pass, as diffusers' does.
+
+        Each program keeps only its inputs for the backward pass and runs again
+        there (`jax.checkpoint`), instead of keeping its activations.
+        `gradient_checkpointing_func` (a torch function) cannot apply to JAX programs.
+        """
+        if gradient_checkpointing_func is not None:
+            raise ValueError("a TorchaxVAE checkpoints its JAX programs with jax.checkpoint; "
+                             "gradient_checkpointing_func (a torch function) cannot apply: leave it None")
+        self.gradient_checkpointing = True
+
+    def disable_gradient_checkpointing(self) -> None:
+        self.gradient_checkpointing = False
+
+    @property
+    def gradient_checkpointing(self) -> bool:
+        return self._programs.checkpoint
+
+    @gradient_checkpointing.setter
+    def gradient_checkpointing(self, value: bool) -> None:
+        self._programs.checkpoint = bool(value)
+
+    def modules(self):
+        """Like `nn.Module.modules()`: this wrapper alone (its weights live in JAX, in no torch submodule).
+
+        diffusers' `get_module_execution_device` walks it looking for offload hooks, then reads `device`.
+        """
+        yield self
+
+    def enable_slicing(self) -> None:
+        """Encode and decode one batch element at a time."""
+        self.use_slicing = True
+
+    def disable_slicing(self) -> None:
+        self.use_slicing = False
+
