@@ -222,16 +222,16 @@ def _run(args) -> dict:
     preflight(args)
     if args.command == "plan":  # compiles for abstract devices: no backend of this machine is needed or held
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
-        from . import commands
+        from . import ahead_commands
 
-        return commands.plan(args.model, args.shape, target=args.target, kind=args.kind, subfolder=args.subfolder or None,
+        return ahead_commands.plan(args.model, args.shape, target=args.target, kind=args.kind, subfolder=args.subfolder or None,
                              dtype=args.dtype, tiling=args.tiling, dp=args.dp, progress=not args.no_progress,
                              verbose=args.verbose)
     # a bar on a terminal; in a log (stderr not a terminal), a line every tenth of the batches with an ETA
     progress = None if args.no_progress else "bar" if sys.stderr.isatty() else "log"
     if progress == "bar":  # the imports and the model take seconds before the progress bar appears
         print("loading torch, JAX and the model ...", file=sys.stderr, flush=True)
-    from . import cache, commands, process
+    from . import ahead_commands, cache, commands, process
 
     process.start()  # before any JAX device query: a machine without an accelerator stays quiet
     folder = cache.resolve(args.cache_dir, args.no_cache)
@@ -256,7 +256,7 @@ def _run(args) -> dict:
     if args.command == "demo":
         return commands.demo(args.output, progress=progress)
     kinds = ("decode", "encode") if args.kind == "both" else (args.kind,)
-    return commands.warmup(args.model, args.shape, subfolder=args.subfolder or None, dtype=args.dtype,
+    return ahead_commands.warmup(args.model, args.shape, subfolder=args.subfolder or None, dtype=args.dtype,
                            tiling=args.tiling, kinds=kinds, batch=args.batch)
 
 
