@@ -484,3 +484,18 @@ def test_decode_runs_the_familys_latent_checks_as_input_errors(tmp_path, capsys)
     code, lines = run(capsys, "decode", path, "-o", tmp_path / "v.npy", "--model", tmp_path / "qwen",
                       "--layout", "BCFHW")
     assert code == 2 and len(lines) == 1, lines
+
+
+def test_a_full_disk_while_writing_frames_says_the_disk_is_full(tmp_path, monkeypatch):
+    """numpy's own words were only '12700800 requested and 65408 written'."""
+    import shutil
+
+    def short_write(file, array):
+        raise OSError(f"{array.nbytes} requested and 65408 written")
+
+    monkeypatch.setattr(np, "save", short_write)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9 - 100, 100))
+    frames = np.zeros((4, 8, 8, 3), np.uint8)
+    with pytest.raises(files.WriteError, match=r"cannot write .*v.npy: the disk is full \(0.0 MB of frames, 0.0 MB free"):
+        files.write_frames(tmp_path / "v.npy", frames)
+    assert list(tmp_path.iterdir()) == []  # no partial file left

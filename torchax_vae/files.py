@@ -9,6 +9,7 @@ import contextlib
 import gc
 import os
 import pathlib
+import shutil
 import pickle
 import re
 import subprocess
@@ -276,7 +277,14 @@ def write_frames(path, frames: np.ndarray) -> None:
     atomically."""
     _check_frames(frames, (3, 4))
     with atomic_output(path) as tmp, open(tmp, "wb") as f:
-        np.save(f, frames)
+        try:
+            np.save(f, frames)
+        except OSError as e:  # numpy says only "N requested and M written" when the disk fills up
+            free = shutil.disk_usage(tmp.parent).free
+            if free < frames.nbytes:
+                raise WriteError(f"cannot write {path}: the disk is full ({frames.nbytes / 1e6:.1f} MB of frames, "
+                                 f"{free / 1e6:.1f} MB free in {pathlib.Path(path).parent})") from e
+            raise
 
 
 def check_video_file(path) -> pathlib.Path:
