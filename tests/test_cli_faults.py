@@ -366,8 +366,12 @@ def test_a_decode_that_cannot_fit_in_memory_is_refused_before_it_runs(model_dir,
 
     monkeypatch.setattr(memory, "free_bytes", lambda device: 1000)
     monkeypatch.setattr(commands.TorchaxVAE, "decode", lambda *a, **k: pytest.fail("decoded anyway"))
+    # refused before its programs compile (it took 96 s and 5.5 GB at a released size), and before "auto"
+    # tiling's line that it would tile
+    monkeypatch.setattr(commands, "_precompile", lambda *a, **k: pytest.fail("compiled anyway"))
     code, lines = run(capsys, "decode", latents, "-o", tmp_path / "out.mp4", "--model", model_dir, "--no-cache")
     assert code == 2 and "GB on the device at once, more than the 1e-06 GB available" in lines[0], lines
+    assert "1 x 5 frames of 32x48" in lines[0], lines  # 2 latent frames of 4x6 (tiny CogVideoX): 5 frames
 
 
 def test_sizes_are_height_by_width_and_shapes_as_written(model_dir, tmp_path, capsys):

@@ -214,6 +214,19 @@ def _check_output_fits(video_shape, what: str, mode) -> None:
               "uint8 frames, held in memory until written", file=sys.stderr, flush=True)
 
 
+def _smallest_video(ours: TorchaxVAE, latent_shape) -> tuple[int, ...]:
+    """[B, C, F, H, W] of the smallest video whose latents have `latent_shape` (`latent_shape` inverted by search):
+    a lower bound of what decoding them gives, for refusing what cannot fit before anything compiles."""
+    batch, _, frames, height, width = latent_shape
+    ratio = ours.spatial_compression_ratio
+    video = [batch, ours.video_channels, 1, height * ratio, width * ratio]
+    for count in range(1, 16 * frames + 2):
+        video[2] = count
+        if ours.latent_shape(tuple(video))[2] >= frames:
+            break
+    return tuple(video)
+
+
 def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
     """TorchaxVAE's own input checks, as InputError (they would raise the same inside encode/decode)."""
     encode = kind == "encode"
@@ -300,6 +313,9 @@ def decode_file(
     except ValueError as e:
         raise InputError(str(e)) from None
     _check(z, ours, "decode", f"latents in {latents}")
+    # the video's size from the family's own arithmetic, before anything compiles (a decode that cannot fit
+    # is refused in seconds, not after its programs compile); checked again on the compiled shape below
+    _check_output_fits(_smallest_video(ours, tuple(z.shape)), f"latents in {latents}", None)
     compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape), mode)
     video_shape = _frames_second(ours, ours.output_shape("decode", tuple(z.shape)))  # compiled already: shapes only
     _check_output_fits(video_shape, f"latents in {latents}", mode)
