@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from torchax_vae.patches import import_torchax, torch_accelerator
@@ -55,6 +56,7 @@ print("platform", jax.devices()[0].platform, "max_abs", worst)
 """
 
 
+@pytest.mark.slow  # inductor compiles in a new process (20 s); the quiet run is also checked by the next test
 def test_torch_compile_works_beside_a_torchax_vae_and_the_first_run_is_quiet():
     result = _python(COMPILE_BESIDE)
     assert result.returncode == 0, result.stderr[-4000:]

@@ -18,7 +18,6 @@ _TWIN: contextvars.ContextVar = contextvars.ContextVar("torchax_vae_twin", defau
 _NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget", "_compile_effort"}
 
 
-
 class AheadOfTime:
     """`precompile`, `output_shape`, `lower`, `plan` and `_twin` (the module doc)."""
 
