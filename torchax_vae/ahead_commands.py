@@ -66,11 +66,8 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
 
     try:
         chosen = parse_target(target)
-        devices = chosen.devices()  # a missing compiler or a refused topology, before anything is read
     except TargetError as e:
         raise InputError(str(e)) from None
-    if len(devices) % dp:
-        raise InputError(f"--dp {dp} does not divide the {len(devices)} devices of {chosen.name}")
     local = pathlib.Path(model).expanduser()
     source = local if local.exists() else _cached_snapshot(model, subfolder)
     try:
@@ -78,9 +75,8 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
     except Exception as e:
         raise InputError(f"cannot read a VAE config from {model}: {summary(e)}") from e
     folder = cache.store_only(cache.resolve())  # the program store, not JAX's cache: these devices are abstract
-    ours = _make_vae(meta, dtype, tiling)
-    if len(shape) == 3:
-        shape = video_input_shape(ours, kind, shape)
+    # a plan made before, read back before any compiler loads (only plans of accepted shapes are stored, keyed by
+    # the shape as given)
     stored = None if folder is None else _plan_path(folder, meta, kind, shape, chosen.name, dp, dtype, tiling)
     if stored is not None and stored.is_file():
         try:
@@ -89,6 +85,15 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
             return result.to_json() | {"summary": result.summary(verbose), "stored": True}
         except (OSError, ValueError, TypeError, KeyError):
             pass  # an unreadable or older entry: plan again and replace it
+    try:
+        devices = chosen.devices()  # a missing compiler or a refused topology, before anything compiles
+    except TargetError as e:
+        raise InputError(str(e)) from None
+    if len(devices) % dp:
+        raise InputError(f"--dp {dp} does not divide the {len(devices)} devices of {chosen.name}")
+    ours = _make_vae(meta, dtype, tiling)
+    if len(shape) == 3:
+        shape = video_input_shape(ours, kind, shape)
     count = 0
 
     def observer(name, stats):
