@@ -114,8 +114,8 @@ class Plan:
         if self.sharding_efficiency is not None:
             lines.append(f"sharding efficiency {self.sharding_efficiency:.2f}: {self.flops_per_chip / 1e12:.3f} TFLOP per "
                          f"device against {self.one_chip_flops / 1e12:.3f} TFLOP on {self.yardstick} / {self.devices}")
-        lines.append(f"roofline lower bound {self.roofline_seconds:.3f} s (compute {self.compute_seconds:.3f} s at the "
-                     f"chip's peak FLOP/s, memory {self.memory_seconds:.3f} s at its bandwidth)")
+        lines.append(f"roofline lower bound {_time(self.roofline_seconds)} (compute {_time(self.compute_seconds)} at the "
+                     f"chip's peak FLOP/s, memory {_time(self.memory_seconds)} at its bandwidth)")
         reference = (f" + {self.reference_compile_seconds:.1f} s for the one-chip reference"
                      if self.reference_compile_seconds else "")
         lines.append(f"compile {self.compile_seconds:.1f} s for {len(self.programs)} programs{reference}")
@@ -126,6 +126,10 @@ class Plan:
                              f"GiB, args {p.argument_bytes / gib:.2f} GiB, out {p.output_bytes / gib:.2f} GiB, {flops} "
                              "per device" + (f", kernels {p.kernels}" if p.kernels else ""))
         return "\n".join(lines)
+
+
+def _time(seconds: float) -> str:
+    return f"{seconds:.3f} s" if seconds >= 1 else f"{seconds * 1e3:.3f} ms"
 
 
 def describe_sharding(mesh, kind: str, input_shape, output_shape) -> str:
