@@ -11,7 +11,7 @@ extra arguments, so the lowering sets one `TraceOptions` around a trace
   Wan uses it in bf16 only (measured: torchax_vae/models/wan.py, `_tracing`).
 - `gpu_conv_limit` (gpu_conv): on GPUs, pointwise convolutions as matmuls and
   every other convolution in pieces whose operands stay below this many bytes;
-  None (CPU, TPU): torchax's own lowering. `gpu_conv_limit_for(platform)`.
+  None (CPU, TPU): torchax's own lowering; the backend table's `conv_operand_limit`.
 - `cpu_conv_matmul` (cpu_conv, through gpu_conv's lowering hook): on CPU,
   weight-bound convolutions as one matmul over gathered patches.
   `TraceOptions.for_platform(platform, ...)` sets both convolution rules from the platform.
@@ -39,10 +39,6 @@ def cpu_kernels_for(platform: str) -> bool:
     """Whether programs for a JAX `platform` use the CPU-only machinery (per-frame convolutions, layer programs)."""
     return backend(platform).cpu_kernels
 
-
-def gpu_conv_limit_for(platform: str) -> int | None:
-    """The byte bound of patches/gpu_conv.py's rule for programs of a JAX `platform`; None where it does not apply."""
-    return backend(platform).conv_operand_limit
 
 
 @dataclasses.dataclass(frozen=True)
