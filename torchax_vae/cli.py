@@ -105,7 +105,7 @@ def parser() -> argparse.ArgumentParser:
                     "pipeline: decode the latents a pipeline saved (output_type='latent') into a video.",
     )
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = top.add_subparsers(dest="command", required=True, metavar="{decode,encode,demo,warmup,plan}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="{decode,encode,demo,warmup,plan,serve}")
 
     p = sub.add_parser("decode", help="stage 3: latents from stage 2 -> MP4")
     p.add_argument("latents", help=".pt, .safetensors or .npy, as the family's pipeline with output_type='latent' returns them")
@@ -170,6 +170,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.add_argument("--verbose", action="store_true", help="also one line per compiled program")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+    from .serve import server
+
+    server.add_parser(sub)
     return top
 
 
@@ -177,6 +180,19 @@ def _local_model(model: str) -> bool:
     """Whether --model names a local path (a hub id is ORG/NAME: one slash, no leading ./, / or ~, no file suffix)."""
     return (model.startswith((".", "/", "~")) or model.count("/") != 1 or os.path.exists(model)
             or model.lower().endswith(".json"))
+
+
+def _check_model_folder(model: str, subfolder: str | None) -> None:
+    folder = pathlib.Path(model).expanduser()
+    if folder.is_file():
+        raise InputError(f"--model {model} is a file; expected the diffusers VAE or pipeline folder that holds "
+                         f"its config.json ({folder.parent})" + (": only plan reads a config.json alone"
+                                                                 if folder.suffix == ".json" else ""))
+    if not folder.is_dir():
+        raise InputError(f"--model {model} does not exist: expected a diffusers VAE or pipeline folder, or a "
+                         "hub id (ORG/NAME)")
+    if not any((folder / name / "config.json").is_file() for name in (subfolder or "", "")):
+        raise InputError(f"model folder {model} has no {subfolder or '.'}/config.json: not a diffusers VAE or pipeline")
 
 
 def preflight(args) -> None:
@@ -199,17 +215,10 @@ def preflight(args) -> None:
         except TargetError as e:
             raise InputError(str(e)) from None
     model = getattr(args, "model", None)
-    if model and _local_model(model) and not (args.command == "plan" and pathlib.Path(model).is_file()):
-        folder = pathlib.Path(model).expanduser()
-        if folder.is_file():
-            raise InputError(f"--model {model} is a file; expected the diffusers VAE or pipeline folder that holds "
-                             f"its config.json ({folder.parent})" + (": only plan reads a config.json alone"
-                                                                     if folder.suffix == ".json" else ""))
-        if not folder.is_dir():
-            raise InputError(f"--model {model} does not exist: expected a diffusers VAE or pipeline folder, or a "
-                             "hub id (ORG/NAME)")
-        if not any((folder / name / "config.json").is_file() for name in (args.subfolder or "", "")):
-            raise InputError(f"model folder {model} has no {args.subfolder or '.'}/config.json: not a diffusers VAE or pipeline")
+    models = [path for _, path in model] if args.command == "serve" else [model] if model else []
+    for model in models:
+        if _local_model(model) and not (args.command == "plan" and pathlib.Path(model).is_file()):
+            _check_model_folder(model, getattr(args, "subfolder", "vae"))
     if getattr(args, "cache_dir", None) and not args.no_cache:
         for part in (pathlib.Path(args.cache_dir).expanduser(), *pathlib.Path(args.cache_dir).expanduser().parents):
             if part.exists():
@@ -220,6 +229,10 @@ def preflight(args) -> None:
 
 def _run(args) -> dict:
     preflight(args)
+    if args.command == "serve":  # runs until SIGTERM or Ctrl-C, which it handles itself (serve/server.py)
+        from .serve import server
+
+        return {"status": server.run(args)}
     if args.command == "plan":  # compiles for abstract devices: no backend of this machine is needed or held
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         from . import ahead_commands
@@ -329,7 +342,8 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
 
     try:
-        with contextlib.nullcontext() if args.debug else _stopping_on_ctrl_c(args.command):
+        serving = args.command == "serve"  # its own Ctrl-C: finish what was accepted (serve/server.py)
+        with contextlib.nullcontext() if args.debug or serving else _stopping_on_ctrl_c(args.command):
             result = _run(args)
     except KeyboardInterrupt:
         if args.debug:
@@ -352,6 +366,8 @@ def main(argv=None) -> int:
         print(f"torchax-vae {args.command}: unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
               "(run again with --debug for the traceback)", file=sys.stderr)
         return 1
+    if args.command == "serve":
+        return result["status"]
     print(json.dumps(result) if args.json else _report(args.command, result))
     return 0
 

@@ -1,0 +1,263 @@
+"""The ASGI app (Starlette) that diffusers' `remote_decode` and `remote_encode` talk to, unchanged.
+
+Routes: `POST /decode/{name}`, `POST /encode/{name}`, `GET /health/live`, `GET /health/ready`, `GET /metrics`.
+Every error is JSON `{"error": ...}` with a meaningful status (the client calls `response.json()` on any
+non-2xx answer). docs/serve.md has the protocol, the options and the measurements.
+"""
+
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import hmac
+import logging
+import os
+import threading
+import time
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from . import outputs, protocol
+from .metrics import Metrics
+from .protocol import RequestError
+from .worker import DeviceWorker, Job
+
+log = logging.getLogger("torchax_vae.serve")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    max_batch: int = 4  # requests (batch rows) per device call
+    max_queue: int = 64  # requests waiting for the device; more are answered 429
+    max_wait_ms: float = 5.0  # how long a request waits for others of its shape to batch with
+    max_body_mb: float = 512.0  # request bodies above this are answered 413
+    timeout_s: float = 600.0  # a request not answered by then is dropped and answered 504
+
+
+class Service:
+    """The app's state: the models, the device worker, readiness and draining, the token, the metrics."""
+
+    def __init__(self, models: dict, *, dtype=None, mesh=None, warmup=(), token: str | None = None,
+                 limits: Limits = Limits()):
+        self.specs, self.dtype, self.mesh, self.warmup = dict(models), dtype, mesh, list(warmup)
+        self.token, self.limits = token, limits
+        self.metrics = Metrics()
+        self.models: dict = {}
+        self.worker = DeviceWorker(self.models, self.metrics, max_batch=limits.max_batch,
+                                   max_queue=limits.max_queue, max_wait=limits.max_wait_ms / 1000)
+        self.ready = threading.Event()
+        self.load_error: str | None = None
+        self.draining = False
+        self.active = 0  # requests between their arrival and their answer
+
+    def load(self) -> None:
+        """Loads and wraps every model, then compiles the warm-up shapes (on the worker's thread)."""
+        from ..commands import load_vae, summary
+        from ..vae import TorchaxVAE
+
+        try:
+            for name, spec in self.specs.items():
+                if isinstance(spec, (str, os.PathLike)):
+                    spec = load_vae(str(spec))
+                if not isinstance(spec, TorchaxVAE):
+                    spec = TorchaxVAE(spec, dtype=self.dtype, mesh=self.mesh)
+                self.models[name] = spec
+            for name, kind, shape in self.warmup:
+                for model in [name] if name else self.models:
+                    self.models[model].precompile(kind, shape)
+            self.ready.set()
+            self.metrics.ready.set(1)
+            log.info("ready: %s", ", ".join(f"{n} ({type(m).model_class.__name__})" for n, m in self.models.items()))
+        except Exception as e:
+            self.load_error = f"loading the models failed: {summary(e)}"
+            log.exception(self.load_error)
+
+    def begin_drain(self) -> None:
+        """SIGTERM: readiness turns 503, new requests are answered 503; accepted ones are finished."""
+        self.draining = True
+        self.metrics.ready.set(0)
+
+    def drained(self) -> bool:
+        return self.active == 0 and self.worker.idle()
+
+    def authorized(self, request: Request) -> bool:
+        if self.token is None:
+            return True
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "basic":  # http://user:TOKEN@host/ or ~/.netrc, as requests sends them
+            try:
+                value = base64.b64decode(value.strip(), validate=True).decode().partition(":")[2]
+            except (ValueError, UnicodeDecodeError):
+                return False
+        elif scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(value.strip().encode(), self.token.encode())
+
+
+def _error(status: int, message: str, headers: dict | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The request body, refused (413) above `limit` bytes: by Content-Length before reading, then by the bytes."""
+    length = request.headers.get("content-length")
+    too_large = f"the body is larger than this server's limit of {limit / 2**20:g} MB (--max-body-mb)"
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise RequestError(413, too_large, reason="too_large")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(413, too_large, reason="too_large")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _answer_of(request: Request, future: asyncio.Future, job: Job, timeout: float):
+    """The worker's result for `job`; the job is dropped if the client goes away or the timeout passes."""
+
+    async def disconnected():
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(disconnected())
+    try:
+        done, _ = await asyncio.wait({future, watcher}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+    if future in done:
+        return future.result()
+    job.cancelled = True
+    if watcher in done:
+        raise RequestError(499, "the client went away", reason="client_gone")
+    raise RequestError(504, f"no answer within {timeout:g} s; the request was dropped", reason="timeout")
+
+
+def _parse(vae, kind: str, params, headers, body: bytes) -> protocol.Parsed:
+    if kind == "encode":
+        return protocol.encode_request(vae, params, headers, body)
+    parsed = protocol.decode_request(vae, params, headers, body)
+    protocol.check_answer(vae, parsed)
+    return parsed
+
+
+def _route(kind: str):
+    async def handle(request: Request) -> Response:
+        service: Service = request.app.state.service
+        name = request.path_params["name"]
+        start, status = time.perf_counter(), 500
+        service.active += 1
+        try:
+            if not service.authorized(request):
+                raise RequestError(401, "a valid token is required (Authorization: Bearer TOKEN, or Basic with "
+                                   "the token as password)", {"WWW-Authenticate": 'Bearer realm="torchax-vae"'},
+                                   reason="unauthorized")
+            if service.draining:
+                raise RequestError(503, "the server is shutting down", reason="shutting_down")
+            if service.load_error:
+                raise RequestError(503, service.load_error, reason="not_ready")
+            if not service.ready.is_set():
+                raise RequestError(503, "the models are loading", {"Retry-After": "5"}, reason="not_ready")
+            vae = service.models.get(name)
+            if vae is None:
+                raise RequestError(404, f"no model named {name!r}; this server has {sorted(service.models)}",
+                                   reason="unknown_model")
+            body = await _body(request, int(service.limits.max_body_mb * 2**20))
+            parsed = await run_in_threadpool(_parse, vae, kind, request.query_params, request.headers, body)
+            loop = asyncio.get_running_loop()
+            future = loop.create_future()
+
+            def deliver(result, error):
+                def settle():
+                    if not future.done():
+                        future.set_exception(error) if error is not None else future.set_result(result)
+                with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                    loop.call_soon_threadsafe(settle)
+
+            job = Job(name, parsed, deliver, time.monotonic() + service.limits.timeout_s)
+            service.worker.submit(job)
+            result = await _answer_of(request, future, job, service.limits.timeout_s)
+            if kind == "encode":
+                content, headers = await run_in_threadpool(outputs.tensor_answer, result.to(vae.dtype))
+                media = "tensor/binary"
+            else:
+                content, headers, media = await run_in_threadpool(outputs.decode_answer, result, parsed.output, vae.dtype)
+            status = 200
+            return Response(content, headers=headers, media_type=media)
+        except RequestError as e:
+            status = e.status
+            service.metrics.rejected.labels(e.reason).inc()
+            return _error(e.status, str(e), e.headers)
+        except Exception as e:  # a bug or the device: this request fails, the server goes on
+            log.exception("%s %s failed", kind, name)
+            return _error(500, f"{kind} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        finally:
+            service.active -= 1
+            label = name if name in service.models else "unknown"  # no label per made-up name
+            service.metrics.requests.labels(kind, label, str(status)).inc()
+            service.metrics.total.labels(kind, label).observe(time.perf_counter() - start)
+
+    return handle
+
+
+async def _live(request: Request) -> Response:
+    return JSONResponse({"status": "live"})
+
+
+async def _ready(request: Request) -> Response:
+    service: Service = request.app.state.service
+    if service.draining:
+        return _error(503, "the server is shutting down")
+    if service.load_error:
+        return _error(503, service.load_error)
+    if not service.ready.is_set():
+        return _error(503, "the models are loading", {"Retry-After": "5"})
+    return JSONResponse({"status": "ready", "models": {n: type(m).model_class.__name__ for n, m in service.models.items()}})
+
+
+async def _metrics(request: Request) -> Response:
+    return Response(generate_latest(request.app.state.service.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+async def _http_error(request: Request, exc: HTTPException) -> Response:
+    message = {404: f"no route {request.url.path}; POST /decode/NAME or /encode/NAME",
+               405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, exc.detail)
+    return _error(exc.status_code, message, getattr(exc, "headers", None))
+
+
+def create_app(models: dict, *, dtype=None, mesh=None, warmup=(), token: str | None = None,
+               limits: Limits = Limits()) -> Starlette:
+    """The service as an ASGI app, serving `models` ({name: TorchaxVAE, diffusers VAE, or model folder/hub id}).
+
+    The models load (and `warmup`'s (name or None, kind, shape) compile) on the device worker's thread when the
+    app starts (its lifespan); `/health/ready` answers 200 once they have. `token`: required as `Authorization:
+    Bearer` (or Basic's password) on the POST routes. `dtype`, `mesh`: for the models given unwrapped.
+    """
+    service = Service(models, dtype=dtype, mesh=mesh, warmup=warmup, token=token, limits=limits)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        service.worker.start(service.load)
+        yield
+        service.begin_drain()
+        await run_in_threadpool(service.worker.stop)
+
+    app = Starlette(
+        routes=[
+            Route("/decode/{name}", _route("decode"), methods=["POST"]),
+            Route("/encode/{name}", _route("encode"), methods=["POST"]),
+            Route("/health/live", _live, methods=["GET"]),
+            Route("/health/ready", _ready, methods=["GET"]),
+            Route("/metrics", _metrics, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: _http_error},
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    return app
