@@ -134,6 +134,7 @@ async def _answer_of(request: Request, future: asyncio.Future, job: Job, timeout
     if future in done:
         return future.result()
     job.cancelled = True
+    future.cancel()  # nobody waits for it now: the worker drops the job, or its late result
     if watcher in done:
         raise RequestError(499, "the client went away", reason="client_gone")
     raise RequestError(504, f"no answer within {timeout:g} s; the request was dropped", reason="timeout")

@@ -1,0 +1,58 @@
+"""A service app run by uvicorn on a free local port, in a thread of the test process (tests/test_serve*.py)."""
+
+import contextlib
+import socket
+import threading
+import time
+
+import requests
+import uvicorn
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(app, port: int | None = None, ready_within: float = 300):
+    """Runs `app` until the block ends; yields its base URL once /health/ready answers 200."""
+    port = port or free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base, ready_within)
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def wait_ready(base: str, within: float) -> None:
+    until = time.monotonic() + within
+    while True:
+        try:
+            answer = requests.get(f"{base}/health/ready", timeout=5)
+            if answer.ok:
+                return
+            if "failed" in answer.json().get("error", ""):
+                raise RuntimeError(answer.json()["error"])
+        except requests.ConnectionError:
+            pass
+        if time.monotonic() > until:
+            raise TimeoutError(f"{base} not ready within {within} s")
+        time.sleep(0.1)
+
+
+def metric(base: str, name: str, **labels) -> float:
+    """The value of one Prometheus sample from /metrics (0 if absent)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(requests.get(f"{base}/metrics", timeout=5).text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return sample.value
+    return 0.0

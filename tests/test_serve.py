@@ -1,0 +1,329 @@
+"""The service against diffusers' own, unchanged client (`remote_decode`, `remote_encode`): every output type, each
+family's layouts and de-normalization, compared with an in-process TorchaxVAE of the same model; then the
+JSON errors, the token, the body limit, batching, a full queue, deadlines and clients that go away.
+"""
+
+import concurrent.futures
+import http.client
+import inspect
+import io
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+import requests
+import torch
+from diffusers.utils.remote_utils import remote_decode, remote_encode
+from diffusers.video_processor import VideoProcessor
+from PIL import Image
+
+from helpers import randn, random_vae, with_noise
+from serving import metric, serving
+from torchax_vae import TorchaxVAE
+from torchax_vae.serve import Limits, create_app
+
+pytestmark = pytest.mark.filterwarnings("ignore:`do_scaling` is deprecated:FutureWarning")
+
+FAMILIES = {  # name -> (config, latents as the family's pipelines hold them, unpacked to [B, C, F, H, W])
+    "cogvideox": ("tiny", (1, 3, 4, 8, 8)),  # BFCHW: [B, F, C, H, W]
+    "wan": ("wan-tiny", (1, 16, 2, 8, 8)),
+    "hunyuanvideo": ("hunyuan-tiny", (1, 4, 2, 8, 8)),
+    "ltx": ("ltx091-tiny", None),  # timestep-conditioned: decode noise from the request's seed
+}
+
+
+def _ltx_shape(vae):
+    return (1, vae.config.latent_channels, 2, 4, 4)
+
+
+@pytest.fixture(scope="module")
+def wrapped():
+    models = {name: random_vae(config) for name, (config, _) in FAMILIES.items()}
+    with_noise(models["ltx"])
+    models["qwenimage"] = random_vae("qwenimage-tiny")
+    return {name: TorchaxVAE(model) for name, model in models.items()}
+
+
+@pytest.fixture(scope="module")
+def base(wrapped):
+    with serving(create_app(wrapped)) as url:
+        yield url
+
+
+def _latents(name, vae, seed=0):
+    shape = FAMILIES[name][1] or _ltx_shape(vae)
+    return randn(*shape, seed=seed)
+
+
+def _reference(vae, z_pipeline):
+    """What the service should answer: the family's own de-normalization, then an in-process decode."""
+    z = z_pipeline.permute(0, 2, 1, 3, 4) if vae.pipeline_layout == "BFCHW" else z_pipeline
+    z, args = vae.decode_inputs(vae.unscale_latents(z), seed=0)
+    noise = {"generator": torch.Generator().manual_seed(0)} if "generator" in inspect.signature(vae.decode).parameters else {}
+    return vae.decode(z, *args, **noise).sample
+
+
+def _uint8(video):  # [B, C, F, H, W] in [-1, 1] -> [B, F, H, W, C], as diffusers' processors round
+    return ((video / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(0, 2, 3, 4, 1)
+
+
+def _max_level_diff(a, b) -> int:
+    return int(np.abs(np.asarray(a, dtype=np.int32) - np.asarray(b, dtype=np.int32)).max())
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_decode_every_output_type_matches_in_process(base, wrapped, name, tmp_path):
+    vae = wrapped[name]
+    z = _latents(name, vae)
+    reference = _reference(vae, z)
+    endpoint = f"{base}/decode/{name}"
+
+    raw = remote_decode(endpoint=endpoint, tensor=z, output_type="pt", return_type="pt")
+    assert raw.shape == reference.shape and raw.dtype == torch.float32
+    delta = (raw - reference).abs().max().item()
+    assert delta <= 1e-4, f"{name}: pt max |Δ| {delta:.3g} against an in-process decode"
+
+    levels = _uint8(reference)[0]  # [F, H, W, 3]
+    frames = remote_decode(endpoint=endpoint, tensor=z, output_type="pt", partial_postprocess=True, return_type="pt")
+    assert frames.dtype == torch.uint8 and tuple(frames.shape) == tuple(levels.shape)
+    assert _max_level_diff(frames, levels) <= 1, f"{name}: uint8 frames off by more than one level"
+
+    images = remote_decode(endpoint=endpoint, tensor=z, output_type="pt", partial_postprocess=True)
+    assert len(images) == levels.shape[0] and images[0].size == (levels.shape[2], levels.shape[1])
+
+    pil = remote_decode(endpoint=endpoint, tensor=z, output_type="pil", processor=VideoProcessor())
+    assert len(pil) == levels.shape[0]
+    assert _max_level_diff(np.stack([np.asarray(im) for im in pil]), levels) <= 1
+
+    video = remote_decode(endpoint=endpoint, tensor=z, output_type="mp4", return_type="mp4")
+    from torchax_vae.files import read_video
+
+    path = tmp_path / "answer.mp4"
+    path.write_bytes(video)
+    decoded, fps = read_video(path)
+    assert decoded.shape == tuple(levels.shape) and fps == 8
+
+
+def test_scaling_and_shift_factors_as_given(base, wrapped):
+    vae, z = wrapped["wan"], _latents("wan", wrapped["wan"], seed=3)
+    raw = remote_decode(endpoint=f"{base}/decode/wan", tensor=z, output_type="pt", return_type="pt",
+                        scaling_factor=0.5, shift_factor=0.1)
+    reference = vae.decode(z / 0.5 + 0.1).sample
+    assert (raw - reference).abs().max().item() <= 1e-4
+    ready = remote_decode(endpoint=f"{base}/decode/wan", tensor=z, output_type="pt", return_type="pt", do_scaling=False)
+    assert (ready - vae.decode(z).sample).abs().max().item() <= 1e-4
+
+
+def test_bf16_latents_are_read(base, wrapped):
+    vae, z = wrapped["wan"], _latents("wan", wrapped["wan"], seed=4).bfloat16()
+    raw = remote_decode(endpoint=f"{base}/decode/wan", tensor=z, output_type="pt", return_type="pt", do_scaling=False)
+    assert (raw - vae.decode(z.float()).sample).abs().max().item() <= 1e-4
+
+
+def test_packed_latents_with_height_and_width(base, wrapped):
+    vae = wrapped["qwenimage"]
+    size = 8 * vae.spatial_compression_ratio  # 8x8 latents, packed as 4x4 tokens of 2x2 patches
+    packed = randn(1, 16, vae.latent_channels * 4, seed=5)
+    raw = remote_decode(endpoint=f"{base}/decode/qwenimage", tensor=packed, output_type="pt", return_type="pt",
+                        do_scaling=False, height=size, width=size)
+    reference = vae.decode(vae.unpack_latents(packed, size, size)).sample
+    assert raw.shape == reference.shape and (raw - reference).abs().max().item() <= 1e-4
+    image = remote_decode(endpoint=f"{base}/decode/qwenimage", tensor=packed, do_scaling=False, height=size, width=size,
+                          output_type="pil", image_format="png")
+    assert image.size == (size, size) and image.format == "png"
+    assert _max_level_diff(np.asarray(image), _uint8(reference)[0, 0]) <= 1
+
+
+def test_encode_an_image_and_a_tensor(base, wrapped):
+    vae = wrapped["cogvideox"]
+    pixels = (np.random.default_rng(0).random((32, 48, 3)) * 255).astype(np.uint8)
+    latents = remote_encode(endpoint=f"{base}/encode/cogvideox", image=Image.fromarray(pixels))
+    x = torch.from_numpy(pixels).permute(2, 0, 1)[None, :, None].float() / 127.5 - 1
+    mode = vae.encode(x).latent_dist.mode()
+    expected = mode.permute(0, 2, 1, 3, 4)  # CogVideoX's pipelines hold [B, F, C, H, W]
+    assert latents.shape == expected.shape and (latents - expected).abs().max().item() <= 1e-4
+
+    video = randn(1, 3, 5, 16, 16, seed=6).clamp(-1, 1)
+    scaled = remote_encode(endpoint=f"{base}/encode/cogvideox", image=video, scaling_factor=0.7, shift_factor=0.2)
+    expected = ((vae.encode(video).latent_dist.mode() - 0.2) * 0.7).permute(0, 2, 1, 3, 4)
+    assert (scaled - expected).abs().max().item() <= 1e-4
+
+
+def test_round_trip_through_both_routes(base):
+    pixels = (np.random.default_rng(1).random((32, 32, 3)) * 255).astype(np.uint8)
+    latents = remote_encode(endpoint=f"{base}/encode/wan", image=Image.fromarray(pixels))
+    image = remote_decode(endpoint=f"{base}/decode/wan", tensor=latents, do_scaling=False, output_type="pil")
+    assert image.size == (32, 32)
+
+
+def _post(url, body=b"", params=None, headers=None):
+    return requests.post(url, data=body, params=params or {}, headers=headers or {}, timeout=60)
+
+
+@pytest.mark.parametrize("params, body, status, words", [
+    ({"shape": [1, 16, 2, 8, 8], "dtype": "float32"}, b"\0" * 12, 400, "needs 8192"),
+    ({"shape": [1, 16, 2, 8, 8], "dtype": "int8"}, b"\0" * 2048, 400, "dtype must be one of"),
+    ({"shape": [1, 4, 2, 8, 8], "dtype": "float32"}, b"\0" * 2048, 400, "decoder takes 16"),
+    ({"shape": [16, 8, 8], "dtype": "float32"}, b"\0" * 4096, 400, "packed"),
+    ({"shape": [1, 16, 2, 8, 8], "dtype": "float32", "output_type": "gif"}, b"\0" * 8192, 400, "output_type"),
+    ({"shape": ["a"], "dtype": "float32"}, b"", 400, "integers"),
+    ({"shape": [1, 16, 2, 8, 8], "dtype": "float32", "scaling_factor": "0"}, b"\0" * 8192, 400, "positive"),
+])
+def test_bad_requests_get_json_400(base, params, body, status, words):
+    answer = _post(f"{base}/decode/wan", body, params)
+    assert answer.status_code == status and words in answer.json()["error"], answer.text
+
+
+def test_nan_unknown_model_routes_and_one_image_of_a_video(base):
+    z = np.zeros((1, 16, 2, 8, 8), np.float32)
+    z[0, 0, 0, 0, 0] = np.nan
+    params = {"shape": list(z.shape), "dtype": "float32"}
+    answer = _post(f"{base}/decode/wan", z.tobytes(), params)
+    assert answer.status_code == 400 and "NaN" in answer.json()["error"]
+    assert _post(f"{base}/decode/nope", z.tobytes(), params).status_code == 404
+    assert requests.get(f"{base}/decode/wan").status_code == 405
+    assert requests.get(f"{base}/elsewhere").json()["error"].startswith("no route")
+    z[:] = 0
+    answer = _post(f"{base}/decode/wan", z.tobytes(), {**params, "output_type": "pil"}, {"Accept": "image/jpeg"})
+    assert answer.status_code == 400 and "VideoProcessor" in answer.json()["error"]
+    answer = _post(f"{base}/encode/wan", b"not an image")
+    assert answer.status_code == 400 and "neither an image" in answer.json()["error"]
+    # the server is undisturbed
+    assert remote_decode(endpoint=f"{base}/decode/wan", tensor=torch.zeros(1, 16, 2, 8, 8), output_type="pt",
+                         return_type="pt", do_scaling=False).shape == (1, 3, 5, 64, 64)
+    assert metric(base, "torchax_vae_rejected_requests_total", reason="bad_request") >= 2
+
+
+@pytest.fixture(scope="module")
+def guarded(wrapped):
+    app = create_app({"wan": wrapped["wan"]}, token="s3cret", limits=Limits(max_body_mb=0.01))
+    with serving(app) as url:
+        yield url
+
+
+def test_token_bearer_basic_and_open_health(guarded):
+    z = torch.zeros(1, 16, 2, 8, 8)
+    refused = _post(f"{guarded}/decode/wan", z.numpy().tobytes(), {"shape": list(z.shape), "dtype": "float32"})
+    assert refused.status_code == 401 and "Bearer" in refused.headers["WWW-Authenticate"]
+    assert "token" in refused.json()["error"]
+    bearer = _post(f"{guarded}/decode/wan", z.numpy().tobytes(), {"shape": list(z.shape), "dtype": "float32"},
+                   {"Authorization": "Bearer s3cret"})
+    assert bearer.status_code == 200
+    port = guarded.rsplit(":", 1)[1]  # the unchanged client, with the token in the URL as Basic auth
+    out = remote_decode(endpoint=f"http://user:s3cret@127.0.0.1:{port}/decode/wan", tensor=z, output_type="pt",
+                        return_type="pt", do_scaling=False)
+    assert out.shape == (1, 3, 5, 64, 64)
+    wrong = requests.post(f"http://user:wrong@127.0.0.1:{port}/decode/wan", data=b"")
+    assert wrong.status_code == 401
+    assert requests.get(f"{guarded}/health/ready").status_code == 200
+    assert requests.get(f"{guarded}/metrics").status_code == 200
+
+
+def test_body_limit_by_length_and_by_bytes(guarded):
+    headers = {"Authorization": "Bearer s3cret"}
+    params = {"shape": [1, 16, 2, 64, 64], "dtype": "float32"}
+    answer = _post(f"{guarded}/decode/wan", b"\0" * 20000, params, headers)
+    assert answer.status_code == 413 and "--max-body-mb" in answer.json()["error"]
+    chunked = requests.post(f"{guarded}/decode/wan", data=iter([b"\0" * 4096] * 5), params=params, headers=headers)
+    assert chunked.status_code == 413  # no Content-Length: counted as it arrives
+
+
+def test_requests_of_one_shape_batch_together(wrapped):
+    vae = wrapped["wan"]
+    zs = [randn(1, 16, 2, 8, 8, seed=10 + i) for i in range(4)]
+    references = [vae.decode(z).sample for z in zs]
+    with serving(create_app({"wan": vae}, limits=Limits(max_batch=4, max_wait_ms=2000))) as url:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            outs = list(pool.map(lambda z: remote_decode(endpoint=f"{url}/decode/wan", tensor=z, output_type="pt",
+                                                         return_type="pt", do_scaling=False), zs))
+        assert metric(url, "torchax_vae_batch_size_sum") > metric(url, "torchax_vae_batch_size_count")
+    for out, reference in zip(outs, references):
+        delta = (out - reference).abs().max().item()
+        assert delta <= 1e-4, f"batched answer max |Δ| {delta:.3g}"
+
+
+class Gate:
+    """Holds the model's decode until opened: the worker is busy, so requests queue behind it."""
+
+    def __init__(self, vae):
+        self.open, self.entered = threading.Event(), threading.Event()
+        self.vae, self.decode = vae, vae.decode
+
+        def decode(*args, **kwargs):
+            self.entered.set()
+            self.open.wait(60)
+            return self.decode(*args, **kwargs)
+
+        vae.decode = decode
+
+    def close(self):
+        self.open.set()
+        del self.vae.decode  # the class's method again
+
+
+def _send(url, z):
+    return _post(url, z.numpy().tobytes(), {"shape": list(z.shape), "dtype": "float32", "output_type": "pt"})
+
+
+def _until(condition, within: float = 30) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+def test_full_queue_429_deadline_504_and_a_client_that_goes_away():
+    vae = TorchaxVAE(random_vae("wan-tiny"))
+    z = torch.zeros(1, 16, 2, 8, 8)
+    app = create_app({"wan": vae}, limits=Limits(max_batch=1, max_queue=1, max_wait_ms=0, timeout_s=3))
+    with serving(app) as url:
+        gate = Gate(vae)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                first = pool.submit(_send, f"{url}/decode/wan", z)
+                assert gate.entered.wait(30)
+                second = pool.submit(_send, f"{url}/decode/wan", z)  # waits in the queue
+                _until(lambda: metric(url, "torchax_vae_queue_length") == 1)
+                full = _send(f"{url}/decode/wan", z)
+                assert full.status_code == 429 and full.headers["Retry-After"] == "1", full.text
+                assert "queue is full" in full.json()["error"]
+                # no answer within 3 s: both are answered 504; the one still queued never reaches the device
+                assert second.result().status_code == 504 and "dropped" in second.result().json()["error"]
+                assert first.result().status_code == 504
+                gate.open.set()
+            # the first's late result is computed (its compile included) and dropped; the second never runs
+            _until(lambda: metric(url, "torchax_vae_device_seconds_count", model="wan", kind="decode") == 1)
+            _until(lambda: metric(url, "torchax_vae_rejected_requests_total", reason="dropped") == 1)
+            # a client that sends its request and leaves: dropped before the device
+            gate.open.clear()
+            gate.entered.clear()
+            busy = concurrent.futures.ThreadPoolExecutor(1).submit(_send, f"{url}/decode/wan", z)
+            assert gate.entered.wait(30)
+            port = int(url.rsplit(":", 1)[1])
+            connection = http.client.HTTPConnection("127.0.0.1", port)
+            query = "&".join(f"shape={d}" for d in z.shape) + "&dtype=float32&output_type=pt"
+            connection.request("POST", f"/decode/wan?{query}", body=z.numpy().tobytes())
+            _until(lambda: metric(url, "torchax_vae_queue_length") == 1)
+            connection.sock.close()
+            threading.Event().wait(0.5)
+            gate.open.set()
+            assert busy.result().status_code == 200
+            _until(lambda: metric(url, "torchax_vae_rejected_requests_total", reason="client_gone") == 1)
+            assert metric(url, "torchax_vae_rejected_requests_total", reason="client_gone") == 1
+        finally:
+            gate.close()
+        assert _send(f"{url}/decode/wan", z).status_code == 200  # still up
+        # ran: the first (held, late), the busy one and the last; never the queued 504 nor the one whose client left
+        assert metric(url, "torchax_vae_device_seconds_count", model="wan", kind="decode") == 3
+        assert json.loads(requests.get(f"{url}/health/live").text) == {"status": "live"}
+
+
+def test_metrics_names_and_units(base):
+    text = requests.get(f"{base}/metrics").text
+    for name in ("torchax_vae_requests_total", "torchax_vae_queue_length", "torchax_vae_batch_size",
+                 "torchax_vae_queue_wait_seconds", "torchax_vae_device_seconds", "torchax_vae_request_seconds",
+                 "torchax_vae_compiles_total", "torchax_vae_rejected_requests_total", "torchax_vae_ready"):
+        assert f"# TYPE {name.removesuffix('_total')}" in text, name
+    assert io.StringIO(text).read()  # parses (metric() above uses prometheus_client's parser)
