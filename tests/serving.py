@@ -31,9 +31,10 @@ def serving(app, port: int | None = None, ready_within: float = 300):
         thread.join(30)
 
 
-def wait_ready(base: str, within: float) -> None:
+def wait_ready(base: str, within: float, process=None) -> None:
+    """Until /health/ready answers 200; raises if it does not within `within` s, or `process` (a Popen) ends."""
     until = time.monotonic() + within
-    while True:
+    while process is None or process.poll() is None:
         try:
             answer = requests.get(f"{base}/health/ready", timeout=5)
             if answer.ok:
@@ -45,6 +46,7 @@ def wait_ready(base: str, within: float) -> None:
         if time.monotonic() > until:
             raise TimeoutError(f"{base} not ready within {within} s")
         time.sleep(0.1)
+    raise RuntimeError(f"the server process ended with status {process.returncode}")
 
 
 def metric(base: str, name: str, **labels) -> float:

@@ -154,6 +154,7 @@ def _route(kind: str):
         name = request.path_params["name"]
         start, status = time.perf_counter(), 500
         service.active += 1
+        service.metrics.in_progress.inc()
         try:
             if not service.authorized(request):
                 raise RequestError(401, "a valid token is required (Authorization: Bearer TOKEN, or Basic with "
@@ -200,6 +201,7 @@ def _route(kind: str):
             return _error(500, f"{kind} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         finally:
             service.active -= 1
+            service.metrics.in_progress.dec()
             label = name if name in service.models else "unknown"  # no label per made-up name
             service.metrics.requests.labels(kind, label, str(status)).inc()
             service.metrics.total.labels(kind, label).observe(time.perf_counter() - start)

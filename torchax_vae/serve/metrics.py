@@ -33,6 +33,7 @@ class Metrics:
                                 ["route", "model", "code"], registry=r)
         self.rejected = Counter(f"{PREFIX}_rejected_requests", "Requests refused before the device, by reason",
                                 ["reason"], registry=r)
+        self.in_progress = Gauge(f"{PREFIX}_requests_in_progress", "Requests between arrival and answer", registry=r)
         self.queue_length = Gauge(f"{PREFIX}_queue_length", "Requests waiting for the device", registry=r)
         self.batch_size = Histogram(f"{PREFIX}_batch_size", "Requests per device call",
                                     buckets=(1, 2, 4, 8, 16, 32, 64), registry=r)

@@ -73,6 +73,7 @@ def add_parser(sub) -> None:
     p.add_argument("--cache-dir", default=None, help="the program cache folder (default: as for decode)")
     p.add_argument("--no-cache", action="store_true", help="no persistent program cache")
     p.add_argument("--log-level", choices=("warning", "info", "debug"), default="info")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of errors before the server starts")
 
 
 def _token(path: str | None) -> str | None:

@@ -1,0 +1,101 @@
+"""`torchax-vae serve` as a user runs it: two model folders, the unchanged client, the same frames as
+`torchax-vae decode`, and SIGTERM under load (every accepted request answered, new ones 503, then exit)."""
+
+import concurrent.futures
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import requests
+import torch
+from diffusers.utils.remote_utils import remote_decode
+
+from helpers import randn, random_vae
+from serving import free_port, metric, wait_ready
+from torchax_vae.cli import main
+from torchax_vae.commands import DEMO_MODEL
+
+pytestmark = pytest.mark.filterwarnings("ignore:`do_scaling` is deprecated:FutureWarning")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The command, in its own process: the demo's CogVideoX and a tiny Wan saved as a model folder."""
+    wan_folder = tmp_path_factory.mktemp("wan")
+    random_vae("wan-tiny").save_pretrained(wan_folder)
+    port = free_port()
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "TORCHAX_VAE_CACHE_DIR": "off"}
+    command = [sys.executable, "-m", "torchax_vae", "serve", "--model", f"demo={DEMO_MODEL}", "--model",
+               f"wan={wan_folder}", "--port", str(port), "--max-batch", "1", "--log-level", "warning",
+               "--warmup", "demo:decode:1,16,5,12,16"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(base, 240, process)
+    except Exception:
+        process.kill()
+        raise AssertionError(f"the server did not start: {process.communicate()[1][-3000:]}")
+    yield process, base, wan_folder
+    if process.poll() is None:
+        process.kill()
+        process.communicate()
+
+
+def test_same_frames_as_the_decode_command(server, tmp_path):
+    _, base, wan_folder = server
+    z = randn(1, 16, 2, 8, 8, seed=2)
+    torch.save(z, tmp_path / "latents.pt")
+    assert main([
+        "decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "frames.npy"), "--model", str(wan_folder),
+        "--no-progress", "--no-cache",
+    ]) == 0
+    expected = np.load(tmp_path / "frames.npy")
+    frames = remote_decode(endpoint=f"{base}/decode/wan", tensor=z, output_type="pt", partial_postprocess=True,
+                           return_type="pt")
+    assert frames.shape == expected.shape
+    levels = np.abs(frames.numpy().astype(int) - expected.astype(int)).max()
+    assert levels <= 1, f"the service's frames differ from torchax-vae decode's by {levels} levels"
+    mp4 = remote_decode(endpoint=f"{base}/decode/wan", tensor=z, output_type="mp4", return_type="mp4")
+    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.mp4"), "--model",
+                 str(wan_folder), "--no-progress", "--no-cache"]) == 0
+    from torchax_vae.files import read_video
+
+    (tmp_path / "served.mp4").write_bytes(mp4)
+    served, _ = read_video(tmp_path / "served.mp4")
+    local, _ = read_video(tmp_path / "video.mp4")
+    assert served.shape == local.shape
+    assert np.abs(served.astype(int) - local.astype(int)).max() <= 1  # the same frames through the same encoder
+
+
+def _decode(base, z):
+    body = z.numpy().tobytes()
+    return requests.post(f"{base}/decode/demo", data=body, timeout=120, params={
+        "shape": list(z.shape), "dtype": "float32", "output_type": "pt", "partial_postprocess": "True"})
+
+
+def test_sigterm_finishes_accepted_requests_then_exits(server):
+    process, base, _ = server
+    z = randn(1, 5, 16, 12, 16, seed=1)  # CogVideoX's pipeline layout [B, F, C, H, W]
+    count = 8
+    with concurrent.futures.ThreadPoolExecutor(count) as pool:
+        answers = [pool.submit(_decode, base, z) for _ in range(count)]
+        deadline = time.monotonic() + 60
+        while metric(base, "torchax_vae_requests_in_progress") < count:
+            assert time.monotonic() < deadline, "the requests were not all accepted"
+            time.sleep(0.01)
+        process.send_signal(signal.SIGTERM)
+        time.sleep(0.05)
+        during = [requests.get(f"{base}/health/ready", timeout=10), _decode(base, z)]
+        results = [a.result() for a in answers]
+    for answer in during:
+        assert answer.status_code == 503 and "shutting down" in answer.json()["error"], answer.text
+    assert [r.status_code for r in results] == [200] * count, [r.text[:200] for r in results if r.status_code != 200]
+    first = results[0].content
+    assert all(r.content == first for r in results) and results[0].headers["dtype"] == "uint8"
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode in (0, -signal.SIGTERM), stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
