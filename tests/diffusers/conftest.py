@@ -24,6 +24,13 @@ import pytest
 HERE = pathlib.Path(__file__).parent
 PLAIN = os.environ.get("TORCHAX_VAE_PLAIN_DIFFUSERS") == "1"
 
+# diffusers' remote-VAE tests (tests/remote) talk to this project's service: remote_harness.py
+import remote_harness  # noqa: E402
+from remote_harness import remote_vae_service  # noqa: E402,F401  (the fixture)
+
+if not PLAIN:
+    remote_harness.point_endpoints_here()
+
 
 class TorchaxModel:
     """A stand-in for a diffusers VAE class whose instances are TorchaxVAEs of that class's models."""
@@ -82,6 +89,14 @@ def _no_grad():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _remote_tests_talk_to_the_service(request):
+    """diffusers' remote-VAE tests: the local service (remote_harness.py) runs while they do."""
+    if not PLAIN and "tests/remote/" in request.node.nodeid:
+        request.getfixturevalue("remote_vae_service")
+    yield
+
+
 @pytest.fixture(scope="class", autouse=True)
 def _torchax_model_class(request):
     """Swaps the test class's `model_class` for `TorchaxModel` of it, for the class's tests."""
@@ -115,3 +130,7 @@ def pytest_collection_modifyitems(config, items):
         node = item.nodeid.split("tests/diffusers/", 1)[-1]
         if not PLAIN and node in EXPECTED_FAILURES:
             item.add_marker(pytest.mark.xfail(reason=EXPECTED_FAILURES[node], strict=True))
+        if not PLAIN and node.startswith("tests/remote/"):
+            reason = remote_harness.expected_failure(node)
+            if reason:
+                item.add_marker(pytest.mark.xfail(reason=reason, strict=True))

@@ -1,0 +1,99 @@
+"""The harness that runs diffusers' remote-VAE tests (tests/remote, vendored unmodified) against this project's
+service on this machine, with the unchanged client.
+
+Those tests name Hugging Face's endpoints through `diffusers.utils.constants` (DECODE_ENDPOINT_SD_V1, ...),
+read when their modules are imported; here those constants point at a local `torchax_vae.serve` app instead,
+one route per endpoint, started once for the session. The encode tests' image comes from a URL; offline it is a
+synthetic image of the same size. The hub is out of reach, so the served models have random weights:
+
+- HunyuanVideo: a small `AutoencoderKLHunyuanVideo` with the released VAE's 16 latent channels and its 8x/4x
+  compression, so the tests' latents give their 9 frames of 320x512.
+- SD v1, SDXL, Flux: `AutoencoderKL`, which the service does not have yet (issue 39): their routes answer 404,
+  and those tests are expected failures until it does.
+
+Two tests compare value slices of the released weights' outputs tightly (rtol 1e-3 and 1e-2): expected failures
+here (random weights). Four more compare uint8 slices with rtol=1, which the seeded weights happen to meet; they
+pass, as they would on any output of the right shape and range.
+"""
+
+import sys
+
+import pytest
+from diffusers.utils import constants
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))  # tests/, for serving.py
+
+from serving import free_port, serving  # noqa: E402
+
+PORT = free_port()
+BASE = f"http://127.0.0.1:{PORT}"
+ROUTES = {
+    "DECODE_ENDPOINT_SD_V1": "decode/sd-v1",
+    "DECODE_ENDPOINT_SD_XL": "decode/sdxl",
+    "DECODE_ENDPOINT_FLUX": "decode/flux",
+    "DECODE_ENDPOINT_HUNYUAN_VIDEO": "decode/hunyuan-video",
+    "ENCODE_ENDPOINT_SD_V1": "encode/sd-v1",
+    "ENCODE_ENDPOINT_SD_XL": "encode/sdxl",
+    "ENCODE_ENDPOINT_FLUX": "encode/flux",
+}
+# The encode tests' image (diffusers' documentation astronaut, 512x512 JPEG), offline.
+IMAGE = ("https://huggingface.co/datasets/huggingface/documentation-images/resolve/main/diffusers/astronaut.jpg"
+         "?download=true")
+
+NOT_SERVED = "AutoencoderKL (SD v1, SDXL, Flux) is not served yet: issue 39 adds it; its route answers 404"
+RELEASED_VALUES = ("compares a value slice of the released HunyuanVideo VAE's output; offline the service runs "
+                   "random weights (the shapes, types and headers before it pass)")
+AUTOENCODER_KL_CLASSES = {"RemoteAutoencoderKLSDv1Tests", "RemoteAutoencoderKLSDXLTests", "RemoteAutoencoderKLFluxTests",
+                          "RemoteAutoencoderKLFluxPackedTests"}
+_HUNYUAN = "tests/remote/test_remote_decode.py::RemoteAutoencoderKLHunyuanVideoTests::"
+EXPECTED_FAILURES = {
+    _HUNYUAN + name: RELEASED_VALUES
+    for name in ("test_output_type_pt_return_type_pt", "test_output_type_pt_partial_postprocess_return_type_pt")
+}
+
+
+def point_endpoints_here() -> None:
+    """Before the test modules import them: the endpoint constants name this machine's service."""
+    for name, route in ROUTES.items():
+        setattr(constants, name, f"{BASE}/{route}")
+    import diffusers.utils
+
+    real = diffusers.utils.load_image
+
+    def load_image(image, *args, **kwargs):
+        if image == IMAGE:
+            import numpy as np
+            from PIL import Image
+
+            y, x = np.mgrid[0:512, 0:512]
+            pixels = np.stack([x / 2, y / 2, (x + y) / 4], axis=-1).astype(np.uint8)
+            return Image.fromarray(pixels)
+        return real(image, *args, **kwargs)
+
+    diffusers.utils.load_image = load_image
+
+
+def expected_failure(node: str) -> str | None:
+    """Why the test with this node id (relative to tests/diffusers) is expected to fail here, or None."""
+    if not node.startswith("tests/remote/"):
+        return None
+    if node.split("::")[1] in AUTOENCODER_KL_CLASSES:
+        return NOT_SERVED
+    return EXPECTED_FAILURES.get(node)
+
+
+def hunyuan_video():
+    import torch
+    from diffusers import AutoencoderKLHunyuanVideo
+
+    torch.manual_seed(0)  # the weights, and so which value slices happen to fall within the tests' tolerance
+    return AutoencoderKLHunyuanVideo(latent_channels=16, block_out_channels=(8, 8, 8, 8), layers_per_block=1,
+                                     norm_num_groups=4).eval()
+
+
+@pytest.fixture(scope="session")
+def remote_vae_service():
+    from torchax_vae.serve import create_app
+
+    with serving(create_app({"hunyuan-video": hunyuan_video()}), port=PORT) as url:
+        yield url
