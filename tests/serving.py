@@ -50,11 +50,12 @@ def wait_ready(base: str, within: float, process=None) -> None:
 
 
 def metric(base: str, name: str, **labels) -> float:
-    """The value of one Prometheus sample from /metrics (0 if absent)."""
+    """The sum of the Prometheus samples `name` from /metrics with these labels (0 if none)."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    total = 0.0
     for family in text_string_to_metric_families(requests.get(f"{base}/metrics", timeout=5).text):
         for sample in family.samples:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
-                return sample.value
-    return 0.0
+                total += sample.value
+    return total

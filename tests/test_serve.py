@@ -327,3 +327,16 @@ def test_metrics_names_and_units(base):
                  "torchax_vae_compiles_total", "torchax_vae_rejected_requests_total", "torchax_vae_ready"):
         assert f"# TYPE {name.removesuffix('_total')}" in text, name
     assert io.StringIO(text).read()  # parses (metric() above uses prometheus_client's parser)
+
+
+def test_bf16_service_answers_bf16_as_in_process(wrapped):
+    model = wrapped["wan"]  # the same weights, computed in bf16
+    ours = TorchaxVAE(random_vae("wan-tiny"), dtype=torch.bfloat16)
+    z = randn(1, 16, 2, 8, 8, seed=8)
+    with serving(create_app({"wan": ours})) as url:
+        raw = remote_decode(endpoint=f"{url}/decode/wan", tensor=z, output_type="pt", return_type="pt",
+                            do_scaling=False)
+    assert raw.dtype == torch.bfloat16
+    expected = ours.decode(z).sample
+    assert torch.equal(raw.float(), expected.to(torch.bfloat16).float()), "bf16 answer differs from in-process bf16"
+    assert (raw.float() - model.decode(z).sample).abs().max().item() < 0.1  # and near fp32

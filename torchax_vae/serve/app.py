@@ -19,7 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -111,11 +111,14 @@ async def _body(request: Request, limit: int) -> bytes:
     if length is not None and length.isdigit() and int(length) > limit:
         raise RequestError(413, too_large, reason="too_large")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(413, too_large, reason="too_large")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise RequestError(413, too_large, reason="too_large")
+            chunks.append(chunk)
+    except ClientDisconnect:  # it went away mid-body: nothing to answer
+        raise RequestError(499, "the client went away", reason="client_gone") from None
     return b"".join(chunks)
 
 
