@@ -126,8 +126,9 @@ def bench(name, count, root):
         process, base = _serve(name, folder, max_batch, cache)
         try:
             _request(base, name, params, body)  # compiles batch 1
-            if max_batch > 1:  # and the batched sizes, before anything is timed
-                _load(base, name, params, body, 16, 16)
+            if max_batch > 1:  # and the batched sizes (padded to 2 and 4), before anything is timed
+                for clients in (2, 4, 16):
+                    _load(base, name, params, body, clients, 2 * clients)
             result[f"max_batch_{max_batch}"] = [_load(base, name, params, body, c, max(count, 2 * c)) for c in (1, 4, 16)]
         finally:
             process.terminate()

@@ -329,8 +329,7 @@ def test_metrics_names_and_units(base):
     assert io.StringIO(text).read()  # parses (metric() above uses prometheus_client's parser)
 
 
-def test_bf16_service_answers_bf16_as_in_process(wrapped):
-    model = wrapped["wan"]  # the same weights, computed in bf16
+def test_bf16_service_answers_bf16_as_in_process():
     ours = TorchaxVAE(random_vae("wan-tiny"), dtype=torch.bfloat16)
     z = randn(1, 16, 2, 8, 8, seed=8)
     with serving(create_app({"wan": ours})) as url:
@@ -339,4 +338,3 @@ def test_bf16_service_answers_bf16_as_in_process(wrapped):
     assert raw.dtype == torch.bfloat16
     expected = ours.decode(z).sample
     assert torch.equal(raw.float(), expected.to(torch.bfloat16).float()), "bf16 answer differs from in-process bf16"
-    assert (raw.float() - model.decode(z).sample).abs().max().item() < 0.1  # and near fp32

@@ -99,3 +99,16 @@ def test_sigterm_finishes_accepted_requests_then_exits(server):
     _, stderr = process.communicate(timeout=60)
     assert process.returncode in (0, -signal.SIGTERM), stderr[-2000:]
     assert "Traceback" not in stderr, stderr[-3000:]
+
+
+def test_a_model_that_cannot_load_ends_the_command(tmp_path):
+    from diffusers import AutoencoderKL
+
+    AutoencoderKL(block_out_channels=(8,), norm_num_groups=8, sample_size=8).save_pretrained(tmp_path / "kl")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "TORCHAX_VAE_CACHE_DIR": "off"}
+    done = subprocess.run([sys.executable, "-m", "torchax_vae", "serve", "--model", f"kl={tmp_path / 'kl'}",
+                           "--port", str(free_port()), "--log-level", "warning"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("torchax-vae serve: error: loading the models failed") and "AutoencoderKL" in last, last

@@ -36,6 +36,9 @@ class Backend:
     height_splits_first: bool = False
     # GroupNorm statistics as dots, for the families that ask for it (patches/group_norm.py)
     groupnorm_as_dots: bool = False
+    # `torchax-vae serve`'s --max-batch default: requests of one shape per device call (torchax_vae/serve).
+    # Accelerators: 4, so that small requests fill the device together (not yet measured on one: docs/serve.md)
+    serve_max_batch: int = 4
 
 
 BACKENDS = {
@@ -47,6 +50,9 @@ BACKENDS = {
         # layer programs are faster on CPU and keep XLA:CPU's compile memory down (docs/performance.md); a mesh
         # of CPU devices is for testing sharding and keeps batch programs (CogVideoXVAE._layered)
         program_split="layer",
+        # compute-bound: a batch of 4 takes 4 times as long as one, and padding wastes more; the tiny model served
+        # 3.30 requests/s to 16 clients one at a time, 2.44 batched by 4 (2 cores: docs/serve.md)
+        serve_max_batch=1,
     ),
     "tpu": Backend(
         "tpu",

@@ -4,6 +4,13 @@
 `torchax_vae.serve.server.run` is what the command runs. docs/serve.md has the protocol and the figures.
 """
 
-from .app import Limits, create_app
-
 __all__ = ["Limits", "create_app"]
+
+
+def __getattr__(name):
+    # The app and its stack load when asked for: `torchax-vae --help` and argument errors stay stdlib-only.
+    if name in __all__:
+        from . import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

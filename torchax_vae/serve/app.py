@@ -33,7 +33,7 @@ log = logging.getLogger("torchax_vae.serve")
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    max_batch: int = 4  # requests (batch rows) per device call
+    max_batch: int | None = None  # requests (batch rows) per device call; None: the backend's (backends.py)
     max_queue: int = 64  # requests waiting for the device; more are answered 429
     max_wait_ms: float = 5.0  # how long a request waits for others of its shape to batch with
     max_body_mb: float = 512.0  # request bodies above this are answered 413
@@ -49,7 +49,7 @@ class Service:
         self.token, self.limits = token, limits
         self.metrics = Metrics()
         self.models: dict = {}
-        self.worker = DeviceWorker(self.models, self.metrics, max_batch=limits.max_batch,
+        self.worker = DeviceWorker(self.models, self.metrics, max_batch=limits.max_batch or _backend_batch(mesh),
                                    max_queue=limits.max_queue, max_wait=limits.max_wait_ms / 1000)
         self.ready = threading.Event()
         self.load_error: str | None = None
@@ -76,7 +76,7 @@ class Service:
             log.info("ready: %s", ", ".join(f"{n} ({type(m).model_class.__name__})" for n, m in self.models.items()))
         except Exception as e:
             self.load_error = f"loading the models failed: {summary(e)}"
-            log.exception(self.load_error)
+            log.debug("loading the models failed", exc_info=True)  # the traceback with --log-level debug
 
     def begin_drain(self) -> None:
         """SIGTERM: readiness turns 503, new requests are answered 503; accepted ones are finished."""
@@ -98,6 +98,18 @@ class Service:
         elif scheme.lower() != "bearer":
             return False
         return hmac.compare_digest(value.strip().encode(), self.token.encode())
+
+
+def _backend_batch(mesh) -> int:
+    """--max-batch by default: the backend table's, for the devices the models run on."""
+    import jax
+
+    from .. import process
+    from ..backends import backend
+
+    process.start()  # before the first device query (a machine without an accelerator stays quiet)
+    device = mesh.devices.flat[0] if mesh is not None else jax.devices()[0]
+    return backend(device.platform).serve_max_batch
 
 
 def _error(status: int, message: str, headers: dict | None = None) -> JSONResponse:

@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import torch
 
-from ..files import InputError
+from ..checks import InputError
 
 # The dtypes a request body may hold (the client's DTYPE_MAP, less uint8: latents and images are floats).
 TENSOR_DTYPES = {"float16": np.dtype("<f2"), "float32": np.dtype("<f4"), "bfloat16": np.dtype(ml_dtypes.bfloat16)}

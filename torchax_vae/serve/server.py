@@ -11,7 +11,7 @@ import pathlib
 import threading
 import time
 
-from ..files import InputError
+from ..checks import InputError
 
 DEFAULT_PORT = 8000
 
@@ -62,7 +62,8 @@ def add_parser(sub) -> None:
                    help="a file holding the token the POST routes require (Bearer, or Basic's password)")
     p.add_argument("--warmup", action="append", default=[], type=_warmup, metavar="[NAME:]KIND:SHAPE",
                    help="compile this input shape before reporting ready, e.g. decode:1,16,13,60,104; repeatable")
-    p.add_argument("--max-batch", type=_positive(int), default=4, help="requests per device call (default: 4)")
+    p.add_argument("--max-batch", type=_positive(int), default=None,
+                   help="requests of one shape per device call (default: 4 on TPUs and GPUs, 1 on CPU)")
     p.add_argument("--max-queue", type=_positive(int), default=64, help="requests waiting; more get 429 (default: 64)")
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="wait for a batch to fill (default: 5)")
     p.add_argument("--max-body-mb", type=_positive(float), default=512.0, help="largest request body (default: 512)")
@@ -109,9 +110,20 @@ def run(args) -> int:
     app = create_app(dict(args.model), dtype=dtype, mesh=mesh, warmup=args.warmup, token=token, limits=limits)
     logging.getLogger("torchax_vae.serve").setLevel(args.log_level.upper())
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
-    server = DrainingServer(config, app.state.service)
+    service = app.state.service
+    server = DrainingServer(config, service)
+    threading.Thread(target=_stop_if_loading_fails, args=(server, service), daemon=True).start()
     server.run()
+    if service.load_error:  # a model that cannot load ends the command (a service would answer only 503s)
+        raise InputError(service.load_error)
     return 0 if server.started else 1
+
+
+def _stop_if_loading_fails(server, service) -> None:
+    while not (service.ready.is_set() or service.load_error):
+        time.sleep(0.1)
+    if service.load_error:
+        server.should_exit = True
 
 
 class DrainingServer:
