@@ -338,3 +338,14 @@ def test_bf16_service_answers_bf16_as_in_process():
     assert raw.dtype == torch.bfloat16
     expected = ours.decode(z).sample
     assert torch.equal(raw.float(), expected.to(torch.bfloat16).float()), "bf16 answer differs from in-process bf16"
+
+
+def test_an_output_larger_than_memory_is_413_before_compiling(base, monkeypatch):
+    import torchax_vae.memory
+
+    monkeypatch.setattr(torchax_vae.memory, "free_bytes", lambda device: 10**6)  # 1 MB free on the device
+    z = torch.zeros(1, 16, 9, 8, 8)  # 33 frames of 64x64: about 3.2 MB of frames, more than is free
+    calls = metric(base, "torchax_vae_device_seconds_count", model="wan")
+    answer = _post(f"{base}/decode/wan", z.numpy().tobytes(), {"shape": list(z.shape), "dtype": "float32"})
+    assert answer.status_code == 413 and "more than the" in answer.json()["error"], answer.text
+    assert metric(base, "torchax_vae_device_seconds_count", model="wan") == calls  # it never reached the device
