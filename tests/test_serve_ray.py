@@ -3,7 +3,6 @@ unchanged client as the plain server does."""
 
 import pytest
 import requests
-import torch
 from diffusers.utils.remote_utils import remote_decode
 
 from helpers import randn, random_vae
