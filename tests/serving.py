@@ -1,6 +1,7 @@
 """A service app run by uvicorn on a free local port, in a thread of the test process (tests/test_serve*.py)."""
 
 import contextlib
+import inspect
 import socket
 import threading
 import time
@@ -59,3 +60,16 @@ def metric(base: str, name: str, **labels) -> float:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
                 total += sample.value
     return total
+
+
+def served_decode(vae, latents, seed: int = 0):
+    """What the service answers `pt` with for latents in the family's pipeline layout sent with do_scaling: the
+    family's de-normalization, its decode inputs (LTX's timestep and noise from `seed`), an in-process decode
+    (noise from the request's own generator), as [B, C, F, H, W]."""
+    import torch
+
+    z = latents.permute(0, 2, 1, 3, 4) if vae.pipeline_layout == "BFCHW" else latents
+    z, args = vae.decode_inputs(vae.unscale_latents(z), seed=seed)
+    noise = {"generator": torch.Generator().manual_seed(seed)} if "generator" in inspect.signature(vae.decode).parameters else {}
+    video = vae.decode(z, *args, **noise).sample
+    return video.permute(0, 2, 1, 3, 4) if vae.decoded_layout == "BFCHW" else video

@@ -5,7 +5,6 @@ JSON errors, the token, the body limit, batching, a full queue, deadlines and cl
 
 import concurrent.futures
 import http.client
-import inspect
 import io
 import json
 import threading
@@ -20,7 +19,7 @@ from diffusers.video_processor import VideoProcessor
 from PIL import Image
 
 from helpers import randn, random_vae, with_noise
-from serving import metric, serving
+from serving import metric, served_decode, serving
 from torchax_vae import TorchaxVAE
 from torchax_vae.serve import Limits, create_app
 
@@ -57,14 +56,6 @@ def _latents(name, vae, seed=0):
     return randn(*shape, seed=seed)
 
 
-def _reference(vae, z_pipeline):
-    """What the service should answer: the family's own de-normalization, then an in-process decode."""
-    z = z_pipeline.permute(0, 2, 1, 3, 4) if vae.pipeline_layout == "BFCHW" else z_pipeline
-    z, args = vae.decode_inputs(vae.unscale_latents(z), seed=0)
-    noise = {"generator": torch.Generator().manual_seed(0)} if "generator" in inspect.signature(vae.decode).parameters else {}
-    return vae.decode(z, *args, **noise).sample
-
-
 def _uint8(video):  # [B, C, F, H, W] in [-1, 1] -> [B, F, H, W, C], as diffusers' processors round
     return ((video / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(0, 2, 3, 4, 1)
 
@@ -77,7 +68,7 @@ def _max_level_diff(a, b) -> int:
 def test_decode_every_output_type_matches_in_process(base, wrapped, name, tmp_path):
     vae = wrapped[name]
     z = _latents(name, vae)
-    reference = _reference(vae, z)
+    reference = served_decode(vae, z)
     endpoint = f"{base}/decode/{name}"
 
     raw = remote_decode(endpoint=endpoint, tensor=z, output_type="pt", return_type="pt")

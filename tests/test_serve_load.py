@@ -5,7 +5,6 @@ the server stays up, its memory stays flat, and nothing accepted is lost at shut
 """
 
 import concurrent.futures
-import inspect
 import json
 import os
 import random
@@ -21,7 +20,7 @@ import requests
 import torch
 
 from helpers import randn, random_vae, with_noise
-from serving import free_port, metric, wait_ready
+from serving import free_port, metric, served_decode, wait_ready
 from test_threads import SIZES
 from torchax_vae import TorchaxVAE
 from torchax_vae.models import input_shape
@@ -47,12 +46,8 @@ def _jobs(name, model):
     jobs = []
     for i, size in enumerate(sizes):
         z = randn(*input_shape(model, "decode", *size), seed=i)  # the VAE's layout [B, C, F, H, W]
-        latents, args = ours.decode_inputs(ours.unscale_latents(z), seed=0)
-        noise = {"generator": torch.Generator().manual_seed(0)} if "generator" in inspect.signature(ours.decode).parameters else {}
-        expected = ours.decode(latents, *args, **noise).sample
-        if ours.decoded_layout == "BFCHW":
-            expected = expected.permute(0, 2, 1, 3, 4)
         sent = z.permute(0, 2, 1, 3, 4).contiguous() if ours.pipeline_layout == "BFCHW" else z
+        expected = served_decode(ours, sent)
         params = {"shape": list(sent.shape), "dtype": "float32", "output_type": "pt", "do_scaling": "True"}
         jobs.append((f"decode/{name}", params, sent.numpy().tobytes(), expected))
     x = randn(*input_shape(model, "encode", *sizes[-1]), seed=9).clamp(-1, 1)

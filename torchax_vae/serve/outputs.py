@@ -4,7 +4,6 @@ them. These run in the app's thread pool, never on the device worker, so the dev
 
 import io
 import json
-import os
 import pathlib
 import tempfile
 
@@ -77,6 +76,4 @@ def mp4_bytes(frames: np.ndarray, fps: float) -> bytes:
     with tempfile.TemporaryDirectory(prefix="torchax-vae-serve-") as folder:
         path = pathlib.Path(folder) / "video.mp4"
         files.write_mp4(path, frames, fps=fps)
-        data = path.read_bytes()
-        os.unlink(path)
-    return data
+        return path.read_bytes()

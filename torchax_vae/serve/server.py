@@ -37,20 +37,9 @@ def _warmup(text: str) -> tuple[str | None, str, tuple[int, ...]]:
     return (parts[0] if len(parts) == 3 else None), parts[-2], shape
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-        return value
-
-    return parse
-
-
 def add_parser(sub) -> None:
+    from ..cli import _positive  # the command's own number checks (cli.py calls this while building its parser)
+
     p = sub.add_parser("serve", help="a VAE service for diffusers' remote_decode / remote_encode (docs/serve.md)")
     p.add_argument("--model", action="append", required=True, type=_named_model, metavar="NAME=PATH",
                    help="serve the VAE of PATH (a model folder or hub id, as for decode) at /decode/NAME and "
