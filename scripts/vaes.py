@@ -6,6 +6,7 @@ this folder on sys.path and re-exports them); not part of the installed package.
 
 import torch
 from diffusers import (
+    AutoencoderKL,
     AutoencoderKLAllegro,
     AutoencoderKLCogVideoX,
     AutoencoderKLCosmos,
@@ -225,6 +226,36 @@ QWENIMAGE21_CONFIGS = {
     "qwenimage21": {},
 }
 
+# AutoencoderKL: diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_kl.py); the VAE of
+# its Stable Diffusion pipeline tests (tests/pipelines/stable_diffusion); an SD3/Flux-style tiny one (16 channels, a
+# shift, no quant convolutions); and the released architectures: SD 1.5 (stable-diffusion-v1-5), SDXL
+# (stabilityai/sdxl-vae), SD3/3.5 and Flux.1 (their vae/config.json).
+_KL_RELEASED = {
+    "block_out_channels": (128, 256, 512, 512), "layers_per_block": 2, "down_block_types": ("DownEncoderBlock2D",) * 4,
+    "up_block_types": ("UpDecoderBlock2D",) * 4, "norm_num_groups": 32,
+}
+KL_CONFIGS = {
+    "kl-tiny": {
+        "block_out_channels": (2, 4), "norm_num_groups": 2, "down_block_types": ("DownEncoderBlock2D",) * 2,
+        "up_block_types": ("UpDecoderBlock2D",) * 2, "latent_channels": 4,
+    },
+    "sd-tiny": {
+        "block_out_channels": (32, 64), "down_block_types": ("DownEncoderBlock2D",) * 2,
+        "up_block_types": ("UpDecoderBlock2D",) * 2, "latent_channels": 4, "sample_size": 128,
+    },
+    "flux-tiny": {
+        "block_out_channels": (8, 16), "norm_num_groups": 4, "down_block_types": ("DownEncoderBlock2D",) * 2,
+        "up_block_types": ("UpDecoderBlock2D",) * 2, "latent_channels": 16, "sample_size": 32,
+        "scaling_factor": 0.3611, "shift_factor": 0.1159, "use_quant_conv": False, "use_post_quant_conv": False,
+    },
+    "sd1.5": {**_KL_RELEASED, "sample_size": 512},
+    "sdxl": {**_KL_RELEASED, "sample_size": 1024, "scaling_factor": 0.13025},
+    "sd3": {**_KL_RELEASED, "latent_channels": 16, "sample_size": 1024, "scaling_factor": 1.5305,
+            "shift_factor": 0.0609, "use_quant_conv": False, "use_post_quant_conv": False},
+    "flux": {**_KL_RELEASED, "latent_channels": 16, "sample_size": 1024, "scaling_factor": 0.3611,
+             "shift_factor": 0.1159, "use_quant_conv": False, "use_post_quant_conv": False},
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
@@ -237,6 +268,7 @@ MODELS = {
     **{name: (AutoencoderKLMochi, kwargs) for name, kwargs in MOCHI_CONFIGS.items()},
     **{name: (AutoencoderKLCosmos, kwargs) for name, kwargs in COSMOS_CONFIGS.items()},
     **{name: (AutoencoderKLMagvit, kwargs) for name, kwargs in MAGVIT_CONFIGS.items()},
+    **{name: (AutoencoderKL, kwargs) for name, kwargs in KL_CONFIGS.items()},
 }
 try:
     from diffusers import AutoencoderKLLTX2Video

@@ -114,13 +114,14 @@ def blend(a, b, extent: int, axis: int):
 
 @functools.partial(jax.jit, static_argnames=("lay", "crops"))
 def assemble(tiles: list[list[list[jax.Array]]], lay: TileLayout, crops: tuple) -> jax.Array:
-    """The output video from each tile's frame-batch outputs (NCTHW, full tile size).
+    """The output from each tile's outputs at full tile size: videos [N, C, T, H, W] as frame batches joined on
+    their frames, or one image batch [N, C, H, W] per tile.
 
     crops[i][j] is the (height, width) of tile (i, j)'s output that is real:
     the size diffusers' own, possibly shorter, tile would have produced.
     """
     cropped = [
-        [jnp.concatenate(batches, axis=2)[:, :, :, :h, :w] for batches, (h, w) in zip(row, crop_row)]
+        [_joined(batches)[..., :h, :w] for batches, (h, w) in zip(row, crop_row)]
         for row, crop_row in zip(tiles, crops)
     ]
     blended: list[list[jax.Array]] = []
@@ -128,15 +129,18 @@ def assemble(tiles: list[list[list[jax.Array]]], lay: TileLayout, crops: tuple) 
         out_row = []
         for j, tile in enumerate(row):
             if i > 0:
-                tile = blend(blended[i - 1][j], tile, lay.blend_height, axis=3)
+                tile = blend(blended[i - 1][j], tile, lay.blend_height, axis=tile.ndim - 2)
             if j > 0:
-                tile = blend(out_row[j - 1], tile, lay.blend_width, axis=4)
+                tile = blend(out_row[j - 1], tile, lay.blend_width, axis=tile.ndim - 1)
             out_row.append(tile)
         blended.append(out_row)
-    rows = [
-        jnp.concatenate([t[:, :, :, : lay.keep_height, : lay.keep_width] for t in row], axis=4) for row in blended
-    ]
-    return jnp.concatenate(rows, axis=3)
+    rows = [jnp.concatenate([t[..., : lay.keep_height, : lay.keep_width] for t in row], axis=-1) for row in blended]
+    return jnp.concatenate(rows, axis=-2)
+
+
+def _joined(batches: list[jax.Array]) -> jax.Array:
+    """One tile's outputs as one array: frame batches joined on the frame axis (video), or the one output."""
+    return batches[0] if len(batches) == 1 else jnp.concatenate(batches, axis=2)
 
 
 @functools.partial(jax.jit, static_argnames=("extent", "stride", "frames"))

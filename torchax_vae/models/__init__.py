@@ -20,6 +20,7 @@ from .cogvideox import CogVideoXVAE
 from .cosmos import CosmosVAE
 from .hunyuanvideo import HunyuanVideoVAE
 from .hunyuanvideo15 import HunyuanVideo15VAE
+from .kl import KLVAE
 from .ltx import LTXVideoVAE
 from .magvit import MagvitVAE
 from .mochi import MochiVAE
@@ -29,7 +30,7 @@ from .wan import WanVAE
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
-            MagvitVAE)
+            MagvitVAE, KLVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:
@@ -111,12 +112,15 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
 
 
 def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[int, ...]:
-    """What a pipeline passes to `vae.encode` (the video) or `vae.decode` (its latents) for one video of this size.
+    """What a pipeline passes to `vae.encode` (the video) or `vae.decode` (its latents) for one video of this size
+    (an image VAE's, [1, C, H, W]: one frame, ValueError for more).
 
     The one place outside the adapters that turns a video size into a call's input: the CLI's warm-up,
     bench, speed and the training script use it, through each family's `video_channels` and `latent_shape`.
     """
     wrapper = type(vae) if isinstance(vae, WRAPPERS) else wrapper_for(vae)  # a TorchaxVAE, or diffusers' model
     family = sys.modules[wrapper.__module__]
-    video = (1, family.video_channels(vae.config), frames, height, width)
+    if wrapper.rank == 4 and frames != 1:
+        raise ValueError(f"a {wrapper.model_class.__name__} encodes and decodes images: one frame, got {frames}")
+    video = (1, family.video_channels(vae.config)) + ((frames,) if wrapper.rank == 5 else ()) + (height, width)
     return video if kind == "encode" else family.latent_shape(vae.config, video)

@@ -55,8 +55,9 @@ class WindowLowered:
     tpu_dot_statistics = False
 
     def __init__(self, vae, mesh: Mesh | None = None, platform: str | None = None, marked: tuple = (),
-                 spatial_ratio: int = 1):
+                 spatial_ratio: int = 1, rank: int = 5):
         self.model = private_copy(vae)
+        self.rank = rank  # of the family's activations: 5 video, 4 images (what the sharding marks mark)
         self.spatial_ratio = spatial_ratio  # the encoder's spatial compression (a program's sharding grid)
         self.mesh = mesh
         self.platform = platform or jax.default_backend()
@@ -73,6 +74,7 @@ class WindowLowered:
             mesh=self.mesh,
             grid=grid_for(self.mesh, shape, ratio),
             dot_statistics=self.tpu_dot_statistics and backend(self.platform).groupnorm_as_dots,
+            rank=self.rank,
         )
         return tracing(self.env, options)
 

@@ -1,0 +1,199 @@
+"""The image VAE of most diffusers pipelines: diffusers' AutoencoderKL (SD 1.x/2.x, SDXL, SD3/3.5, Flux.1, ...).
+
+How diffusers runs it, and how this adapter does:
+
+- Images [B, C, H, W], no frames and no cache: `encode` is one encoder call
+  (then `quant_conv`, where the model has one) on the whole batch, `decode`
+  one `post_quant_conv` + decoder call. Here each is one program of (weights,
+  images), compiled once per input shape.
+- Tiling (`enable_tiling()`; `tile_sample_min_size`, `tile_latent_min_size` and
+  `tile_overlap_factor` as the instance has them): tiles of the minimum size
+  start every (1 - overlap) of it; each tile's output is blended with its upper
+  and left neighbours over `overlap` of the output tile and keeps the rest, as
+  diffusers' `_tiled_encode` / `tiled_decode` (`blend_v`, `blend_h`). Edge
+  tiles run at their own shape (the mid block's attention sees the whole
+  tile), so a size compiles at most four tile programs each way. "auto" tiles
+  only what would not fit untiled (`memory.call_bytes`, the one rule of every
+  family).
+- Slicing (`enable_slicing()`): one image at a time, as diffusers.
+- Latent normalization, as the pipelines apply it: `(z - shift_factor) *
+  scaling_factor` (SD3 and Flux have a shift, SD and SDXL none); where the
+  config has `latents_mean` / `latents_std` (SDXL variants), those, as
+  StableDiffusionXLPipeline does before decoding.
+"""
+
+import functools
+
+import jax
+import torch
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.kl", "KLVAE"] entry by looking the base
+# class up in this module.
+from diffusers import AutoencoderKL, ModelMixin  # noqa: F401
+from diffusers.models.autoencoders.autoencoder_kl import AutoencoderKLOutput
+from diffusers.models.resnet import Downsample2D, ResnetBlock2D, Upsample2D
+from jax.sharding import Mesh
+
+from .. import convert, memory, tiling
+from ..lowering import jax_weights
+from ..patches.group_norm import TorchaxGroupNorm
+from ..sources import ShapeSource
+from ..vae import TorchaxVAE, apply
+from .windows import WindowLowered
+
+__all__ = ["KLVAE", "latent_shape", "video_channels"]
+
+
+def video_channels(config) -> int:
+    return config.in_channels
+
+
+def spatial_ratio(config) -> int:
+    return 2 ** (len(config.block_out_channels) - 1)
+
+
+def latent_shape(config, image_shape) -> tuple[int, ...]:
+    """[B, latent_channels, H, W] of the latents of [B, C, height, width] images (each Downsample2D halves,
+    rounding down)."""
+    batch, _, height, width = image_shape
+    ratio = spatial_ratio(config)
+    return (batch, config.latent_channels, height // ratio, width // ratio)
+
+
+class KLVAE(TorchaxVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKL`, as diffusers runs it (the module docstring)."""
+
+    model_class = AutoencoderKL
+    rank = 4
+    pipeline_layout = "BCHW"
+    decoded_layout = "BCHW"
+    # the layers whose activations get sharding marks on a mesh (patches/sharding_marks.py)
+    marked = (ResnetBlock2D, Downsample2D, Upsample2D, TorchaxGroupNorm)
+    _SETTINGS = ("tile_sample_min_size", "tile_latent_min_size", "tile_overlap_factor")
+
+    def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
+        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
+        self._lowered = WindowLowered(vae, mesh, self._placement.platform, self.marked,
+                                      self.spatial_compression_ratio, rank=4)
+        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
+        for name in self._SETTINGS:  # diffusers' settings, as the wrapped instance has them
+            setattr(self, name, getattr(vae, name))
+
+    # ----- what the family says -----
+
+    @property
+    def video_channels(self) -> int:
+        return video_channels(self.config)
+
+    @property
+    def latent_channels(self) -> int:
+        return self.config.latent_channels
+
+    @property
+    def spatial_compression_ratio(self) -> int:
+        return spatial_ratio(self.config)
+
+    def latent_shape(self, video_shape) -> tuple[int, ...]:
+        return latent_shape(self.config, video_shape)
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        config = self.config
+        if config.latents_mean is not None and config.latents_std is not None:
+            mean, std = self._latent_statistics(latents)
+            return (latents - mean) * config.scaling_factor / std
+        return (latents - (config.shift_factor or 0.0)) * config.scaling_factor
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """As the pipelines do before `decode`: SD3's and Flux's `latents / scaling_factor + shift_factor`, SDXL's
+        `latents * latents_std / scaling_factor + latents_mean` where the config has them."""
+        config = self.config
+        if config.latents_mean is not None and config.latents_std is not None:
+            mean, std = self._latent_statistics(latents)
+            return latents * std / config.scaling_factor + mean
+        return latents / config.scaling_factor + (config.shift_factor or 0.0)
+
+    def _latent_statistics(self, latents):
+        shape = (1, self.latent_channels, 1, 1)
+        as_tensor = functools.partial(torch.tensor, device=latents.device, dtype=latents.dtype)
+        return as_tensor(self.config.latents_mean).view(shape), as_tensor(self.config.latents_std).view(shape)
+
+    # ----- diffusers' interface where AutoencoderKL's differs from the video classes' -----
+
+    def decode(self, z: torch.Tensor, return_dict: bool = True, generator=None):
+        """Decodes latents [B, C, H, W] into images, as diffusers does (`generator` is accepted and unused, as
+        there: the decoder draws nothing)."""
+        return super().decode(z, return_dict=return_dict)
+
+    def tiled_encode(self, x: torch.Tensor, return_dict: bool = True):
+        """diffusers' `tiled_encode` of this class: the posterior of `x` encoded in tiles whatever its size."""
+        posterior = self.posterior_class(self._tiled_encode(x))
+        return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)
+
+    def _tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
+        """diffusers' `_tiled_encode`: the posterior's parameters (moments) of `x`, tiled."""
+        return super().tiled_encode(x)
+
+    def enable_tiling(self) -> None:
+        """Tile every image larger than `tile_sample_min_size` (latents than `tile_latent_min_size`), as diffusers'."""
+        self.tiling_mode = "on"
+
+    # ----- encode / decode: one call, or tiles -----
+
+    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
+        return self._run("encode", source, tiled)
+
+    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
+        return self._run("decode", source, tiled)
+
+    def _run(self, kind: str, source, tiled: bool | None) -> jax.Array:
+        """One encoder or decoder call on the batch, or diffusers' tiles of it (`tiled`, or the tiling mode)."""
+        tile = self.tile_sample_min_size if kind == "encode" else self.tile_latent_min_size
+        if tiled is None:
+            height, width = source.shape[-2:]
+            need = functools.partial(self._untiled_bytes, kind, source)
+            name = "encoder" if kind == "encode" else "decoder"
+            tiled = (height > tile or width > tile) and self._should_tile(name, need, source.shape, (tile, tile))
+        if tiled:
+            return self._tiled(kind, source)
+        out = self._call(kind, source)
+        self._ran_batch(out)
+        return out
+
+    def _call(self, kind: str, source, block=None) -> jax.Array:
+        """One encoder (+ quant_conv) or (post_quant_conv +) decoder program on the source, or on a block of it
+        ((row, col, height, width))."""
+        encode = kind == "encode"
+        images = source.take() if block is None else source.take(None, block[::2], block[1::2])
+        children = ("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv")
+        weights = {k: self._weights[k] for k in children if k in self._weights}
+        name = ("encoder" if encode else "decoder") + ("" if block is None else "/tile")
+        step = self._lowered.encode_step if encode else self._lowered.decode_step
+        return self._programs.run(name, step, weights, images)
+
+    def _untiled_bytes(self, kind: str, source) -> int:
+        """Device memory of the untiled call: XLA's temp + argument + output bytes (`memory.call_bytes`)."""
+        shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
+        with self._programs.recording() as used:
+            self._call(kind, shapes)
+        return memory.call_bytes(used)
+
+    def _tile_layout(self, kind: str) -> tiling.TileLayout:
+        """diffusers' arithmetic: input tiles of the minimum size every (1 - overlap) of it; outputs blended over
+        overlap x the output tile, keeping the rest."""
+        sample, latent, overlap = self.tile_sample_min_size, self.tile_latent_min_size, self.tile_overlap_factor
+        tile, out_tile = (sample, latent) if kind == "encode" else (latent, sample)
+        stride, blend = int(tile * (1 - overlap)), int(out_tile * overlap)
+        return tiling.TileLayout(tile, tile, stride, stride, blend, blend, out_tile - blend, out_tile - blend)
+
+    def _tiled(self, kind: str, source) -> jax.Array:
+        """diffusers' tiled encode or decode: each tile at its own shape, blended and kept as diffusers does."""
+        lay = self._tile_layout(kind)
+        rows = []
+        for row in lay.tiles(*source.shape[-2:]):
+            rows.append([])
+            for t in row:
+                out = self._call(kind, source, (t.row, t.col, t.valid_height, t.valid_width))
+                self._ran_batch(out)
+                rows[-1].append([out])
+        crops = tuple(tuple(tuple(calls[0].shape[-2:]) for calls in row) for row in rows)
+        return apply(tiling.assemble, rows, lay=lay, crops=crops)
+
