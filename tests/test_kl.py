@@ -139,3 +139,14 @@ def test_released_architectures(config):
     """The released SD 1.5 and Flux.1 VAE architectures (seeded random weights) at 64 x 64, fp32."""
     vae = random_vae(config)
     check_encode_decode(vae, TorchaxVAE(vae), randn(1, 3, 64, 64, seed=11), config)
+
+
+def test_flux_packed_latents_unpack_as_the_pipeline():
+    from diffusers.pipelines.flux.pipeline_flux import FluxPipeline
+
+    ours = TorchaxVAE(random_vae("flux-tiny"))  # 2x compression here: a 32 x 48 image has 16 x 24 latents
+    packed = randn(2, 8 * 12, 64, seed=12)
+    expected = FluxPipeline._unpack_latents(packed, 32, 48, ours.spatial_compression_ratio)
+    assert torch.equal(ours.unpack_latents(packed, 32, 48), expected)
+    with pytest.raises(ValueError, match=r"expected \[B, 96, 64\]"):
+        ours.unpack_latents(randn(1, 95, 64), 32, 48)

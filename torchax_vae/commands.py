@@ -201,7 +201,7 @@ def _check_output_fits(video_shape, what: str, mode) -> None:
     limits = [("on the device", device_bytes, memory.free_bytes(device))]
     if device.platform != "cpu":
         limits.append(("on the host", frames_bytes, memory.host_available_bytes()))
-    batch, _, frames, height, width = video_shape
+    batch, frames, height, width = video_shape[0], math.prod(video_shape[2:-2]), *video_shape[-2:]  # images: 1 frame
     for where, need, available in limits:
         if available is not None and need > available:
             raise InputError(
@@ -216,9 +216,12 @@ def _check_output_fits(video_shape, what: str, mode) -> None:
 
 def _smallest_video(ours: TorchaxVAE, latent_shape) -> tuple[int, ...]:
     """[B, C, F, H, W] of the smallest video whose latents have `latent_shape` (`latent_shape` inverted by search):
-    a lower bound of what decoding them gives, for refusing what cannot fit before anything compiles."""
-    batch, _, frames, height, width = latent_shape
+    a lower bound of what decoding them gives, for refusing what cannot fit before anything compiles. Images
+    [B, C, H, W]: [B, C, H x ratio, W x ratio]."""
     ratio = ours.spatial_compression_ratio
+    if len(latent_shape) == 4:
+        return (latent_shape[0], ours.video_channels, latent_shape[2] * ratio, latent_shape[3] * ratio)
+    batch, _, frames, height, width = latent_shape
     video = [batch, ours.video_channels, 1, height * ratio, width * ratio]
     for count in range(1, 16 * frames + 2):
         video[2] = count

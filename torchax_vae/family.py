@@ -12,6 +12,8 @@ class FamilyInterface:
     # The rank of what `encode` takes and `decode` gives: 5 for video [B, C, F, H, W], 4 for images [B, C, H, W].
     # The engine's boundary (validation, sources, sharding marks) follows it.
     rank: int = 5
+    # Whether `decode(..., generator=)` feeds noise the decoder injects (LTX), so that each call's noise is its own.
+    decode_draws_noise: bool = False
 
     @property
     def video_channels(self) -> int:

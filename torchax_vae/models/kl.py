@@ -116,6 +116,23 @@ class KLVAE(TorchaxVAE):
         as_tensor = functools.partial(torch.tensor, device=latents.device, dtype=latents.dtype)
         return as_tensor(self.config.latents_mean).view(shape), as_tensor(self.config.latents_std).view(shape)
 
+    def unpack_latents(self, latents: torch.Tensor, height: int, width: int) -> torch.Tensor:
+        """Flux's packed latents [B, tokens, C x 4] (2x2 patches) of a height x width image as [B, C, h, w].
+
+        `FluxPipeline._unpack_latents`' arithmetic (tests/test_kl.py compares the two); importing the pipeline
+        would import transformers, which a service of VAEs does not need.
+        """
+        batch, tokens, channels = latents.shape
+        ratio = self.spatial_compression_ratio
+        rows, cols = int(height) // (ratio * 2), int(width) // (ratio * 2)
+        if rows * cols != tokens or channels != 4 * self.latent_channels:
+            raise ValueError(
+                f"packed latents {tuple(latents.shape)} do not fit a {height}x{width} image: expected "
+                f"[B, {rows * cols}, {4 * self.latent_channels}] ({rows}x{cols} patches of 2x2 latents)"
+            )
+        latents = latents.view(batch, rows, cols, channels // 4, 2, 2).permute(0, 3, 1, 4, 2, 5)
+        return latents.reshape(batch, channels // 4, rows * 2, cols * 2)
+
     # ----- diffusers' interface where AutoencoderKL's differs from the video classes' -----
 
     def decode(self, z: torch.Tensor, return_dict: bool = True, generator=None):

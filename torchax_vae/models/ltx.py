@@ -97,6 +97,8 @@ class TimestepWindowVAE(WindowVAE):
     one value per video, required when the decoder is timestep-conditioned.
     """
 
+    decode_draws_noise = True
+
     lowered_class = LTXLowered
     encode_window_flag = "use_framewise_decoding"  # sic: diffusers' LTX classes' _encode
     decode_window_drop = "last"

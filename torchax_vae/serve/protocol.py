@@ -129,8 +129,10 @@ def image_from_body(body: bytes, channels: int) -> torch.Tensor:
 
 def _layout(params, vae) -> str:
     layout = params.get("layout") or vae.pipeline_layout
-    if layout not in ("BCFHW", "BFCHW"):
-        raise RequestError(400, f"layout must be BCFHW or BFCHW, got {layout!r}")
+    allowed = ("BCFHW", "BFCHW") if vae.rank == 5 else ("BCHW",)
+    if layout not in allowed:
+        raise RequestError(400, f"layout must be {' or '.join(allowed)} for {vae.model_class.__name__}, got "
+                                f"{layout!r}")
     return layout
 
 
@@ -258,13 +260,16 @@ def check_answer(vae, parsed: Parsed) -> None:
     from ..commands import _check_output_fits, _smallest_video
 
     shape = tuple(parsed.tensor.shape)
-    smallest = _smallest_video(vae, shape)  # every served family is 5-D (the image VAEs are issue 39)
+    smallest = _smallest_video(vae, shape)  # [B, C, F, H, W], or images [B, C, H, W]
     output = parsed.output
+    if output.kind == "mp4" and len(smallest) == 4:
+        raise RequestError(400, f"{vae.model_class.__name__} decodes images, not videos: ask for output_type pil "
+                                "or pt")
     if output.kind in ("image", "mp4") and shape[0] != 1:
         raise RequestError(400, f"output_type {'pil' if output.kind == 'image' else 'mp4'} answers one "
                                 f"{'image' if output.kind == 'image' else 'video'}; these latents hold a batch of "
                                 f"{shape[0]}: send one per request, or ask for output_type=pt")
-    if output.kind == "image" and smallest[2] > 1:
+    if output.kind == "image" and len(smallest) == 5 and smallest[2] > 1:
         raise RequestError(400, f"these latents decode to a video of at least {smallest[2]} frames; output_type pil "
                                 "without a processor answers one image: pass processor=VideoProcessor() (frames as "
                                 "[0, 1] floats), or ask for output_type mp4 or pt")

@@ -9,7 +9,6 @@ deadline passed are dropped before they reach the device.
 
 import collections
 import dataclasses
-import inspect
 import logging
 import threading
 import time
@@ -136,7 +135,7 @@ class DeviceWorker:
     def _key(self, job: Job):
         """What jobs must share to run as one batch; None: this one runs alone."""
         parsed, vae = job.parsed, self.models[job.model]
-        if parsed.decode_args or (parsed.kind == "decode" and _takes_generator(vae)):
+        if parsed.decode_args or (parsed.kind == "decode" and vae.decode_draws_noise):
             return None  # per-video timesteps and noise drawn from the request's own generator
         return job.model, parsed.kind, tuple(parsed.tensor.shape[1:])
 
@@ -171,7 +170,7 @@ class DeviceWorker:
             x = torch.cat([x, x[-1:].expand(padded - rows, *x.shape[1:])])
         first = batch[0].parsed
         if first.kind == "decode":
-            noise = {"generator": torch.Generator().manual_seed(first.seed)} if _takes_generator(vae) else {}
+            noise = {"generator": torch.Generator().manual_seed(first.seed)} if vae.decode_draws_noise else {}
             out = vae.decode(x, *first.decode_args, **noise).sample
             if vae.decoded_layout == "BFCHW":  # as every other family: [B, C, F, H, W]
                 out = out.permute(0, 2, 1, 3, 4)
@@ -184,11 +183,6 @@ class DeviceWorker:
             z = posterior.mode() if seed is None else posterior.sample(generator=torch.Generator().manual_seed(seed))
             outputs.append(scaled_latents(vae, z.float(), job.parsed))
         return outputs
-
-
-def _takes_generator(vae) -> bool:
-    """Decoders that inject noise (LTX-Video 0.9.1 on, LTX-2) draw it from the call's generator: one request each."""
-    return "generator" in inspect.signature(vae.decode).parameters
 
 
 def _dp(vae) -> int:
