@@ -1,7 +1,6 @@
 """A service app run by uvicorn on a free local port, in a thread of the test process (tests/test_serve*.py)."""
 
 import contextlib
-import inspect
 import socket
 import threading
 import time
@@ -70,6 +69,6 @@ def served_decode(vae, latents, seed: int = 0):
 
     z = latents.permute(0, 2, 1, 3, 4) if vae.pipeline_layout == "BFCHW" else latents
     z, args = vae.decode_inputs(vae.unscale_latents(z), seed=seed)
-    noise = {"generator": torch.Generator().manual_seed(seed)} if "generator" in inspect.signature(vae.decode).parameters else {}
+    noise = {"generator": torch.Generator().manual_seed(seed)} if vae.decode_draws_noise else {}
     video = vae.decode(z, *args, **noise).sample
     return video.permute(0, 2, 1, 3, 4) if vae.decoded_layout == "BFCHW" else video

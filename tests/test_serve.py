@@ -42,6 +42,7 @@ def wrapped():
     models = {name: random_vae(config) for name, (config, _) in FAMILIES.items()}
     with_noise(models["ltx"])
     models["qwenimage"] = random_vae("qwenimage-tiny")
+    models["flux"] = random_vae("flux-tiny")  # AutoencoderKL: images [B, C, H, W]
     return {name: TorchaxVAE(model) for name, model in models.items()}
 
 
@@ -125,6 +126,39 @@ def test_packed_latents_with_height_and_width(base, wrapped):
                           output_type="pil", image_format="png")
     assert image.size == (size, size) and image.format == "png"
     assert _max_level_diff(np.asarray(image), _uint8(reference)[0, 0]) <= 1
+
+
+def test_images_of_autoencoder_kl_every_output_type(base, wrapped):
+    """Flux's VAE (AutoencoderKL): 4-D latents, scaling and shift as the client sends them, packed latents, a batch
+    of two as tensors; every answer equal to the in-process decode (uint8 within one level)."""
+    vae, endpoint = wrapped["flux"], f"{base}/decode/flux"
+    z = randn(2, 16, 8, 12, seed=7)
+    reference = vae.decode(z / 0.3611 + 0.1159).sample
+    raw = remote_decode(endpoint=endpoint, tensor=z, output_type="pt", return_type="pt", scaling_factor=0.3611,
+                        shift_factor=0.1159)
+    assert raw.shape == (2, 3, 16, 24) and (raw - reference).abs().max().item() <= 1e-4
+    levels = _uint8(reference[:, :, None])[:, 0]  # [B, H, W, 3]
+    frames = remote_decode(endpoint=endpoint, tensor=z, output_type="pt", partial_postprocess=True, return_type="pt",
+                           scaling_factor=0.3611, shift_factor=0.1159)
+    assert tuple(frames.shape) == tuple(levels.shape) and _max_level_diff(frames, levels) <= 1
+    one = z[:1]
+    image = remote_decode(endpoint=endpoint, tensor=one, output_type="pil", image_format="png", scaling_factor=0.3611,
+                          shift_factor=0.1159)
+    assert image.size == (24, 16) and _max_level_diff(np.asarray(image), levels[0]) <= 1
+    packed = one.view(1, 16, 4, 2, 6, 2).permute(0, 2, 4, 1, 3, 5).reshape(1, 24, 64)  # FluxPipeline._pack_latents
+    unpacked = remote_decode(endpoint=endpoint, tensor=packed, output_type="pt", return_type="pt", height=16, width=24,
+                             scaling_factor=0.3611, shift_factor=0.1159)
+    assert (unpacked - reference[:1]).abs().max().item() <= 1e-4
+    answer = _post(endpoint, one.numpy().tobytes(), {"shape": list(one.shape), "dtype": "float32", "output_type": "mp4"})
+    assert answer.status_code == 400 and "decodes images" in answer.json()["error"]
+    answer = _post(endpoint, b"\0" * 4096, {"shape": [1, 16, 1, 8, 8], "dtype": "float32"})
+    assert answer.status_code == 400 and "must be 4-D [B, C, H, W]" in answer.json()["error"], answer.text
+    pixels = (np.random.default_rng(2).random((32, 48, 3)) * 255).astype(np.uint8)
+    latents = remote_encode(endpoint=f"{base}/encode/flux", image=Image.fromarray(pixels), scaling_factor=0.3611,
+                            shift_factor=0.1159)
+    x = torch.from_numpy(pixels).permute(2, 0, 1)[None].float() / 127.5 - 1
+    expected = (vae.encode(x).latent_dist.mode() - 0.1159) * 0.3611
+    assert latents.shape == (1, 16, 16, 24) and (latents - expected).abs().max().item() <= 1e-4
 
 
 def test_encode_an_image_and_a_tensor(base, wrapped):
