@@ -262,11 +262,34 @@ def gpu_rules(names):
         if hasattr(ours, "program_split"):
             ours.program_split = "batch"
         frames = 1 if name.startswith("qwenimage21") else 9  # Qwen-Image 2.1 encodes images
-        x = torch.randn(1, ours.video_channels, frames, 32, 64, generator=gen)
+        size = (32, 64) if ours.rank == 4 else (frames, 32, 64)  # AutoencoderKL: images [B, C, H, W]
+        x = torch.randn(1, ours.video_channels, *size, generator=gen)
         z = torch.randn(1, ours.latent_channels, *ours.latent_shape(x.shape)[2:], generator=gen)
         parity(f"{name} 1x8 gpu rules", vae, ours, x, z)
         hlo = ours.lower("decode", tuple(z.shape), "cuda").values()
         emit(case=f"{name} 1x8 gpu rules", what="split convolutions", count=sum(t.count("manual_computation") for t in hlo))
+
+
+def images():
+    """AutoencoderKL (images [B, C, H, W]) on the mesh: one device's width share, batch over 'dp' with slicing,
+    diffusers' tiles, and traced as for GPUs (split convolutions); against PyTorch."""
+    gen = torch.Generator().manual_seed(0)
+    vae = random_vae("sd-tiny")
+    x, z = torch.randn(1, 3, 64, 128, generator=gen), torch.randn(1, 4, 32, 64, generator=gen)
+    parity("sd-tiny 1x8", vae, TorchaxVAE(vae, mesh=make_mesh()), x, z)
+    x2, z2 = torch.randn(2, 3, 32, 64, generator=gen), torch.randn(2, 4, 16, 32, generator=gen)
+    ours = TorchaxVAE(vae, mesh=make_mesh(dp=2))
+    parity("sd-tiny 2x4 batch 2", vae, ours, x2, z2)
+    vae.enable_slicing()
+    ours.enable_slicing()
+    parity("sd-tiny 2x4 batch 2 sliced", vae, ours, x2, z2)
+    vae.disable_slicing()
+    flux = random_vae("flux-tiny")  # sample_size 32: 32 x 32 image tiles, 16 x 16 latent tiles
+    flux.enable_tiling()
+    ours = TorchaxVAE(flux, mesh=make_mesh())
+    parity("flux-tiny 1x8 tiled", flux, ours, torch.randn(1, 3, 48, 80, generator=gen),
+           torch.randn(1, 16, 24, 40, generator=gen))
+    gpu_rules(["sd-tiny"])
 
 
 def official():
@@ -284,4 +307,4 @@ if __name__ == "__main__":
      "families": lambda: (qwenimage(), windowed(), gpu_rules(["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny",
                                                                "hunyuan15match-tiny", "mochi-tiny",
                                                                "cosmos-tiny", "magvit-clipnorm-tiny"])),
-     "official": official}[sys.argv[1]]()
+     "images": images, "official": official}[sys.argv[1]]()

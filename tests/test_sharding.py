@@ -135,6 +135,17 @@ def test_the_other_families_on_8_devices_match_pytorch(families_8_devices):
     check_parity(rows)
 
 
+@pytest.mark.slow  # 1 min on 2 cores
+def test_images_on_8_devices_match_pytorch():
+    """AutoencoderKL's 4-D activations split on the mesh: width over 8, batch over 'dp' (sliced too), tiles, and
+    the GPU rules' split convolutions; every result equal to PyTorch's within fp32 tolerance."""
+    rows = records(run_devices("_sharded_worker.py", "images", devices=8, timeout=600))
+    assert {"sd-tiny 1x8", "sd-tiny 2x4 batch 2", "sd-tiny 2x4 batch 2 sliced", "flux-tiny 1x8 tiled",
+            "sd-tiny 1x8 gpu rules"} <= {row["case"] for row in rows}, rows
+    check_parity(rows)
+    assert next(row["count"] for row in rows if row["what"] == "split convolutions") > 0, rows
+
+
 def test_width_that_does_not_divide_is_logged(tiny_8_devices):
     _, stderr = tiny_8_devices
     # 24x40 -> 12x20, 6x10, 3x5 in the encoder: the program's grid is 2 x 4 (from 12 x 20 up). The 6 x 10 level

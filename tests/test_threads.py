@@ -24,6 +24,7 @@ SIZES = {
     "mochi-tiny": (7, 32, 64), "cosmos-tiny": (9, 32, 64), "magvit-tiny": (9, 32, 64),
     **({"ltx2ts-tiny": (9, 32, 64)} if "ltx2ts-tiny" in MODELS else {}),
     **({"qwenimage21-tiny": (1, 32, 64)} if "qwenimage21-tiny" in MODELS else {}),
+    "sd-tiny": (1, 32, 64),  # AutoencoderKL: images
 }
 DEFAULT = ("ltx091-tiny",)  # the injected noise from each call's generator; the rest in the slow set
 
