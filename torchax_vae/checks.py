@@ -9,12 +9,13 @@ import pathlib
 import tempfile
 
 __all__ = [
-    "InputError", "WriteError", "LATENT_SUFFIXES", "VIDEO_SUFFIXES", "check_distinct", "check_readable",
+    "InputError", "WriteError", "LATENT_SUFFIXES", "VIDEO_SUFFIXES", "IMAGE_SUFFIXES", "check_distinct", "check_readable",
     "check_writable",
 ]
 
 LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")
 VIDEO_SUFFIXES = (".mp4", ".npy")  # a decoded video: H.264 (lossy) or the exact uint8 frames
+IMAGE_SUFFIXES = (".png", ".npy")  # a decoded image: PNG (lossless) or the exact uint8 pixels
 # The highest MP4 frame rate written: above it players and ffmpeg's muxer misbehave (--fps 100000 read back as 0).
 MAX_FPS = 240
 

@@ -19,7 +19,7 @@ import sys
 import threading
 
 from . import FAMILIES, __version__
-from .checks import (LATENT_SUFFIXES, MAX_FPS, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
+from .checks import (IMAGE_SUFFIXES, LATENT_SUFFIXES, MAX_FPS, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
                      check_writable)
 
 __all__ = ["main"]
@@ -199,7 +199,7 @@ def preflight(args) -> None:
     """Every check that needs no model: input files, outputs, the model folder, the cache folder (InputError)."""
     if args.command == "decode":
         check_readable(args.latents, "latents file", LATENT_SUFFIXES)
-        check_writable(args.output, VIDEO_SUFFIXES)
+        check_writable(args.output, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1])  # .png: an image VAE's
         check_distinct(args.output, [args.latents])
     elif args.command == "encode":
         check_readable(args.video, "video file")
@@ -278,6 +278,14 @@ def _count(n: int, noun: str) -> str:
 
 
 def _report(command: str, result: dict) -> str:
+    if command == "decode" and "images" in result:  # an image VAE's
+        return (f"wrote {', '.join(result['outputs'])}: {_count(result['images'], 'image')} {result['size']}; "
+                f"compile {result['compile_seconds']:.1f} s ({_count(result['programs'], 'program')}), "
+                f"decode {result['decode_seconds']:.1f} s, {result['images_per_second']:.2f} images/s")
+    if command == "encode" and "frames" not in result:
+        return (f"wrote {result['output']}: latents {result['latent_shape']} ({result['layout']}) from a "
+                f"{result['size']} image; compile {result['compile_seconds']:.1f} s, encode "
+                f"{result['encode_seconds']:.1f} s")
     if command == "decode":
         return (f"wrote {', '.join(result['outputs'])}: {result['videos']} x {result['frames']} frames "
                 f"{result['size']}; compile {result['compile_seconds']:.1f} s ({_count(result['programs'], 'program')}), "

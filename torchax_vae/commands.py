@@ -6,7 +6,6 @@ with files, shapes or models raise `files.InputError` before anything compiles.
 
 import collections
 import contextlib
-import inspect
 import math
 import pathlib
 import sys
@@ -18,8 +17,9 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from . import files, memory, patches, validation
+from . import files, image_files, memory, patches, validation
 from . import progress as progress_of
+from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
 from .synthetic import moving_shapes
 from .vae import TorchaxVAE, vae_subfolder
@@ -263,6 +263,11 @@ def _outputs(out: pathlib.Path, batch: int) -> list[pathlib.Path]:
     return [out.with_name(f"{out.stem}_{i}{out.suffix}") for i in range(batch)]
 
 
+def _counting(mode):
+    """`_progress` with this command's mode: (vae, calls, what, frames) -> its context."""
+    return lambda vae, total, desc, frames: _progress(vae, total, desc, mode, frames)
+
+
 def _make_vae(vae, dtype: str, tiling: bool) -> TorchaxVAE:
     ours = TorchaxVAE(vae, dtype={"fp32": torch.float32, "bf16": torch.bfloat16}[dtype])
     if tiling:
@@ -287,15 +292,21 @@ def decode_file(
     pipeline's arguments of those names and its generator's seed (`TorchaxVAE.decode_inputs`).
     """
     mode = _progress_mode(progress)
-    out = files.check_writable(out, files.VIDEO_SUFFIXES)
+    out = files.check_writable(out, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1])
     files.check_distinct(out, [latents])
-    z = files.load_latents(latents, None, packed=True)  # as stored: the layout depends on the family
+    z = files.load_latents(latents, None, packed=True, images=True)  # as stored: the layout depends on the family
     paths = _outputs(out, z.shape[0])
     for path in paths:
         files.check_writable(path)
         files.check_distinct(path, [latents])
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
+    image_files.check_output(out, ours.rank, ours.model_class.__name__)
+    if ours.rank == 4:  # an image VAE (AutoencoderKL): PNG files
+        return image_files.decode(ours, z, latents, paths, size=size, progress=_counting(mode),
+                                  precompile=lambda *a: _precompile(*a, mode))
+    if z.ndim == 4:
+        files.check_rank(z, latents, 5, layout or ours.pipeline_layout)
     if ours.video_channels != 3 and out.suffix.lower() != ".npy":
         raise InputError(f"{out}: this model makes {ours.video_channels}-channel images (RGBA), which an "
                          f"{out.suffix} file cannot hold; write .npy (uint8 [F, H, W, {ours.video_channels}])")
@@ -325,7 +336,7 @@ def decode_file(
     start = time.perf_counter()
     with _progress(ours, batches, "decode", mode, video_shape[2]):
         # a decoder that injects noise (LTX-Video 0.9.1, LTX-2) draws it from this call's generator
-        noise = {"generator": torch.Generator().manual_seed(seed)} if "generator" in inspect.signature(ours.decode).parameters else {}
+        noise = {"generator": torch.Generator().manual_seed(seed)} if ours.decode_draws_noise else {}
         video = ours.decode(_on_device(z), *decode_args, **noise).sample
         frames = np.asarray(jax.device_get(_to_uint8(_frames_second(ours, video._elem))))
     decode_seconds = time.perf_counter() - start
@@ -377,6 +388,11 @@ def encode_file(
     files.check_video_file(video)  # before the model loads; read once its channels are known
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
+    if ours.rank == 4:  # an image VAE (AutoencoderKL): the file's first image
+        z, summary = image_files.encode(ours, video, precompile=lambda *a: _precompile(*a, mode),
+                                        progress=_counting(mode), posterior=posterior, seed=seed)
+        files.save_latents(out, z, "BCHW")
+        return {"output": str(out), **summary}
     # RGB, or RGBA for a 4-channel VAE (Qwen-Image 2.1); [1, C, F, H, W] in [-1, 1]
     frames, fps = files.read_video(video, max_frames, channels=4 if ours.video_channels == 4 else 3)
     x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0

@@ -116,7 +116,7 @@ def _unpickling_reason(error: Exception) -> str:
 _WRITERS = {".npy": "numpy.save(path, latents)", ".safetensors": "safetensors.torch.save_file({'latents': latents})"}
 
 
-def load_latents(path, layout: str | None = "BFCHW", packed: bool = False) -> torch.Tensor:
+def load_latents(path, layout: str | None = "BFCHW", packed: bool = False, images: bool = False) -> torch.Tensor:
     """Latents from .pt/.pth, .safetensors or .npy as a float tensor [B, C, F, H, W].
 
     `layout` says how the file stores them: "BFCHW" (what the CogVideoX
@@ -163,14 +163,23 @@ def load_latents(path, layout: str | None = "BFCHW", packed: bool = False) -> to
     tensor = torch.as_tensor(data)
     if not tensor.is_floating_point():
         raise InputError(f"{path}: latents must be floating point, got {tensor.dtype}")
-    if packed and tensor.ndim == 3:
+    if (packed and tensor.ndim == 3) or (images and tensor.ndim == 4):
         return tensor.float().contiguous()
-    if tensor.ndim != 5:
-        shown = {"BFCHW": "[B, F, C, H, W]", "BCFHW": "[B, C, F, H, W]"}.get(layout, "[B, C, F, H, W] or [B, F, C, H, W]")
-        hint = "; for one video's latents save latents[None] (a batch of one)" if tensor.ndim == 4 else ""
-        raise InputError(f"{path}: latents must be 5-D {shown}, as the VAE's decode takes them; "
-                         f"got {tensor.ndim}-D with shape {tuple(tensor.shape)}{hint}")
+    check_rank(tensor, path, 5, layout)
     return to_layout(tensor.float(), layout, "BCFHW").contiguous()
+
+
+def check_rank(tensor: torch.Tensor, path, rank: int, layout: str | None = None) -> None:
+    """InputError unless `tensor` (latents read from `path`) has the rank a VAE's decode takes: 5 (video), 4 (images)."""
+    if tensor.ndim == rank:
+        return
+    if rank == 4:
+        raise InputError(f"{path}: latents must be 4-D [B, C, H, W], as this image VAE's decode takes them; got "
+                         f"{tensor.ndim}-D with shape {tuple(tensor.shape)}")
+    shown = {"BFCHW": "[B, F, C, H, W]", "BCFHW": "[B, C, F, H, W]"}.get(layout, "[B, C, F, H, W] or [B, F, C, H, W]")
+    hint = "; for one video's latents save latents[None] (a batch of one)" if tensor.ndim == 4 else ""
+    raise InputError(f"{path}: latents must be 5-D {shown}, as the VAE's decode takes them; "
+                     f"got {tensor.ndim}-D with shape {tuple(tensor.shape)}{hint}")
 
 
 def to_layout(tensor: torch.Tensor, layout: str | None, target: str) -> torch.Tensor:
@@ -181,10 +190,12 @@ def to_layout(tensor: torch.Tensor, layout: str | None, target: str) -> torch.Te
 
 
 def save_latents(path, latents: torch.Tensor, layout: str = "BFCHW") -> None:
-    """Writes [B, C, F, H, W] latents in `layout` to .pt/.pth, .safetensors or .npy, atomically."""
+    """Writes [B, C, F, H, W] latents in `layout` (or images' [B, C, H, W] as "BCHW") to .pt/.pth, .safetensors or
+    .npy, atomically."""
     path = check_writable(path, LATENT_SUFFIXES)
-    if layout not in LAYOUTS:
-        raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if layout not in LAYOUTS + ("BCHW",) or (layout == "BCHW") != (latents.ndim == 4):
+        raise InputError(f"layout must be one of {LAYOUTS} for video latents, BCHW for images; got {layout!r} for "
+                         f"shape {tuple(latents.shape)}")
     data = latents.detach().cpu().contiguous()
     if layout == "BFCHW":
         data = data.permute(0, 2, 1, 3, 4).contiguous()
@@ -270,6 +281,15 @@ def _run_ffmpeg(command: list[str], frames: np.ndarray, path) -> None:
             lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
             reason = lines[-1] if lines else f"exit status {status}"
             raise WriteError(f"cannot write {path}: ffmpeg failed: {reason}")
+
+
+def write_image(path, image: np.ndarray) -> None:
+    """uint8 [H, W, 3] (RGB) or [H, W, 4] (RGBA) as a PNG (lossless), atomically."""
+    from PIL import Image
+
+    _check_frames(image[None], (3, 4))
+    with atomic_output(path) as tmp:
+        Image.fromarray(image).save(tmp, format="PNG")
 
 
 def write_frames(path, frames: np.ndarray) -> None:

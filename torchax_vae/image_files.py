@@ -1,0 +1,88 @@
+"""The `decode` and `encode` commands for image VAEs (AutoencoderKL: SD, SDXL, SD3, Flux): latents [B, C, H, W] to
+PNG (or the exact uint8 pixels as .npy), and an image file to latents.
+
+`torchax_vae.commands` reads the files and makes the VAE, then hands a 4-D family (`rank == 4`) to these.
+"""
+
+import pathlib
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import torch
+
+from . import files
+from .checks import IMAGE_SUFFIXES, InputError
+
+
+def _to_uint8(images):
+    """[B, C, H, W] in [-1, 1] -> uint8 [B, H, W, C], as diffusers' VaeImageProcessor rounds it."""
+    scaled = jnp.round(jnp.clip(images.astype(jnp.float32) / 2 + 0.5, 0.0, 1.0) * 255)
+    return scaled.astype(jnp.uint8).transpose(0, 2, 3, 1)
+
+
+def check_output(out: pathlib.Path, rank: int, model: str) -> None:
+    """An output suffix the VAE's rank can write: .png/.npy for images, .mp4/.npy for videos."""
+    suffix = out.suffix.lower()
+    if rank == 4 and suffix not in IMAGE_SUFFIXES:
+        raise InputError(f"{out}: {model} decodes images; write .png (or .npy: the uint8 pixels [H, W, C])")
+    if rank == 5 and suffix == ".png":
+        raise InputError(f"{out}: {model} decodes videos; write .mp4 (or .npy: the uint8 frames [F, H, W, C])")
+
+
+def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precompile, progress, size=None) -> dict:
+    """Latents `z` as read from the file `latents` (4-D, or 3-D packed: Flux) -> one image per batch element.
+
+    precompile, progress: `torchax_vae.commands`' helpers (compile every program first; count finished calls).
+    """
+    from .commands import _check, _check_output_fits, _on_device, _smallest_video, _unpacked
+
+    if z.ndim == 3:
+        z = _unpacked(ours, z, size, latents, ours.pipeline_layout)
+    files.check_rank(z, latents, 4)
+    if z.shape[1] != ours.latent_channels:
+        raise InputError(f"{latents}: latents have {z.shape[1]} channels (layout [B, C, H, W], shape "
+                         f"{tuple(z.shape)}); this model's decoder takes {ours.latent_channels}: they are another "
+                         f"VAE's latents: check --model ({ours.model_class.__name__} here)")
+    z = ours.unscale_latents(z)  # as the family's pipelines do before decoding
+    _check(z, ours, "decode", f"latents in {latents}")
+    _check_output_fits(_smallest_video(ours, tuple(z.shape)), f"latents in {latents}", None)
+    compile_seconds, calls, stats = precompile(ours, "decode", tuple(z.shape))
+    start = time.perf_counter()
+    with progress(ours, calls, "decode", 1):
+        images = ours.decode(_on_device(z)).sample
+        pixels = np.asarray(jax.device_get(_to_uint8(images._elem)))
+    seconds = time.perf_counter() - start
+    for path, image in zip(paths, pixels):
+        if path.suffix.lower() == ".npy":
+            files.write_frames(path, image[None])
+        else:
+            files.write_image(path, image)
+    return {
+        "outputs": [str(p) for p in paths],
+        "images": pixels.shape[0],
+        "size": f"{pixels.shape[1]}x{pixels.shape[2]}",  # height x width, as everywhere
+        "programs": len(stats),
+        "compile_seconds": compile_seconds,
+        "decode_seconds": seconds,
+        "images_per_second": pixels.shape[0] / seconds,
+    }
+
+
+def encode(ours, image, *, precompile, progress, posterior: str, seed: int) -> tuple[torch.Tensor, dict]:
+    """An image file (anything ffmpeg reads: PNG, JPEG, ...; its first frame) -> normalized latents [1, C, h, w]."""
+    from .commands import _check
+
+    pixels, _ = files.read_video(image, 1, channels=4 if ours.video_channels == 4 else 3)
+    x = torch.from_numpy(pixels[0]).permute(2, 0, 1)[None].float() / 127.5 - 1.0
+    _check(x, ours, "encode", f"image {image}")
+    compile_seconds, calls, stats = precompile(ours, "encode", tuple(x.shape))
+    start = time.perf_counter()
+    with progress(ours, calls, "encode", 1):
+        dist = ours.encode(x).latent_dist
+        z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
+    seconds = time.perf_counter() - start
+    z = ours.scale_latents(z.float())  # as the family's image-to-image pipelines normalize them
+    return z, {"size": f"{x.shape[2]}x{x.shape[3]}", "latent_shape": list(z.shape), "layout": "BCHW",
+               "programs": len(stats), "compile_seconds": compile_seconds, "encode_seconds": seconds}
