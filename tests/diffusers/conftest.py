@@ -81,6 +81,20 @@ for _stem, _classes in _TRAINING.items():
             EXPECTED_FAILURES[_node + "test_gradient_checkpointing_is_applied"] = WHOLE_PROGRAMS
 for _test in ("test_training", "test_training_with_ema"):
     EXPECTED_FAILURES[f"test_qwenimage_as_wan.py::TestAutoencoderKLQwenImageTraining::{_test}"] = WEIGHTS_ARE_CONSTANTS
+# AutoencoderKL's (issue 39); its training tests sit in the main class
+PARAMETERS_ARE_COPIES = ("it casts the reference model by assigning `param.data` of each named parameter; a "
+                         "TorchaxVAE's parameters are copies of its JAX weights, so that cast changes nothing "
+                         "(docs/limits.md, 'The torch module surface': cast with .to(dtype))")
+OFFLINE = "loads fusing/autoencoder-kl-dummy from the hub, which is out of reach here (it fails on plain diffusers too)"
+_KL = "tests/models/autoencoders/test_models_autoencoder_kl.py::TestAutoencoderKL::"
+EXPECTED_FAILURES.update({
+    _KL + "test_training": WEIGHTS_ARE_CONSTANTS, _KL + "test_training_with_ema": WEIGHTS_ARE_CONSTANTS,
+    _KL + "test_gradient_checkpointing_equivalence": WEIGHTS_ARE_CONSTANTS,
+    _KL + "test_gradient_checkpointing_is_applied": WHOLE_PROGRAMS,
+    _KL + "test_from_save_pretrained_dtype_inference[fp16]": PARAMETERS_ARE_COPIES,
+    _KL + "test_from_save_pretrained_dtype_inference[bf16]": PARAMETERS_ARE_COPIES,
+    _KL + "test_from_pretrained_hub": OFFLINE, _KL + "test_output_pretrained": OFFLINE,
+})
 
 
 @pytest.fixture(autouse=True)
