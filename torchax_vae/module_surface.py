@@ -92,6 +92,18 @@ class ModuleSurface:
         """The wrapped model's buffers, as copies (see `named_parameters`)."""
         yield from weights.named(self._weights, self._entries, self._copy_device(), parameters=False, prefix=prefix)
 
+    def __getattr__(self, name: str):
+        """The wrapped model's top-level submodules, as diffusers' pipelines read them: a read-only view
+        (`weights.Submodule`) of each one's tensors, or None where the model has None there (Flux's
+        `post_quant_conv`); anything else is torch's and diffusers' own lookup."""
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            children = self.__dict__.get("_children", {})
+            if name not in children:
+                raise
+        return weights.Submodule(self, name) if children[name] else None
+
     def _copy_device(self) -> torch.device:
         return torch.device("meta") if is_abstract(self._weights) else self._device
 

@@ -149,6 +149,10 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
         self.tiling_mode = "on" if vae.use_tiling else "auto"
         self._auto_tiling_logged = False
         self._entries = weights.layout(vae)  # the wrapped model's tensor names, for state_dict and friends
+        # its top-level submodules (True) and None ones (False: Flux's post_quant_conv), shown by `__getattr__`
+        self._children = {name: module is not None for name, module in vae._modules.items()}
+        self._children.update({name: False for name, value in vars(vae).items()
+                               if value is None and not name.startswith("_") and name not in self._children})
         self._stochastic = stochastic_layers(vae)
         self.train(vae.training)
 

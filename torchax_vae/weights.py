@@ -116,3 +116,55 @@ def load(weights: dict, entries, state: dict, *, strict: bool, dtype, sharding, 
             cast = dtype if value.is_floating_point() else get(weights, key).dtype
             weights[child][rest] = convert.to_jax(value, cast, sharding)  # a clone: later edits of value stay out
     return torch.nn.modules.module._IncompatibleKeys(missing, unexpected)
+
+
+class Submodule:
+    """A read-only view of one submodule of the wrapped model (`vae.post_quant_conv`, `vae.bn`): what pipelines
+    read of it, its tensors as copies of the current JAX weights (`named_parameters`, `parameters`,
+    `named_buffers`, `buffers`, and each tensor or nested submodule by attribute: `vae.bn.running_mean`).
+
+    SDXL's pipelines read `next(iter(vae.post_quant_conv.parameters())).dtype`; Flux.2's `vae.bn.running_var`.
+    Nothing set on it reaches the weights (`load_state_dict` does).
+    """
+
+    def __init__(self, owner, path: str):
+        self._owner, self._path = owner, path
+
+    def _entries(self, parameters: bool | None = None):
+        start = self._path + "."
+        return [e for e in self._owner._entries if e.name.startswith(start) and parameters in (None, e.parameter)]
+
+    def _named(self, parameters: bool, prefix: str):
+        entries = [Entry(e.name[len(self._path) + 1:], e.parameter, e.persistent) for e in self._entries(parameters)]
+        weights = {}
+        for e in self._entries(parameters):
+            child, rest = _split(e.name[len(self._path) + 1:])
+            weights.setdefault(child, {})[rest] = get(self._owner._weights, e.name)
+        yield from named(weights, entries, self._owner._copy_device(), parameters, prefix)
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        yield from self._named(True, prefix)
+
+    def parameters(self, recurse: bool = True):
+        return (p for _, p in self.named_parameters())
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        yield from self._named(False, prefix)
+
+    def buffers(self, recurse: bool = True):
+        return (b for _, b in self.named_buffers())
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        full = f"{self._path}.{name}"
+        for entry in self._owner._entries:
+            if entry.name == full:
+                tensor = copy(get(self._owner._weights, full), self._owner._copy_device())
+                return nn.Parameter(tensor, requires_grad=False) if entry.parameter else tensor
+            if entry.name.startswith(full + "."):
+                return Submodule(self._owner, full)
+        raise AttributeError(f"{self._owner.model_class.__name__}.{self._path} has no tensor or submodule {name!r}")
+
+    def __repr__(self) -> str:
+        return f"<a read-only view of {self._owner.model_class.__name__}.{self._path}: copies of its JAX weights>"
