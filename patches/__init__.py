@@ -19,6 +19,8 @@ applied; importing this package changes nothing.
   XLA cannot partition: on a mesh it all-gathered every upsampler's input); every trace.
 - `attention_split`: on a mesh, scaled-dot-product attention with each device's share of the queries (keys and
   values whole), not the whole attention on every device; traces for a mesh only.
+- `attention_blocks`: without a mesh, attention whose scores would pass the backend table's limit (AutoencoderKL's
+  mid block at 2048x2048: 65,536 tokens in one head) in blocks of queries under `lax.map`, one block's scores live.
 - `frame_conv`: on CPU, 3-D convolutions as sums of per-frame 2-D convolutions (XLA:CPU runs those faster).
 - `zero_history`: Wan's and Qwen-Image's causal convolutions with one output frame read only their real
   frames (the time taps on the zero padding dropped: a one-frame input convolves as 2-D, a third of the FLOPs);

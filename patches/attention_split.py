@@ -41,6 +41,7 @@ import torch
 from jax.sharding import NamedSharding, PartitionSpec
 
 from ..mesh import attention_axes, fine_mesh
+from .attention_blocks import in_blocks
 from .options import current
 from .torchax_torch213 import import_torchax
 
@@ -108,7 +109,8 @@ def patch_env(env) -> int:
         op = env._ops.get(key)
         if op is None or hasattr(op.func, "torchax_vae_stock"):
             continue
-        env._ops[key] = dataclasses.replace(op, func=split_attention(op.func), is_user_defined=True)
+        # on a mesh, queries split over the devices; without one, long attention in query blocks
+        env._ops[key] = dataclasses.replace(op, func=split_attention(in_blocks(op.func)), is_user_defined=True)
         count += 1
     return count
 

@@ -20,6 +20,8 @@ extra arguments, so the lowering sets one `TraceOptions` around a trace
 - `mesh` (sharding_marks): mark activations for this ('dp', 'tp') mesh; None: no marks.
 - `grid` (sharding_marks): the (height, width) split every activation of the program takes where it
   divides, chosen at the program's smallest level (`torchax_vae.mesh.program_grid`); None: per shape.
+- `attention_score_limit` (attention_blocks): attention whose scores would pass this many bytes runs in
+  blocks of queries (the backend table's; None: whole).
 - `tile_extent` (tile_mask): ((valid height, valid width), (tile height, tile width))
   of a zero-padded edge tile; None: the whole input is real.
 
@@ -52,6 +54,7 @@ class TraceOptions:
     tile_extent: tuple | None = None
     dot_statistics: bool = False  # GroupNorm sums as dots (Mochi's and EasyAnimate's TPU traces: patches/group_norm.py)
     rank: int = 5  # the family's activations (sharding_marks marks arrays of this rank): 5 video, 4 images
+    attention_score_limit: int | None = None  # bytes of one attention's scores past which its queries run in blocks
 
     @classmethod
     def for_platform(cls, platform: str, **options) -> "TraceOptions":
@@ -59,7 +62,7 @@ class TraceOptions:
         from it."""
         row = backend(platform)
         return cls(gpu_conv_limit=row.conv_operand_limit, cpu_conv_matmul=row.conv_as_matmul,
-                   halo_conv=row.halo_conv, **options)
+                   halo_conv=row.halo_conv, attention_score_limit=row.attention_score_limit, **options)
 
 
 _CURRENT = contextvars.ContextVar("torchax_vae_trace_options", default=TraceOptions())

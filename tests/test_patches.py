@@ -805,3 +805,46 @@ def test_replicate_conv_takes_causal_time_padding_without_a_padded_copy(frames):
     assert got.shape == expected.shape and error <= 1e-5, f"max |Δ| = {error:.3g}"
     if frames > 2:
         assert f"tensor<1x4x{frames + 2}x6x5x" not in text, "a time-padded copy of the input"
+
+
+# ----- attention_blocks -----
+
+
+def test_attention_blocks_equal_the_whole_attention_and_bound_the_scores():
+    """Query blocks under lax.map give the stock attention's result; the compiled program holds one block's scores,
+    not all of them (XLA's temp bytes); a ragged last block pads and drops its extra rows."""
+    from torchax_vae.patches.attention_blocks import blocked_attention, block_rows
+
+    rng = np.random.default_rng(0)
+    q, k, v = (jnp.asarray(rng.standard_normal((1, 1, 1000, 64)), jnp.float32) for _ in range(3))
+    whole = jax.nn.softmax(q @ k.transpose(0, 1, 3, 2) / 8.0, axis=-1) @ v
+    rows = block_rows(q.shape, 1000, 4, 1000 * 100 * 4)  # 100 queries' scores per block
+    assert rows == 100 and block_rows(q.shape, 1000, 4, None) is None and block_rows(q.shape, 1000, 4, 1 << 30) is None
+    for rows in (100, 300):  # 300: four blocks, the last padded with 200 zero queries
+        got = blocked_attention(q, k, v, scale=1 / 8.0, rows=rows)
+        assert float(jnp.abs(got - whole).max()) <= 1e-5
+    whole_temp = jax.jit(lambda q, k, v: jax.nn.softmax(q @ k.transpose(0, 1, 3, 2), axis=-1) @ v).lower(
+        q, k, v).compile().memory_analysis().temp_size_in_bytes
+    blocked_temp = blocked_attention.lower(q, k, v, scale=0.125, rows=100).compile().memory_analysis().temp_size_in_bytes
+    assert blocked_temp < whole_temp / 3, (blocked_temp, whole_temp)
+
+
+def test_attention_blocks_in_an_autoencoder_kl_decode(monkeypatch):
+    """With the backend's score limit below its mid-block attention, AutoencoderKL's decode runs it in blocks (a
+    `while` in the program) and still equals PyTorch within fp32 tolerance; masked attention keeps the stock one."""
+    import dataclasses
+
+    from helpers import randn, random_vae
+
+    from torchax_vae import TorchaxVAE, backends
+
+    row = dataclasses.replace(backends.BACKENDS["cpu"], attention_score_limit=32 * 1024)  # 8 of its 256 queries' scores
+    monkeypatch.setitem(backends.BACKENDS, "cpu", row)
+    vae = random_vae("kl-tiny")
+    ours = TorchaxVAE(vae)
+    z = randn(1, 4, 16, 16, seed=1)  # a 16 x 16 latent: 256 tokens in the mid block
+    delta = (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()
+    assert delta <= 1e-4, f"blocked attention decode: max |Δ| {delta:.3g}"
+    assert "stablehlo.while" in "".join(ours.lower("decode", (1, 4, 16, 16)).values())
+    monkeypatch.setitem(backends.BACKENDS, "cpu", dataclasses.replace(row, attention_score_limit=None))
+    assert "stablehlo.while" not in "".join(TorchaxVAE(vae).lower("decode", (1, 4, 16, 16)).values())

@@ -39,6 +39,11 @@ class Backend:
     # `torchax-vae serve`'s --max-batch default: requests of one shape per device call (torchax_vae/serve).
     # Accelerators: 4, so that small requests fill the device together (not yet measured on one: docs/serve.md)
     serve_max_batch: int = 4
+    # attention whose score matrix would pass this many bytes runs in blocks of queries (patches/attention_blocks.py):
+    # AutoencoderKL's 2048x2048 decode has 65,536 tokens in one head, 8 GiB of bf16 scores (16 in fp32), past a
+    # 16 GiB v5e chip beside the decoder (docs/plan.md). Below it XLA sees the whole attention, as the video
+    # families' released sizes always did in bf16 (the largest, Qwen-Image's 1328x1328: 27,556 tokens, 1.4 GiB).
+    attention_score_limit: int | None = 2 << 30
 
 
 BACKENDS = {
