@@ -10,14 +10,15 @@ past a v5e chip's 16 GiB with the rest of the decoder.
 Here, while tracing a program whose attention's scores would pass the backend
 table's `attention_score_limit` (torchax_vae/backends.py), the queries run in
 blocks under `jax.lax.map`: each block's scores, softmax and product with v,
-one block after another, so at most one block's scores are live. Each softmax
+one block after another, so at most one block's scores are live (on one
+device, or a mesh that does not split the attention). Each softmax
 row needs only its own scores, so the result is the stock one up to the order
 of its sums (tests/test_patches.py compares them). Queries pad to a whole
 number of blocks with zero rows, whose outputs are dropped.
 
 Left to the stock lowering: masks, dropout, causal attention and grouped
-heads (no family here meets a long one), and traces for a mesh, where
-`attention_split` divides the queries over the devices instead.
+heads (no family here meets a long one), and attention that `attention_split`
+divides over a mesh's devices (each device's share of the scores is 1/n).
 
 No fused kernel: cuDNN's flash attention takes head dimensions up to 256 and
 AutoencoderKL's head is 512 wide (its mid block's channels); a TPU kernel is
@@ -67,7 +68,7 @@ def in_blocks(stock_func):
         options = current()
         simple = attn_mask is None and not dropout_p and not is_causal and not enable_gqa and query.ndim == 4
         rows = block_rows(tuple(query.shape), key.shape[-2], query.element_size(), options.attention_score_limit) \
-            if simple and options.mesh is None else None
+            if simple else None
         if rows is None:
             return stock_func(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, **extra)
         scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale

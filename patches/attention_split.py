@@ -58,16 +58,18 @@ def query_split(mesh, shape) -> tuple[PartitionSpec, int] | None:
     return PartitionSpec(batch_axes, None, token_axes, None), -(-tokens // shards) * shards
 
 
-def split_attention(stock_func):
-    """`stock_func` (torchax's lowering) with the queries split over the mesh while tracing for one."""
+def split_attention(stock_func, whole_func=None):
+    """`stock_func` (torchax's lowering) with the queries split over the mesh while tracing for one; attention it
+    does not split goes to `whole_func` (default `stock_func`: `attention_blocks.in_blocks` of it)."""
+    whole_func = whole_func or stock_func
 
     def lowering(query, key, value, *args, **kwargs):
         options = current()
         if options.mesh is None or query.ndim != 4 or key.ndim != 4:
-            return stock_func(query, key, value, *args, **kwargs)
+            return whole_func(query, key, value, *args, **kwargs)
         split = query_split(options.mesh, tuple(query.shape))
         if split is None:
-            return stock_func(query, key, value, *args, **kwargs)
+            return whole_func(query, key, value, *args, **kwargs)
         spec, padded = split
         fine = fine_mesh(options.mesh)
         rows = _constrain(NamedSharding(fine, spec))
@@ -109,8 +111,9 @@ def patch_env(env) -> int:
         op = env._ops.get(key)
         if op is None or hasattr(op.func, "torchax_vae_stock"):
             continue
-        # on a mesh, queries split over the devices; without one, long attention in query blocks
-        env._ops[key] = dataclasses.replace(op, func=split_attention(in_blocks(op.func)), is_user_defined=True)
+        # queries split over a mesh's devices; attention not split (one device), if long, in query blocks
+        env._ops[key] = dataclasses.replace(op, func=split_attention(op.func, in_blocks(op.func)),
+                                            is_user_defined=True)
         count += 1
     return count
 

@@ -303,6 +303,10 @@ RELEASED = {
     **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
     # QwenImage21Pipeline: output_resolution 1024, a 1024x1024 image; diffusers >= 0.42
     **({"qwenimage21": ("qwenimage21", 1, 1024, 1024)} if "qwenimage21" in MODELS else {}),
+    # AutoencoderKL's images (one frame): the pipelines' default sizes, and SDXL at 2048x2048 (issue 39: untiled
+    # on one v5e chip)
+    "sd1.5": ("sd1.5", 1, 512, 512), "sdxl": ("sdxl", 1, 1024, 1024), "sd3": ("sd3", 1, 1024, 1024),
+    "flux": ("flux", 1, 1024, 1024), "sdxl-2048": ("sdxl", 1, 2048, 2048),
 }
 
 

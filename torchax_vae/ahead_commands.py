@@ -34,6 +34,12 @@ def video_input_shape(ours: TorchaxVAE, kind: str, shape, batch: int = 1) -> tup
     if height % spatial or width % spatial:
         raise InputError(f"{what}: height and width must be multiples of {spatial} (this "
                          f"{ours.model_class.__name__}'s spatial compression), got {height}x{width}")
+    if ours.rank == 4:  # an image VAE: one frame, images [B, C, H, W]
+        if frames != 1:
+            raise InputError(f"{what}: this {ours.model_class.__name__} encodes and decodes images: one frame "
+                             f"(--shape 1,{height},{width})")
+        images = (batch, ours.video_channels, height, width)
+        return _checked(ours, kind, ours.latent_shape(images) if kind == "decode" else images, what)
     video_shape = (batch, ours.video_channels, frames, height, width)
     latents = ours.latent_shape(video_shape)
     if kind == "decode" and frames > 1 and latents == ours.latent_shape((*video_shape[:2], frames - 1, height, width)):
@@ -41,7 +47,10 @@ def video_input_shape(ours: TorchaxVAE, kind: str, shape, batch: int = 1) -> tup
                      if ours.latent_shape((*video_shape[:2], f - 1, height, width)) != latents)
         raise InputError(f"{what}: a decode makes no {frames}-frame video; its {latents[2]} latent frames decode to "
                          f"{fewer} frames (this {ours.model_class.__name__}'s temporal compression): use {fewer}")
-    input_shape = latents if kind == "decode" else video_shape
+    return _checked(ours, kind, latents if kind == "decode" else video_shape, what)
+
+
+def _checked(ours: TorchaxVAE, kind: str, input_shape, what: str) -> tuple[int, ...]:
     try:  # the family's own checks
         ours._shape_source(kind, input_shape)
     except ValueError as e:
