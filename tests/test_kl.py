@@ -50,7 +50,7 @@ def test_batch_sliced_or_not_one_program_per_shape():
                      ("encoder", (1, 3, 32, 32)), ("encoder", (3, 3, 32, 32))], names
 
 
-@pytest.mark.parametrize("size", [(64, 64), (80, 56)])
+@pytest.mark.parametrize("size", [pytest.param((64, 64), marks=pytest.mark.slow), (80, 56)])
 def test_tiling_as_diffusers(size):
     """enable_tiling with the class's own attributes: tiles of tile_sample_min_size every 3/4 of it, edge tiles
     at their own shape, blended over a quarter; the public tiled_encode / tiled_decode too."""
@@ -70,6 +70,7 @@ def test_tiling_as_diffusers(size):
     assert_close(ours.tiled_decode(z).sample, vae.tiled_decode(z).sample, FP32, "tiled_decode")
 
 
+@pytest.mark.slow  # 40 s on 2 cores: each edge tile shape compiles
 def test_overlap_factor_and_minimum_size_as_set_on_the_instance():
     vae = random_vae("kl-tiny")
     ours = TorchaxVAE(vae)
