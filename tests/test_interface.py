@@ -216,3 +216,25 @@ def test_family_lists_agree():
         assert not missing, f"{place} leaves out {missing}: {text[:200]!r}"
     missing = [name for name in torchax_vae.FAMILIES if name not in TorchaxVAE.__doc__]
     assert not missing, f"TorchaxVAE's docstring leaves out {missing}"
+
+
+@pytest.mark.parametrize("name", ["tiny", "wan-tiny", "hunyuan-tiny", "allegro-tiny", "kl-tiny"])
+def test_lower_and_plan_twins_copy_the_settings_each_family_declares(name):
+    """A twin (what `lower` and `plan` compile) has this wrapper's tiling and slicing settings: the engine's and the
+    ones its family declares in `_SETTINGS`, and every public plain-valued setting the wrapper holds is declared."""
+    from torchax_vae.ahead import ENGINE_SETTINGS
+
+    ours = TorchaxVAE(random_vae(name))
+    ours.enable_slicing()
+    ours.tiling_mode = "on"
+    for key in type(ours)._SETTINGS:
+        value = getattr(ours, key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(ours, key, value + 8)  # a value the wrapped model does not have
+    twin = ours._twin(None)
+    assert {k: getattr(twin, k) for k in ENGINE_SETTINGS + type(ours)._SETTINGS} == \
+        {k: getattr(ours, k) for k in ENGINE_SETTINGS + type(ours)._SETTINGS}
+    facts = {"z_dim", "training", "memory_budget"}  # config facts; the state of this wrapper; the twin's own budget
+    held = {k for k, v in vars(ours).items() if not k.startswith("_") and k not in facts
+            and (v is None or isinstance(v, (bool, int, float, str, tuple)))}
+    assert held <= set(ENGINE_SETTINGS + type(ours)._SETTINGS), held - set(type(ours)._SETTINGS)

@@ -14,8 +14,9 @@ from .programs import LoweredOnly
 
 # Set only while `_twin` constructs: the platform and program cache of the twin being built.
 _TWIN: contextvars.ContextVar = contextvars.ContextVar("torchax_vae_twin", default={})
-# What `_twin` does not copy: the wrapper's own state, not the user's settings.
-_NOT_SETTINGS = {"_dtype", "_device", "training", "_auto_tiling_logged", "memory_budget", "_compile_effort"}
+# The settings every family has; each family declares its own (diffusers' tiling and batching attributes) in
+# `_SETTINGS`, and `_twin` copies exactly those.
+ENGINE_SETTINGS = ("tiling_mode", "use_slicing")
 
 
 class AheadOfTime:
@@ -79,11 +80,8 @@ class AheadOfTime:
             twin = type(self)(model, dtype=self.dtype, mesh=mesh, memory_budget=memory_budget)
         finally:
             _TWIN.reset(token)
-        for key, value in vars(self).items():  # the user's settings: plain values the twin has too
-            if key in _NOT_SETTINGS or key not in vars(twin):
-                continue
-            if value is None or isinstance(value, (bool, int, float, str, tuple)):
-                setattr(twin, key, value)
+        for key in ENGINE_SETTINGS + type(self)._SETTINGS:  # the user's settings, as the family declares them
+            setattr(twin, key, getattr(self, key))
         twin.compile_effort = self.compile_effort  # compiled as a run's would be (the twin's options follow)
         return twin
 

@@ -110,6 +110,9 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
     decoded_layout: str = "BCFHW"
     # What `encode` returns the encoder's output as, as the wrapped class does (AutoencoderKLCosmos: its identity).
     posterior_class: type = DiagonalGaussianDistribution
+    # The family's settings (diffusers' tiling and batching attributes, as the wrapped instance has them): what a
+    # twin for `lower` and `plan` copies besides `ahead.ENGINE_SETTINGS`.
+    _SETTINGS: tuple = ()
 
     def __new__(cls, vae=None, *args, **kwargs):
         if isinstance(vae, TorchaxVAE):

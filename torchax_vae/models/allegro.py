@@ -137,6 +137,7 @@ class AllegroVAE(TorchaxVAE):
     model_class = AutoencoderKLAllegro
     marked = (ResnetBlock2D, AllegroTemporalConvLayer, Downsample2D, Upsample2D)
     decoded_layout = "BFCHW"  # what decode returns; AllegroPipeline.decode_latents permutes it to BCFHW
+    _SETTINGS = ("kernel", "stride")  # diffusers' tile (frames, height, width) and where tiles start
 
     def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)

@@ -77,6 +77,9 @@ class CogVideoXVAE(TorchaxVAE):
 
     model_class = AutoencoderKLCogVideoX
     pipeline_layout = "BFCHW"  # CogVideoX's transformer takes [B, F, C, H, W]
+    _SETTINGS = ("uniform_tiles", "program_split", "num_sample_frames_batch_size", "num_latent_frames_batch_size",
+                 "tile_sample_min_height", "tile_sample_min_width", "tile_latent_min_height", "tile_latent_min_width",
+                 "tile_overlap_factor_height", "tile_overlap_factor_width")
 
     def __init__(
         self,

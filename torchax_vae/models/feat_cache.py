@@ -184,6 +184,8 @@ class FeatCacheVAE(TorchaxVAE):
     resample_class: type = None  # the family's resample layer (its first upsampling call stores "Rep")
     first_chunk: bool = False  # whether the family's decoder takes diffusers' first_chunk flag
     marked: tuple = ()  # the family's layers whose activations get sharding marks (patches/sharding_marks.py)
+    _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
+                 "tile_sample_stride_width")
 
     def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
@@ -195,10 +197,8 @@ class FeatCacheVAE(TorchaxVAE):
         self.z_dim = vae.z_dim
         self.temperal_downsample = list(vae.temperal_downsample)
         self.temperal_upsample = list(vae.temperal_upsample)
-        self.tile_sample_min_height = vae.tile_sample_min_height
-        self.tile_sample_min_width = vae.tile_sample_min_width
-        self.tile_sample_stride_height = vae.tile_sample_stride_height
-        self.tile_sample_stride_width = vae.tile_sample_stride_width
+        for name in self._SETTINGS:  # diffusers' tiling settings, as the wrapped instance has them
+            setattr(self, name, getattr(vae, name))
 
     @property
     def patch_size(self) -> int | None:
