@@ -98,14 +98,17 @@ def hunyuan_video():
 
 
 def autoencoder_kl(latent_channels: int, sample_size: int):
-    """A small AutoencoderKL with 8x compression (four levels) and a released VAE's latent channels and tile size."""
+    """A small AutoencoderKL with 8x compression (four levels) and a released VAE's latent channels and tile size.
+
+    No mid-block attention: at the tests' 128 x 128 latents it would be 16,384 tokens, 1 GiB of scores per call
+    on 2 CPU cores, for tests of the protocol (tests/test_kl.py and test_patches.py check the attention)."""
     import torch
     from diffusers import AutoencoderKL
 
     torch.manual_seed(0)
     return AutoencoderKL(block_out_channels=(8, 8, 8, 8), down_block_types=("DownEncoderBlock2D",) * 4,
                          up_block_types=("UpDecoderBlock2D",) * 4, norm_num_groups=4, latent_channels=latent_channels,
-                         sample_size=sample_size).eval()
+                         sample_size=sample_size, mid_block_add_attention=False).eval()
 
 
 @pytest.fixture(scope="session")
