@@ -1,4 +1,4 @@
-"""Run diffusers' video VAEs (CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2, Allegro, Mochi, Cosmos, EasyAnimate) on JAX devices through torchax, unmodified.
+"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2, Allegro, Mochi, Cosmos, EasyAnimate) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -18,6 +18,7 @@ __all__ = ["TorchaxVAE", "clear_compiled", "make_mesh", "__version__"]
 # from, and that tests/test_interface.py::test_family_lists_agree holds the adapters (models.WRAPPERS), the
 # docstrings, pyproject's description and the README to.
 FAMILIES = {
+    "AutoencoderKL": "SD/SDXL/SD3/Flux",  # images
     "AutoencoderKLCogVideoX": "CogVideoX",
     "AutoencoderKLWan": "Wan",
     "AutoencoderKLQwenImage": "Qwen-Image",

@@ -101,8 +101,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="torchax-vae",
-        description=f"diffusers video VAEs ({', '.join(FAMILIES.values())}) on JAX through torchax. Stage 3 of a text-to-video "
-                    "pipeline: decode the latents a pipeline saved (output_type='latent') into a video.",
+        description=f"diffusers VAEs ({', '.join(FAMILIES.values())}) on JAX through torchax. Stage 3 of a text-to-video "
+                    "or text-to-image pipeline: decode the latents a pipeline saved (output_type='latent') into a "
+                    "video or images.",
     )
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = top.add_subparsers(dest="command", required=True, metavar="{decode,encode,demo,warmup,plan,serve}")

@@ -73,10 +73,10 @@ def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
 
 class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, FamilyInterface, ModelMixin,
                  ConfigMixin):
-    """A diffusers video VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
+    """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
-    `torchax_vae.models`): `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
+    `torchax_vae.models`): `AutoencoderKL` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
     `AutoencoderKLCosmos` or `AutoencoderKLMagvit`.
