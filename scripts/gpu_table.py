@@ -40,6 +40,7 @@ SMALL_CONFIGS = {
     "hunyuanvideo": "hunyuan-tiny", "ltx091": "ltx091-tiny", "ltx2": "ltx2ts-tiny", "hunyuanvideo15": "hunyuan15-tiny",
     "mochi": "mochi-tiny", "cosmos": "cosmos-tiny", "magvit": "magvit-tiny", "allegro": "allegro-tiny",
     "qwenimage21": "qwenimage21-tiny",
+    "sd1.5": "sd-tiny", "sdxl": "sd-tiny", "sd3": "flux-tiny", "flux": "flux-tiny",  # AutoencoderKL's images
 }
 SMALL_SIZES = {"mochi-tiny": (7, 32, 64), "allegro-tiny": (24, 128, 128)}
 
