@@ -94,7 +94,8 @@ def test_bench_script_compares_cold_and_cached_start(capsys):
     assert float(m["cached"]) < 0.5 * float(m["cold"]), m.groupdict()
 
 
-@pytest.mark.slow  # 89 s on 2 cores
+@pytest.mark.slow
+@pytest.mark.heavy  # 89 s on 2 cores: out of CI's time; run by hand after a change to scripts/train_tiny.py
 def test_train_tiny_trains_resumes_and_exports(tmp_path, capsys):
     from diffusers import AutoencoderKLCogVideoX
 
@@ -115,8 +116,9 @@ def test_train_tiny_trains_resumes_and_exports(tmp_path, capsys):
     assert (target / "training_log.jsonl").read_text() == (tmp_path / "run" / "log.jsonl").read_text()
 
 
-@pytest.mark.slow  # 77 s on 2 cores: each side in its own process (the GPU table row below runs the same path)
-def test_bench_speed_times_both_sides(capsys, tmp_path):
+@pytest.mark.slow
+@pytest.mark.heavy  # 77 s on 2 cores, each side in its own process: out of CI's time, as the GPU table row below
+def test_bench_speed_times_both_sides(capsys, tmp_path):  # runs the same path
     """--speed: both sides per case in their own processes, numerics checked first, a table and JSON lines."""
     out_json = tmp_path / "speed.jsonl"
     argv = ["--speed", "--config", "tiny", "--frames", "9", "--size", "32x48", "--repeats", "2", "--profile"]
