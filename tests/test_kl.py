@@ -151,3 +151,22 @@ def test_flux_packed_latents_unpack_as_the_pipeline():
     assert torch.equal(ours.unpack_latents(packed, 32, 48), expected)
     with pytest.raises(ValueError, match=r"expected \[B, 96, 64\]"):
         ours.unpack_latents(randn(1, 95, 64), 32, 48)
+
+
+def test_submodules_pipelines_read_are_views_of_the_weights():
+    """`vae.post_quant_conv` (SDXL reads its parameters' dtype), nested tensors, None where diffusers has None; the
+    views follow load_state_dict and casts, and never write back."""
+    vae = random_vae("sd-tiny")
+    ours = TorchaxVAE(vae)
+    assert torch.equal(ours.post_quant_conv.weight, vae.post_quant_conv.weight)
+    assert [n for n, _ in ours.decoder.conv_in.named_parameters()] == ["weight", "bias"]
+    assert torch.equal(ours.decoder.conv_in.bias, vae.decoder.conv_in.bias)
+    assert TorchaxVAE(random_vae("flux-tiny")).post_quant_conv is None  # use_post_quant_conv=False, as in diffusers
+    ours.to(torch.bfloat16)
+    assert next(iter(ours.post_quant_conv.parameters())).dtype == torch.bfloat16
+    ours.post_quant_conv.weight.data.zero_()  # a copy: the wrapper's weights stay
+    assert ours.post_quant_conv.weight.abs().sum() > 0
+    with pytest.raises(AttributeError, match="no tensor or submodule 'nope'"):
+        ours.post_quant_conv.nope
+    with pytest.raises(AttributeError):
+        ours.no_such_child
