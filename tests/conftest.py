@@ -9,6 +9,9 @@ os.environ["TORCHAX_VAE_CACHE_DIR"] = "off"
 # The test extra brings libtpu and JAX's CUDA plugin (tests/test_plan.py compiles for abstract TPUs and GPUs);
 # JAX must not try to start their backends on this CPU-only machine (subprocesses inherit this).
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# No test downloads anything: a hub lookup fails at once instead of waiting out the network (diffusers' AutoencoderKL
+# hub tests spent 23 s each before failing offline)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from torchax_vae import TorchaxVAE
 from helpers import random_vae

@@ -21,7 +21,8 @@ def load(name):
     return module
 
 
-@pytest.mark.slow  # 28 s on 2 cores: the table of both families
+@pytest.mark.slow
+@pytest.mark.heavy  # 56 s on 2 cores: out of CI's time (the parity tests run the same comparisons)
 def test_parity_script_prints_table(capsys):
     assert load("parity").main(["--config", "tiny", "--frames", "9", "17", "--batch", "1", "2", "--size", "16"]) == 0
     out = capsys.readouterr().out
@@ -41,7 +42,8 @@ def test_parity_script_prints_table(capsys):
     assert re.search(r"fp32 worst max \|Δ\|: \d\.\d\de-\d\d", out)
 
 
-@pytest.mark.slow  # 67 s on 2 cores
+@pytest.mark.slow
+@pytest.mark.heavy  # 45-67 s on 2 cores: out of CI's time
 def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
     out_json = tmp_path / "bench.jsonl"
     # One scheduler (the other is an XLA flag in the worker's environment; README's tables come from both).
@@ -70,7 +72,8 @@ def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
         assert one_tile <= tiled <= 1.05 * one_tile < untiled, (scheduler, one_tile, tiled, untiled)
 
 
-@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature
+@pytest.mark.heavy  # 40 s on 2 cores: out of CI's time
 def test_bench_script_reports_per_device_memory_over_a_mesh(capsys):
     argv = ["--config", "tiny", "--frames", "9", "--size", "64x128", "--devices", "1,8", "--schedulers", "default"]
     assert load("bench").main(argv) == 0

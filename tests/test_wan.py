@@ -238,7 +238,7 @@ def test_latent_shape_and_normalization_match_the_pipelines(_models):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["wan2.1", "wan2.2"])
+@pytest.mark.parametrize("name", ["wan2.1", pytest.param("wan2.2", marks=pytest.mark.heavy)])  # heavy: 79 s
 def test_official_fp32_and_bf16(name):
     """The released architectures (seeded random weights), odd latent sizes (3x5), 1 to 17 frames."""
     vae = random_vae(name)
