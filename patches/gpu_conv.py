@@ -92,9 +92,10 @@ def bounded(x, w, b, stride, padding, dilation, groups, limit=LIMIT):
         size = max(1, (limit - 1) // per_item)
         pieces = [bounded(x[i : i + size], *args) for i in range(0, x.shape[0], size)]
         return jnp.concatenate(pieces, axis=0)
-    if x.ndim < 5 or out_spatial[0] == 1:
-        return stock(x, w, b, stride, padding, dilation, groups)  # one frame past the limit: nothing to split
-    # time pieces of one batch element: pad time once, then each piece reads its frames and the kernel's overlap
+    if out_spatial[0] == 1:
+        return stock(x, w, b, stride, padding, dilation, groups)  # one frame (or row) past the limit: nothing to split
+    # pieces of one batch element along the first spatial axis (time; an image's rows: SDXL's 2048x2048 decoder has
+    # 2 GiB operands): pad it once, then each piece reads its frames (rows) and the kernel's overlap
     (kt, st, pt, dt), t_out = (w.shape[2], stride[0], padding[0], dilation[0]), out_spatial[0]
     if pt:
         x = jnp.pad(x, ((0, 0), (0, 0), (pt, pt)) + ((0, 0),) * (x.ndim - 3))
