@@ -8,7 +8,6 @@ import pathlib
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import torch
 
@@ -17,9 +16,10 @@ from .checks import IMAGE_SUFFIXES, InputError
 
 
 def _to_uint8(images):
-    """[B, C, H, W] in [-1, 1] -> uint8 [B, H, W, C], as diffusers' VaeImageProcessor rounds it."""
-    scaled = jnp.round(jnp.clip(images.astype(jnp.float32) / 2 + 0.5, 0.0, 1.0) * 255)
-    return scaled.astype(jnp.uint8).transpose(0, 2, 3, 1)
+    """[B, C, H, W] in [-1, 1] -> uint8 [B, H, W, C]: the video rounding (`commands._to_uint8`) of one-frame videos."""
+    from .commands import _to_uint8 as video_to_uint8
+
+    return video_to_uint8(images[:, :, None])[:, 0]
 
 
 def check_output(out: pathlib.Path, rank: int, model: str) -> None:
