@@ -256,6 +256,17 @@ KL_CONFIGS = {
              "shift_factor": 0.1159, "use_quant_conv": False, "use_post_quant_conv": False},
 }
 
+# AutoencoderKLFlux2: Flux2Pipeline's fast-test VAE (one block, 1 latent channel) is too small to show the
+# patches' channel order; these have two blocks and 4 latent channels (16 in bn). "flux2" is the class's defaults,
+# which diffusers' conversion script builds the released checkpoint with (scripts/convert_flux2_to_diffusers.py).
+FLUX2_CONFIGS = {
+    "flux2-tiny": {
+        "block_out_channels": (8, 16), "norm_num_groups": 4, "down_block_types": ("DownEncoderBlock2D",) * 2,
+        "up_block_types": ("UpDecoderBlock2D",) * 2, "latent_channels": 4, "sample_size": 32,
+    },
+    "flux2": {},
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
@@ -282,6 +293,12 @@ except ImportError:  # diffusers < 0.42
     pass
 else:
     MODELS.update({name: (AutoencoderKLQwenImage21, kwargs) for name, kwargs in QWENIMAGE21_CONFIGS.items()})
+try:
+    from diffusers import AutoencoderKLFlux2
+except ImportError:  # diffusers < 0.36
+    pass
+else:
+    MODELS.update({name: (AutoencoderKLFlux2, kwargs) for name, kwargs in FLUX2_CONFIGS.items()})
 
 
 # The released sizes (the pipelines' defaults): name -> (config, frames, height, width). scripts/gpu_table.py
@@ -306,7 +323,9 @@ RELEASED = {
     # AutoencoderKL's images (one frame): the pipelines' default sizes, and SDXL at 2048x2048 (issue 39: untiled
     # on one v5e chip)
     "sd1.5": ("sd1.5", 1, 512, 512), "sdxl": ("sdxl", 1, 1024, 1024), "sd3": ("sd3", 1, 1024, 1024),
-    "flux": ("flux", 1, 1024, 1024), "sdxl-2048": ("sdxl", 1, 2048, 2048),
+    "flux": ("flux", 1, 1024, 1024), "sdxl-2048": ("sdxl", 1, 2048, 2048), "flux-2048": ("flux", 1, 2048, 2048),
+    # Flux2Pipeline's default 1024x1024; diffusers >= 0.36
+    **({"flux2": ("flux2", 1, 1024, 1024)} if "flux2" in MODELS else {}),
 }
 
 

@@ -76,7 +76,7 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
     """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
-    `torchax_vae.models`): `AutoencoderKL` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
+    `torchax_vae.models`): `AutoencoderKL` and `AutoencoderKLFlux2` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
     `AutoencoderKLCosmos` or `AutoencoderKLMagvit`.
@@ -113,6 +113,9 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
     # The family's settings (diffusers' tiling and batching attributes, as the wrapped instance has them): what a
     # twin for `lower` and `plan` copies besides `ahead.ENGINE_SETTINGS`.
     _SETTINGS: tuple = ()
+    # Children that encode and decode never run (AutoencoderKLFlux2's `bn`, whose statistics the pipelines read):
+    # their training mode changes no program.
+    _not_run: tuple = ()
 
     def __new__(cls, vae=None, *args, **kwargs):
         if isinstance(vae, TorchaxVAE):
@@ -156,7 +159,7 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
         self._children = {name: module is not None for name, module in vae._modules.items()}
         self._children.update({name: False for name, value in vars(vae).items()
                                if value is None and not name.startswith("_") and name not in self._children})
-        self._stochastic = stochastic_layers(vae)
+        self._stochastic = [name for name in stochastic_layers(vae) if name.split(".")[0] not in self._not_run]
         self.train(vae.training)
 
     @property

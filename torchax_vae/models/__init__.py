@@ -43,6 +43,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (QwenImage21VAE,)
+try:  # diffusers has AutoencoderKLFlux2 from 0.36 on
+    from .flux2 import Flux2VAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (Flux2VAE,)
 
 
 def supported() -> str:
