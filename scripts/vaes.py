@@ -6,6 +6,7 @@ this folder on sys.path and re-exports them); not part of the installed package.
 
 import torch
 from diffusers import (
+    AutoencoderDC,
     AutoencoderKL,
     AutoencoderKLAllegro,
     AutoencoderKLCogVideoX,
@@ -267,6 +268,41 @@ FLUX2_CONFIGS = {
     "flux2": {},
 }
 
+# AutoencoderDC (Sana): diffusers' model-test config (tests/models/autoencoders/test_models_autoencoder_dc.py, 2x),
+# a 3-block one with the released block types (4x), and the released dc-ae-f32c32-sana-1.0 (diffusers'
+# scripts/convert_dcae_to_diffusers.py).
+DC_CONFIGS = {
+    "dc-tiny": {
+        "in_channels": 3, "latent_channels": 4, "attention_head_dim": 2,
+        "encoder_block_types": ("ResBlock", "EfficientViTBlock"), "decoder_block_types": ("ResBlock", "EfficientViTBlock"),
+        "encoder_block_out_channels": (8, 8), "decoder_block_out_channels": (8, 8),
+        "encoder_qkv_multiscales": ((), (5,)), "decoder_qkv_multiscales": ((), (5,)),
+        "encoder_layers_per_block": (1, 1), "decoder_layers_per_block": (1, 1), "downsample_block_type": "conv",
+        "upsample_block_type": "interpolate", "decoder_norm_types": "rms_norm", "decoder_act_fns": "silu",
+        "scaling_factor": 0.41407,
+    },
+    "dc-small": {
+        "in_channels": 3, "latent_channels": 8, "attention_head_dim": 4,
+        "encoder_block_types": ("ResBlock", "ResBlock", "EfficientViTBlock"),
+        "decoder_block_types": ("ResBlock", "ResBlock", "EfficientViTBlock"),
+        "encoder_block_out_channels": (8, 16, 16), "decoder_block_out_channels": (8, 16, 16),
+        "encoder_qkv_multiscales": ((), (), (5,)), "decoder_qkv_multiscales": ((), (), (5,)),
+        "encoder_layers_per_block": (1, 1, 1), "decoder_layers_per_block": (1, 1, 1), "downsample_block_type": "conv",
+        "upsample_block_type": "interpolate", "decoder_norm_types": "rms_norm", "decoder_act_fns": "silu",
+        "scaling_factor": 0.41407,
+    },
+    "sana": {
+        "latent_channels": 32, "encoder_block_types": ("ResBlock",) * 3 + ("EfficientViTBlock",) * 3,
+        "decoder_block_types": ("ResBlock",) * 3 + ("EfficientViTBlock",) * 3,
+        "encoder_block_out_channels": (128, 256, 512, 512, 1024, 1024),
+        "decoder_block_out_channels": (128, 256, 512, 512, 1024, 1024),
+        "encoder_qkv_multiscales": ((), (), (), (5,), (5,), (5,)), "decoder_qkv_multiscales": ((), (), (), (5,), (5,), (5,)),
+        "encoder_layers_per_block": (2, 2, 2, 3, 3, 3), "decoder_layers_per_block": (3, 3, 3, 3, 3, 3),
+        "downsample_block_type": "conv", "upsample_block_type": "interpolate", "decoder_norm_types": "rms_norm",
+        "decoder_act_fns": "silu", "scaling_factor": 0.41407,
+    },
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
@@ -280,6 +316,7 @@ MODELS = {
     **{name: (AutoencoderKLCosmos, kwargs) for name, kwargs in COSMOS_CONFIGS.items()},
     **{name: (AutoencoderKLMagvit, kwargs) for name, kwargs in MAGVIT_CONFIGS.items()},
     **{name: (AutoencoderKL, kwargs) for name, kwargs in KL_CONFIGS.items()},
+    **{name: (AutoencoderDC, kwargs) for name, kwargs in DC_CONFIGS.items()},
 }
 try:
     from diffusers import AutoencoderKLLTX2Video
@@ -326,6 +363,7 @@ RELEASED = {
     "flux": ("flux", 1, 1024, 1024), "sdxl-2048": ("sdxl", 1, 2048, 2048), "flux-2048": ("flux", 1, 2048, 2048),
     # Flux2Pipeline's default 1024x1024; diffusers >= 0.36
     **({"flux2": ("flux2", 1, 1024, 1024)} if "flux2" in MODELS else {}),
+    "sana": ("sana", 1, 1024, 1024),  # SanaPipeline's 1024x1024 (Sana 1600M 1024px), DC-AE f32c32
 }
 
 

@@ -113,13 +113,18 @@ class Bf16ConvsWithFp32Sums(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def fp32_reference(vae, x, decode_args=()) -> dict:
-    """PyTorch fp32's latents (posterior mean) of `x` and its decode of them: {"encode": ..., "decode": ...}."""
-    latents = vae.encode(x).latent_dist.mode()
+def posterior_mode(model, x):
+    return model.encode(x).latent_dist.mode()
+
+
+def fp32_reference(vae, x, decode_args=(), latents=posterior_mode) -> dict:
+    """PyTorch fp32's latents (`latents(vae, x)`: the posterior mean) of `x` and its decode of them:
+    {"encode": ..., "decode": ...}."""
+    latents = latents(vae, x)
     return {"encode": latents, "decode": vae.decode(latents, *decode_args).sample}
 
 
-def bf16_errors(vae, x, reference: dict, decode_args=(), fp32_sums: bool = True) -> dict:
+def bf16_errors(vae, x, reference: dict, decode_args=(), fp32_sums: bool = True, latents=posterior_mode) -> dict:
     """PyTorch bf16's own max |Δ| against `reference` (fp32_reference): {"encode": ..., "decode": ...}.
 
     fp32_sums: the bf16 copy's convolutions run under Bf16ConvsWithFp32Sums (torch's bf16 CPU kernels are too
@@ -127,19 +132,20 @@ def bf16_errors(vae, x, reference: dict, decode_args=(), fp32_sums: bool = True)
     """
     torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
     with Bf16ConvsWithFp32Sums() if fp32_sums else contextlib.nullcontext():
-        encoded = torch_bf16.encode(x.bfloat16()).latent_dist.mode()
+        encoded = latents(torch_bf16, x.bfloat16())
         decoded = torch_bf16.decode(reference["encode"].bfloat16(), *decode_args).sample
     return {"encode": max_abs_diff(encoded, reference["encode"]), "decode": max_abs_diff(decoded, reference["decode"])}
 
 
-def bf16_check(vae, ours_bf16, x, what, decode_args=()):
+def bf16_check(vae, ours_bf16, x, what, decode_args=(), latents=posterior_mode):
     """Our bf16 error against fp32 PyTorch is at most BF16_ERROR_RATIO x PyTorch bf16's own (bf16_errors).
 
-    decode_args: the decoder's further arguments (LTX's timestep).
+    decode_args: the decoder's further arguments (LTX's timestep); latents: what the class's `encode` gives as
+    latents (AutoencoderDC: `.latent`, no posterior).
     """
-    reference = fp32_reference(vae, x, decode_args)
-    theirs = bf16_errors(vae, x, reference, decode_args)
-    ours = {"encode": max_abs_diff(ours_bf16.encode(x).latent_dist.mode(), reference["encode"]),
+    reference = fp32_reference(vae, x, decode_args, latents)
+    theirs = bf16_errors(vae, x, reference, decode_args, latents=latents)
+    ours = {"encode": max_abs_diff(latents(ours_bf16, x), reference["encode"]),
             "decode": max_abs_diff(ours_bf16.decode(reference["encode"], *decode_args).sample, reference["decode"])}
     for stage in ("encode", "decode"):
         assert ours[stage] <= BF16_ERROR_RATIO * theirs[stage], (
@@ -149,4 +155,7 @@ def bf16_check(vae, ours_bf16, x, what, decode_args=()):
 
 def settings(config) -> dict:
     """A model config without diffusers' bookkeeping keys (_class_name, _name_or_path, ...), tuples as JSON lists."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in dict(config).items() if not k.startswith("_")}
+    def listed(value):  # nested too (AutoencoderDC's qkv_multiscales: ((), (5,)))
+        return [listed(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+    return {k: listed(v) for k, v in dict(config).items() if not k.startswith("_")}
