@@ -3,8 +3,9 @@
 import functools
 
 import numpy as np
+import pytest
 import torch
-from helpers import randn, random_vae
+from helpers import MODELS, randn, random_vae
 from PIL import Image
 from test_cli import _bad
 
@@ -60,3 +61,34 @@ def test_image_vae_refuses_video_paths_with_one_line(tmp_path, capsys):
     bad("decode", tmp_path / "z.npy", "-o", tmp_path / "out.png", "--model", tmp_path / "video",
         expect="decodes videos; write .mp4")
     bad("decode", tmp_path / "z.npy", "-o", tmp_path / "out.mp4", "--model", tmp_path / "video", expect="must be 5-D")
+
+
+
+@pytest.mark.parametrize("config", ["dc-tiny", *(["flux2-tiny"] if "flux2-tiny" in MODELS else [])])
+def test_sana_and_flux2_vaes_through_the_command(config, tmp_path, capsys):
+    """AutoencoderDC (latents with no posterior, `z / scaling_factor`) and AutoencoderKLFlux2 (`bn`'s statistics):
+    decode to .npy (uint8) as each pipeline de-normalizes, encode a PNG back to its normalized latents."""
+    from safetensors.torch import load_file
+
+    vae = random_vae(config)
+    if hasattr(vae, "bn"):
+        vae.bn.running_mean.normal_(generator=torch.Generator().manual_seed(0))
+        vae.bn.running_var.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(1))
+    vae.save_pretrained(tmp_path / "vae")
+    ours = TorchaxVAE(vae)
+    z = randn(1, vae.config.latent_channels, 8, 12, seed=1)
+    np.save(tmp_path / "z.npy", z.numpy())
+    model = ["--model", str(tmp_path / "vae"), "--no-cache"]
+    assert cli_main(["decode", str(tmp_path / "z.npy"), "-o", str(tmp_path / "out.npy"), *model]) == 0
+    expected = _uint8(vae.decode(ours.unscale_latents(z)).sample.detach())
+    got = np.load(tmp_path / "out.npy")  # one image: no index in the name; uint8 [1, H, W, C]
+    assert got.shape == expected.shape and np.abs(got.astype(int) - expected).max() <= 1
+
+    assert cli_main(["decode", str(tmp_path / "z.npy"), "-o", str(tmp_path / "out.png"), *model]) == 0
+    assert cli_main(["encode", str(tmp_path / "out.png"), "-o", str(tmp_path / "z.safetensors"), *model]) == 0
+    capsys.readouterr()
+    x = torch.from_numpy(np.array(Image.open(tmp_path / "out.png"))).permute(2, 0, 1)[None].float() / 127.5 - 1
+    out = vae.encode(x)
+    latents = out.latent if hasattr(out, "latent") else out.latent_dist.mode()
+    got = load_file(tmp_path / "z.safetensors")["latents"]
+    assert (got - ours.scale_latents(latents)).abs().max().item() <= 1e-4

@@ -18,7 +18,7 @@ from diffusers.utils.remote_utils import remote_decode, remote_encode
 from diffusers.video_processor import VideoProcessor
 from PIL import Image
 
-from helpers import randn, random_vae, with_noise
+from helpers import MODELS, randn, random_vae, with_noise
 from serving import metric, served_decode, serving
 from torchax_vae import TorchaxVAE
 from torchax_vae.serve import Limits, create_app
@@ -43,6 +43,10 @@ def wrapped():
     with_noise(models["ltx"])
     models["qwenimage"] = random_vae("qwenimage-tiny")
     models["flux"] = random_vae("flux-tiny")  # AutoencoderKL: images [B, C, H, W]
+    models["sana"] = random_vae("dc-tiny")  # AutoencoderDC: latents with no posterior
+    if "flux2-tiny" in MODELS:
+        models["flux2"] = random_vae("flux2-tiny")  # AutoencoderKLFlux2: bn statistics
+        models["flux2"].bn.running_var.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(0))
     return {name: TorchaxVAE(model) for name, model in models.items()}
 
 
@@ -159,6 +163,33 @@ def test_images_of_autoencoder_kl_every_output_type(base, wrapped):
     x = torch.from_numpy(pixels).permute(2, 0, 1)[None].float() / 127.5 - 1
     expected = (vae.encode(x).latent_dist.mode() - 0.1159) * 0.3611
     assert latents.shape == (1, 16, 16, 24) and (latents - expected).abs().max().item() <= 1e-4
+
+
+
+@pytest.mark.parametrize("name", ["sana", *(["flux2"] if "flux2-tiny" in MODELS else [])])
+def test_sana_and_flux2_images_with_their_own_normalization(base, wrapped, name):
+    """do_scaling with no factors: each VAE's own normalization (Sana's `z / scaling_factor`, Flux.2's bn statistics
+    and its packed latents); encode's latents (Sana's with no posterior); each within 1e-4 of in-process."""
+    vae, endpoint = wrapped[name], f"{base}/decode/{name}"
+    z = randn(1, vae.latent_channels, 8, 12, seed=8)
+    reference = vae.decode(vae.unscale_latents(z)).sample
+    raw = remote_decode(endpoint=endpoint, tensor=z, output_type="pt", return_type="pt", do_scaling=True)
+    assert (raw - reference).abs().max().item() <= 1e-4
+    if name == "flux2":  # the pipeline's output_type="latent": 2x2 patches of latents as tokens
+        from diffusers import Flux2Pipeline
+
+        # .contiguous(): remote_decode sends the tensor's storage as it lies (safetensors' _to_ndarray), and
+        # _pack_latents returns a transposed view
+        packed = Flux2Pipeline._pack_latents(Flux2Pipeline._patchify_latents(z)).contiguous()
+        unpacked = remote_decode(endpoint=endpoint, tensor=packed, output_type="pt", return_type="pt",
+                                 do_scaling=True, height=16, width=24)
+        assert (unpacked - reference).abs().max().item() <= 1e-4
+    pixels = (np.random.default_rng(3).random((32, 32, 3)) * 255).astype(np.uint8)
+    latents = remote_encode(endpoint=f"{base}/encode/{name}", image=Image.fromarray(pixels), scaling_factor=0.5)
+    x = torch.from_numpy(pixels).permute(2, 0, 1)[None].float() / 127.5 - 1
+    out = vae.encode(x)
+    expected = (out.latent if name == "sana" else out.latent_dist.mode()) * 0.5
+    assert latents.shape == expected.shape and (latents - expected).abs().max().item() <= 1e-4
 
 
 def test_encode_an_image_and_a_tensor(base, wrapped):

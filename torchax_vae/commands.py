@@ -400,7 +400,7 @@ def encode_file(
     compile_seconds, batches, stats = _precompile(ours, "encode", tuple(x.shape), mode)
     start = time.perf_counter()
     with _progress(ours, batches, "encode", mode, frames.shape[0]):
-        dist = ours.encode(x).latent_dist
+        dist = ours._posterior(x)
         z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start
     z = ours.scale_latents(z.float())  # as the family's video-to-video pipeline normalizes them

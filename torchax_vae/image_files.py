@@ -80,7 +80,7 @@ def encode(ours, image, *, precompile, progress, posterior: str, seed: int) -> t
     compile_seconds, calls, stats = precompile(ours, "encode", tuple(x.shape))
     start = time.perf_counter()
     with progress(ours, calls, "encode", 1):
-        dist = ours.encode(x).latent_dist
+        dist = ours._posterior(x)
         z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     seconds = time.perf_counter() - start
     z = ours.scale_latents(z.float())  # as the family's image-to-image pipelines normalize them

@@ -205,8 +205,13 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
 
         Differentiable: when `x` requires grad, so does the posterior (torchax_vae/gradients.py).
         """
-        posterior = self.posterior_class(self._encode_with(x, "encode"))
+        posterior = self._posterior(x)
         return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)
+
+    def _posterior(self, x: torch.Tensor):
+        """x's posterior (`posterior_class`), whatever the wrapped class's `encode` returns it as (AutoencoderDC: the
+        latents themselves): what the command and the service take latents from."""
+        return self.posterior_class(self._encode_with(x, "encode"))
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, F, H, W] into videos, as diffusers does; differentiable like `encode`."""

@@ -25,7 +25,7 @@ import jax
 import torch
 from diffusers import AutoencoderDC
 from diffusers.models.autoencoders.autoencoder_dc import DCDownBlock2d, DCUpBlock2d, EfficientViTBlock, ResBlock
-from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput
+from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput, IdentityDistribution
 
 from .. import tiling
 from .kl import KLVAE
@@ -52,6 +52,8 @@ class DCVAE(KLVAE):
     """`TorchaxVAE` for diffusers' `AutoencoderDC`, as diffusers runs it (the module docstring)."""
 
     model_class = AutoencoderDC
+    # the encoder's output is the latents: no distribution (what the command and the service sample from)
+    posterior_class = IdentityDistribution
     marked = (ResBlock, EfficientViTBlock, DCDownBlock2d, DCUpBlock2d)
     _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
                  "tile_sample_stride_width")
@@ -89,7 +91,7 @@ class DCVAE(KLVAE):
 
     def encode(self, x: torch.Tensor, return_dict: bool = True):
         """Encodes images [B, C, H, W] into latents, `EncoderOutput(latent=...)` as diffusers (no posterior)."""
-        latent = self._encode_with(x, "encode")
+        latent = self._posterior(x).mode()
         return EncoderOutput(latent=latent) if return_dict else (latent,)
 
     def tiled_encode(self, x: torch.Tensor, return_dict: bool = True):

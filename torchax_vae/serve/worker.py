@@ -175,7 +175,7 @@ class DeviceWorker:
             if vae.decoded_layout == "BFCHW":  # as every other family: [B, C, F, H, W]
                 out = out.permute(0, 2, 1, 3, 4)
             return list(out[:rows].split([job.batch for job in batch]))
-        moments = vae.encode(x).latent_dist.parameters[:rows]
+        moments = vae._posterior(x).parameters[:rows]
         outputs = []
         for job, part in zip(batch, moments.split([job.batch for job in batch])):
             posterior = vae.posterior_class(part)
