@@ -65,6 +65,10 @@ def split_attention(stock_func, whole_func=None):
 
     def lowering(query, key, value, *args, **kwargs):
         options = current()
+        if query.ndim == key.ndim == value.ndim == 3 and not _masked(args, kwargs):
+            # one head without a heads axis (AutoencoderKLHunyuanImage's [B, tokens, C]): split and block it as
+            # [B, 1, tokens, C]
+            return lowering(query[:, None], key[:, None], value[:, None], *args, **kwargs)[:, 0]
         if options.mesh is None or query.ndim != 4 or key.ndim != 4:
             return whole_func(query, key, value, *args, **kwargs)
         split = query_split(options.mesh, tuple(query.shape))
@@ -83,6 +87,11 @@ def split_attention(stock_func, whole_func=None):
 
     lowering.torchax_vae_stock = stock_func
     return lowering
+
+
+def _masked(args, kwargs) -> bool:
+    """Whether the call passes an attention mask (positionally first, or by name)."""
+    return (bool(args) and args[0] is not None) or kwargs.get("attn_mask") is not None
 
 
 def _padded_mask(args, kwargs, tokens: int, padded: int):

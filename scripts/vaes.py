@@ -10,6 +10,7 @@ from diffusers import (
     AutoencoderKL,
     AutoencoderKLAllegro,
     AutoencoderKLCogVideoX,
+    AutoencoderKLHunyuanImage,
     AutoencoderKLCosmos,
     AutoencoderKLHunyuanVideo,
     AutoencoderKLHunyuanVideo15,
@@ -303,6 +304,18 @@ DC_CONFIGS = {
     },
 }
 
+# AutoencoderKLHunyuanImage: HunyuanImagePipeline's fast-test VAE (tests/pipelines/hunyuan_image_21, 8x; its
+# GroupNorms have 32 groups, so 32 channels is the least), and the released HunyuanImage 2.1 VAE (diffusers'
+# scripts/convert_hunyuan_image_to_diffusers.py).
+HUNYUANIMAGE_CONFIGS = {
+    "hunyuanimage-tiny": {"in_channels": 3, "out_channels": 3, "latent_channels": 4, "block_out_channels": (32, 64, 64, 64),
+                          "layers_per_block": 1, "scaling_factor": 0.476986, "spatial_compression_ratio": 8,
+                          "sample_size": 128},
+    "hunyuanimage": {"in_channels": 3, "out_channels": 3, "latent_channels": 64,
+                     "block_out_channels": (128, 256, 512, 512, 1024, 1024), "layers_per_block": 2,
+                     "spatial_compression_ratio": 32, "sample_size": 384, "scaling_factor": 0.75289},
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
@@ -317,6 +330,7 @@ MODELS = {
     **{name: (AutoencoderKLMagvit, kwargs) for name, kwargs in MAGVIT_CONFIGS.items()},
     **{name: (AutoencoderKL, kwargs) for name, kwargs in KL_CONFIGS.items()},
     **{name: (AutoencoderDC, kwargs) for name, kwargs in DC_CONFIGS.items()},
+    **{name: (AutoencoderKLHunyuanImage, kwargs) for name, kwargs in HUNYUANIMAGE_CONFIGS.items()},
 }
 try:
     from diffusers import AutoencoderKLLTX2Video
@@ -364,6 +378,7 @@ RELEASED = {
     # Flux2Pipeline's default 1024x1024; diffusers >= 0.36
     **({"flux2": ("flux2", 1, 1024, 1024)} if "flux2" in MODELS else {}),
     "sana": ("sana", 1, 1024, 1024),  # SanaPipeline's 1024x1024 (Sana 1600M 1024px), DC-AE f32c32
+    "hunyuanimage": ("hunyuanimage", 1, 2048, 2048),  # HunyuanImagePipeline's default 2048x2048
 }
 
 

@@ -20,6 +20,7 @@ from .cogvideox import CogVideoXVAE
 from .cosmos import CosmosVAE
 from .dc import DCVAE
 from .hunyuanvideo import HunyuanVideoVAE
+from .hunyuanimage import HunyuanImageVAE
 from .hunyuanvideo15 import HunyuanVideo15VAE
 from .kl import KLVAE
 from .ltx import LTXVideoVAE
@@ -31,7 +32,7 @@ from .wan import WanVAE
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
-            MagvitVAE, KLVAE, DCVAE)
+            MagvitVAE, KLVAE, DCVAE, HunyuanImageVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:

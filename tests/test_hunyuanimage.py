@@ -1,0 +1,121 @@
+"""AutoencoderKLHunyuanImage (HunyuanImage 2.1) through TorchaxVAE against the same model in plain PyTorch."""
+
+import copy
+import dataclasses
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from diffusers import (
+    AutoencoderKL,
+    AutoencoderKLHunyuanImage,
+    FlowMatchEulerDiscreteScheduler,
+    HunyuanImagePipeline,
+    HunyuanImageTransformer2DModel,
+)
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae
+
+from torchax_vae import TorchaxVAE, backends
+from torchax_vae.models.hunyuanimage import HunyuanImageVAE
+
+FP32 = TOLERANCE[torch.float32]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    vae = random_vae("hunyuanimage-tiny")
+    return vae, TorchaxVAE(vae)
+
+
+def test_dispatch_and_fp32(pair):
+    vae, ours = pair
+    assert type(ours) is HunyuanImageVAE and isinstance(ours, AutoencoderKLHunyuanImage)
+    assert (ours.rank, ours.spatial_compression_ratio, ours.latent_channels) == (4, 8, 4)
+    check_encode_decode(vae, ours, randn(2, 3, 32, 48, seed=1), "hunyuanimage-tiny")
+
+
+def _reference_tiled_encode(vae, x):
+    """diffusers' tiled encode arithmetic for this class, run in diffusers' own loop: its `tiled_encode` unpacks a 5-D
+    shape from 4-D images and raises, so AutoencoderKL's `_tiled_encode` (the same tile size, overlap, blend and
+    row limit; no quant_conv) runs on this model's encoder and blends."""
+    host = SimpleNamespace(encoder=vae.encoder, config=SimpleNamespace(use_quant_conv=False), blend_v=vae.blend_v,
+                           blend_h=vae.blend_h, tile_sample_min_size=vae.tile_sample_min_size,
+                           tile_latent_min_size=vae.tile_latent_min_size, tile_overlap_factor=vae.tile_overlap_factor)
+    return AutoencoderKL._tiled_encode(host, x)
+
+
+def test_tiling_with_its_enable_tiling_arguments(pair):
+    vae, _ = pair
+    vae = copy.deepcopy(vae)
+    ours = TorchaxVAE(vae)
+    for model in (vae, ours):
+        model.enable_tiling(32, 0.25)  # 32 x 32 image tiles every 24, 4 x 4 latent tiles every 3
+    assert (ours.tile_sample_min_size, ours.tile_latent_min_size, ours.tile_overlap_factor) == (32, 4, 0.25)
+    z = randn(1, 4, 10, 7, seed=2)
+    assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "tiled decode")
+    assert_close(ours.tiled_decode(z).sample, vae.tiled_decode(z).sample, FP32, "tiled_decode")
+    x = randn(1, 3, 64, 88, seed=3)
+    with pytest.raises(ValueError):  # diffusers' own, on any image (the module docstring of models/hunyuanimage.py)
+        vae.tiled_encode(x)
+    expected = _reference_tiled_encode(vae, x)
+    assert_close(ours.tiled_encode(x), expected, FP32, "tiled_encode")
+    assert_close(ours.encode(x).latent_dist.mean, expected.chunk(2, dim=1)[0], FP32, "encode, tiled")
+    assert {s["name"] for s in ours.compile_stats()} == {"encoder/tile", "decoder/tile"}
+
+
+def test_sizes_refused_before_compiling(pair):
+    _, ours = pair
+    before = len(ours.compile_stats())
+    with pytest.raises(ValueError, match="multiples of 8 .*got 36x48"):
+        ours.encode(randn(1, 3, 36, 48))
+    assert len(ours.compile_stats()) == before
+
+
+def test_headless_attention_in_query_blocks(pair, monkeypatch):
+    """The mid block's single-head attention has no heads axis ([B, tokens, C]); past the score limit it runs in
+    query blocks as AutoencoderKL's does, within 1e-4 of PyTorch."""
+    vae, _ = pair
+    row = dataclasses.replace(backends.BACKENDS["cpu"], attention_score_limit=16 * 1024)
+    monkeypatch.setitem(backends.BACKENDS, "cpu", row)
+    ours = TorchaxVAE(vae)
+    z = randn(1, 4, 16, 16, seed=4)  # 256 tokens: 256 KiB of fp32 scores, blocks of 16 queries
+    assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "decode, attention in blocks")
+    assert "stablehlo.while" in "".join(ours.lower("decode", (1, 4, 16, 16)).values())
+
+
+def test_bf16_scaling_and_state_dict(pair, tmp_path):
+    vae, ours = pair
+    bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), randn(1, 3, 32, 32, seed=5), "hunyuanimage-tiny")
+    z = randn(1, 4, 2, 2, seed=6)
+    assert torch.allclose(ours.unscale_latents(z), z / 0.476986)
+    assert torch.allclose(ours.scale_latents(ours.unscale_latents(z)), z, atol=1e-6)
+    ours.save_pretrained(tmp_path)
+    assert_close(AutoencoderKLHunyuanImage.from_pretrained(tmp_path).decode(z).sample, vae.decode(z).sample, 0.0,
+                 "plain diffusers, reloaded")
+
+
+def test_hunyuanimage_pipeline_with_the_vae_swapped():
+    """HunyuanImagePipeline decodes `latents / scaling_factor` (diffusers' fast-test transformer and VAE, 58eb52c;
+    prompt embeddings given instead of its Qwen2.5-VL and ByT5 encoders)."""
+    torch.manual_seed(0)
+    transformer = HunyuanImageTransformer2DModel(in_channels=4, out_channels=4, num_attention_heads=4,
+                                                 attention_head_dim=8, num_layers=1, num_single_layers=1,
+                                                 num_refiner_layers=1, patch_size=(1, 1), guidance_embeds=False,
+                                                 text_embed_dim=32, text_embed_2_dim=32, rope_axes_dim=(4, 4))
+    torch.manual_seed(0)
+    vae = AutoencoderKLHunyuanImage(**random_vae("hunyuanimage-tiny").config)
+    components = {"transformer": transformer.eval(), "vae": vae, "scheduler": FlowMatchEulerDiscreteScheduler(shift=7.0),
+                  "text_encoder": None, "tokenizer": None, "text_encoder_2": None, "tokenizer_2": None,
+                  "guider": None, "ocr_guider": None}
+    g = torch.Generator().manual_seed(1)
+    embeds = {"prompt_embeds": torch.randn(1, 6, 32, generator=g), "prompt_embeds_mask": torch.ones(1, 6, dtype=torch.long),
+              "prompt_embeds_2": torch.randn(1, 4, 32, generator=g), "prompt_embeds_mask_2": torch.ones(1, 4, dtype=torch.long)}
+    outputs = []
+    for model in (vae, TorchaxVAE(copy.deepcopy(vae))):
+        pipe = HunyuanImagePipeline(**dict(components, vae=model))
+        pipe.set_progress_bar_config(disable=True)
+        outputs.append(pipe(generator=torch.Generator().manual_seed(0), num_inference_steps=2, height=16, width=16,
+                            output_type="np", **embeds).images)
+    delta = np.abs(outputs[0] - outputs[1]).max()
+    assert outputs[0].shape == outputs[1].shape and delta <= 1e-4, f"HunyuanImagePipeline: max |Δ| {delta:.3g}"
