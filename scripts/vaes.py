@@ -19,6 +19,7 @@ from diffusers import (
     AutoencoderKLMochi,
     AutoencoderKLQwenImage,
     AutoencoderKLWan,
+    AutoencoderTiny,
 )
 
 # diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_kl_cogvideox.py)
@@ -316,6 +317,17 @@ HUNYUANIMAGE_CONFIGS = {
                      "spatial_compression_ratio": 32, "sample_size": 384, "scaling_factor": 0.75289},
 }
 
+# AutoencoderTiny: diffusers' model-test config (tests/models/autoencoders/test_models_autoencoder_tiny.py: four
+# blocks, 8x, as diffusers' tiling assumes: 2 ** out_channels), and the released TAESD (SD 1.x/2.x, SDXL: 4 latent
+# channels, the class's defaults) and TAEF1 / TAESD3 (16).
+TINY_CONFIGS = {
+    "tiny-tiny": {"in_channels": 3, "out_channels": 3, "encoder_block_out_channels": (32, 32, 32, 32),
+                  "decoder_block_out_channels": (32, 32, 32, 32), "num_encoder_blocks": (1, 1, 1, 1),
+                  "num_decoder_blocks": (1, 1, 1, 1), "latent_channels": 4},
+    "taesd": {},
+    "taef1": {"latent_channels": 16, "scaling_factor": 0.3611, "shift_factor": 0.1159},
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
@@ -331,6 +343,7 @@ MODELS = {
     **{name: (AutoencoderKL, kwargs) for name, kwargs in KL_CONFIGS.items()},
     **{name: (AutoencoderDC, kwargs) for name, kwargs in DC_CONFIGS.items()},
     **{name: (AutoencoderKLHunyuanImage, kwargs) for name, kwargs in HUNYUANIMAGE_CONFIGS.items()},
+    **{name: (AutoencoderTiny, kwargs) for name, kwargs in TINY_CONFIGS.items()},
 }
 try:
     from diffusers import AutoencoderKLLTX2Video
@@ -379,6 +392,7 @@ RELEASED = {
     **({"flux2": ("flux2", 1, 1024, 1024)} if "flux2" in MODELS else {}),
     "sana": ("sana", 1, 1024, 1024),  # SanaPipeline's 1024x1024 (Sana 1600M 1024px), DC-AE f32c32
     "hunyuanimage": ("hunyuanimage", 1, 2048, 2048),  # HunyuanImagePipeline's default 2048x2048
+    "taesdxl": ("taesd", 1, 1024, 1024), "taef1": ("taef1", 1, 1024, 1024),  # TAESD previews at SDXL's and Flux's size
 }
 
 

@@ -321,7 +321,7 @@ def decode_file(
                f"they are another VAE's latents: check --model ({ours.model_class.__name__} here)")
         raise InputError(f"{latents}: latents have {z.shape[1]} channels (layout {shown}, shape {stored_shape}); "
                          f"this model's decoder takes {channels}: {fix}")
-    z = ours.unscale_latents(z)  # as the family's pipelines do before decoding
+    z = ours.denormalize_latents(z)  # as the family's pipelines do before decoding
     try:  # the timestep and its noise, where the family's decoder takes them (before anything compiles)
         z, decode_args = ours.decode_inputs(z, timestep=decode_timestep, noise_scale=decode_noise_scale, seed=seed)
     except ValueError as e:
@@ -403,7 +403,7 @@ def encode_file(
         dist = ours._posterior(x)
         z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start
-    z = ours.scale_latents(z.float())  # as the family's video-to-video pipeline normalizes them
+    z = ours.normalize_latents(z.float())  # as the family's video-to-video pipeline normalizes them
     layout = layout or ours.pipeline_layout
     files.save_latents(out, z, layout)
     return {

@@ -42,6 +42,15 @@ class FamilyInterface:
         """`scale_latents` undone, as the pipelines do before `decode`."""
         raise NotImplementedError
 
+    def normalize_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """What the command and the service apply to encoded latents: `scale_latents`, except where the wrapped class
+        has a `scale_latents` of its own that means something else (AutoencoderTiny's [0, 1] storage)."""
+        return self.scale_latents(latents)
+
+    def denormalize_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """`normalize_latents` undone: what the command and the service apply before `decode`."""
+        return self.unscale_latents(latents)
+
     def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
         """(latents, decode's further arguments) as the family's pipeline hands them to `decode` at stage 3.
 

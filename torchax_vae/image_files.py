@@ -45,7 +45,7 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
         raise InputError(f"{latents}: latents have {z.shape[1]} channels (layout [B, C, H, W], shape "
                          f"{tuple(z.shape)}); this model's decoder takes {ours.latent_channels}: they are another "
                          f"VAE's latents: check --model ({ours.model_class.__name__} here)")
-    z = ours.unscale_latents(z)  # as the family's pipelines do before decoding
+    z = ours.denormalize_latents(z)  # as the family's pipelines do before decoding
     _check(z, ours, "decode", f"latents in {latents}")
     _check_output_fits(_smallest_video(ours, tuple(z.shape)), f"latents in {latents}", None)
     compile_seconds, calls, stats = precompile(ours, "decode", tuple(z.shape))
@@ -83,6 +83,6 @@ def encode(ours, image, *, precompile, progress, posterior: str, seed: int) -> t
         dist = ours._posterior(x)
         z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     seconds = time.perf_counter() - start
-    z = ours.scale_latents(z.float())  # as the family's image-to-image pipelines normalize them
+    z = ours.normalize_latents(z.float())  # as the family's image-to-image pipelines normalize them
     return z, {"size": f"{x.shape[2]}x{x.shape[3]}", "latent_shape": list(z.shape), "layout": "BCHW",
                "programs": len(stats), "compile_seconds": compile_seconds, "encode_seconds": seconds}

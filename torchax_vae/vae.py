@@ -76,7 +76,7 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
     """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
-    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC` and `AutoencoderKLHunyuanImage` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
+    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage` and `AutoencoderTiny` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
     `AutoencoderKLCosmos` or `AutoencoderKLMagvit`.

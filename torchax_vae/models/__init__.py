@@ -27,12 +27,13 @@ from .ltx import LTXVideoVAE
 from .magvit import MagvitVAE
 from .mochi import MochiVAE
 from .qwenimage import QwenImageVAE
+from .tiny import TinyVAE
 from .wan import WanVAE
 
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
-            MagvitVAE, KLVAE, DCVAE, HunyuanImageVAE)
+            MagvitVAE, KLVAE, DCVAE, HunyuanImageVAE, TinyVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:

@@ -163,12 +163,11 @@ class KLVAE(TorchaxVAE):
 
     def _run(self, kind: str, source, tiled: bool | None) -> jax.Array:
         """One encoder or decoder call on the batch, or diffusers' tiles of it (`tiled`, or the tiling mode)."""
-        tile = self._tile_sizes(kind)
         if tiled is None:
-            height, width = source.shape[-2:]
             need = functools.partial(self._untiled_bytes, kind, source)
             name = "encoder" if kind == "encode" else "decoder"
-            tiled = (height > tile[0] or width > tile[1]) and self._should_tile(name, need, source.shape, tile)
+            tiled = self._beyond_a_tile(kind, source.shape) and \
+                self._should_tile(name, need, source.shape, self._tile_sizes(kind))
         if tiled:
             return self._tiled(kind, source)
         out = self._call(kind, source)
@@ -176,9 +175,14 @@ class KLVAE(TorchaxVAE):
         return out
 
     def _tile_sizes(self, kind: str) -> tuple[int, int]:
-        """(height, width) of an input tile: what is larger is tiled when tiling."""
+        """(height, width) of an input tile."""
         tile = self.tile_sample_min_size if kind == "encode" else self.tile_latent_min_size
         return tile, tile
+
+    def _beyond_a_tile(self, kind: str, shape) -> bool:
+        """Whether an input of `shape` is one that tiling tiles: larger than a tile, as diffusers decides."""
+        tile = self._tile_sizes(kind)
+        return shape[-2] > tile[0] or shape[-1] > tile[1]
 
     def _call(self, kind: str, source, block=None) -> jax.Array:
         """One encoder (+ quant_conv) or (post_quant_conv +) decoder program on the source, or on a block of it

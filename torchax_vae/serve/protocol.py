@@ -183,7 +183,7 @@ def decode_request(vae, params, headers, body: bytes) -> Parsed:
     _check_channels(vae, z, layout)
     scaling, shift, own = _scaling(params)
     if own:
-        z = vae.unscale_latents(z)
+        z = vae.denormalize_latents(z)
     else:
         z = z / scaling if scaling is not None else z
         z = z + shift if shift is not None else z
@@ -245,7 +245,7 @@ def scaled_latents(vae, z: torch.Tensor, parsed: Parsed) -> torch.Tensor:
     """Encode's answer: the latents normalized as asked, in the requested layout."""
     scaling, shift, own = parsed.scaling
     if own:
-        z = vae.scale_latents(z)
+        z = vae.normalize_latents(z)
     else:
         z = z - shift if shift is not None else z
         z = z * scaling if scaling is not None else z
