@@ -18,6 +18,7 @@ from diffusers import (
     AutoencoderKLMagvit,
     AutoencoderKLMochi,
     AutoencoderKLQwenImage,
+    AutoencoderKLTemporalDecoder,
     AutoencoderKLWan,
     AutoencoderTiny,
 )
@@ -328,6 +329,15 @@ TINY_CONFIGS = {
     "taef1": {"latent_channels": 16, "scaling_factor": 0.3611, "shift_factor": 0.1159},
 }
 
+# AutoencoderKLTemporalDecoder: StableVideoDiffusionPipeline's fast-test VAE (tests/pipelines/stable_video_diffusion),
+# and the released SVD / SVD-XT VAE (stabilityai/stable-video-diffusion-img2vid-xt's vae/config.json).
+TEMPORAL_DECODER_CONFIGS = {
+    "svd-tiny": {"block_out_channels": (32, 64), "in_channels": 3, "out_channels": 3,
+                 "down_block_types": ("DownEncoderBlock2D",) * 2, "latent_channels": 4},
+    "svd": {"block_out_channels": (128, 256, 512, 512), "down_block_types": ("DownEncoderBlock2D",) * 4,
+            "layers_per_block": 2, "latent_channels": 4, "sample_size": 768, "scaling_factor": 0.18215},
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
@@ -344,6 +354,7 @@ MODELS = {
     **{name: (AutoencoderDC, kwargs) for name, kwargs in DC_CONFIGS.items()},
     **{name: (AutoencoderKLHunyuanImage, kwargs) for name, kwargs in HUNYUANIMAGE_CONFIGS.items()},
     **{name: (AutoencoderTiny, kwargs) for name, kwargs in TINY_CONFIGS.items()},
+    **{name: (AutoencoderKLTemporalDecoder, kwargs) for name, kwargs in TEMPORAL_DECODER_CONFIGS.items()},
 }
 try:
     from diffusers import AutoencoderKLLTX2Video
@@ -393,6 +404,7 @@ RELEASED = {
     "sana": ("sana", 1, 1024, 1024),  # SanaPipeline's 1024x1024 (Sana 1600M 1024px), DC-AE f32c32
     "hunyuanimage": ("hunyuanimage", 1, 2048, 2048),  # HunyuanImagePipeline's default 2048x2048
     "taesdxl": ("taesd", 1, 1024, 1024), "taef1": ("taef1", 1, 1024, 1024),  # TAESD previews at SDXL's and Flux's size
+    "svd-xt": ("svd", 25, 576, 1024),  # StableVideoDiffusionPipeline (SVD-XT): 25 frames of 576x1024, one decode
 }
 
 

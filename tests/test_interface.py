@@ -142,7 +142,7 @@ def test_from_pretrained_says_nothing(tmp_path, tiny_vae):
 
 @pytest.mark.parametrize("name", ["tiny", "wan-tiny", "qwenimage-tiny", "hunyuan-tiny", "hunyuan15-tiny", "allegro-tiny",
                                   "mochi-tiny", "cosmos-tiny", "magvit-tiny", "ltx091-tiny", "kl-tiny", "dc-tiny",
-                                  "hunyuanimage-tiny", "tiny-tiny",
+                                  "hunyuanimage-tiny", "tiny-tiny", "svd-tiny",
                                   *(["ltx2ts-tiny"] if "ltx2ts-tiny" in MODELS else []),
                                   *(["flux2-tiny"] if "flux2-tiny" in MODELS else [])])
 def test_save_pretrained_writes_the_diffusers_folder_with_the_same_weights(name, tmp_path):

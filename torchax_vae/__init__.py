@@ -1,4 +1,4 @@
-"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, Flux.2, Sana, HunyuanImage 2.1, TAESD, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2, Allegro, Mochi, Cosmos, EasyAnimate) on JAX devices through torchax, unmodified.
+"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, Flux.2, Sana, HunyuanImage 2.1, TAESD, Stable Video Diffusion, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2, Allegro, Mochi, Cosmos, EasyAnimate) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -23,6 +23,7 @@ FAMILIES = {
     "AutoencoderDC": "Sana",  # images
     "AutoencoderKLHunyuanImage": "HunyuanImage 2.1",  # images
     "AutoencoderTiny": "TAESD",  # images
+    "AutoencoderKLTemporalDecoder": "Stable Video Diffusion",  # images in, a video's frames out
     "AutoencoderKLCogVideoX": "CogVideoX",
     "AutoencoderKLWan": "Wan",
     "AutoencoderKLQwenImage": "Qwen-Image",

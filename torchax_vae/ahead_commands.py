@@ -34,11 +34,11 @@ def video_input_shape(ours: TorchaxVAE, kind: str, shape, batch: int = 1) -> tup
     if height % spatial or width % spatial:
         raise InputError(f"{what}: height and width must be multiples of {spatial} (this "
                          f"{ours.model_class.__name__}'s spatial compression), got {height}x{width}")
-    if ours.rank == 4:  # an image VAE: one frame, images [B, C, H, W]
-        if frames != 1:
-            raise InputError(f"{what}: this {ours.model_class.__name__} encodes and decodes images: one frame "
-                             f"(--shape 1,{height},{width})")
-        images = (batch, ours.video_channels, height, width)
+    if ours.rank == 4:  # an image VAE: one frame, images [B, C, H, W]; SVD's frames are its decode's batch
+        if frames != 1 and not (ours.batch_is_frames and kind == "decode"):
+            raise InputError(f"{what}: this {ours.model_class.__name__} encodes{' and decodes' * (not ours.batch_is_frames)} "
+                             f"images: one frame (--shape 1,{height},{width})")
+        images = (batch * frames, ours.video_channels, height, width)
         return _checked(ours, kind, ours.latent_shape(images) if kind == "decode" else images, what)
     video_shape = (batch, ours.video_channels, frames, height, width)
     latents = ours.latent_shape(video_shape)

@@ -301,9 +301,11 @@ def decode_file(
         files.check_distinct(path, [latents])
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
-    image_files.check_output(out, ours.rank, ours.model_class.__name__)
-    if ours.rank == 4:  # an image VAE (AutoencoderKL): PNG files
-        return image_files.decode(ours, z, latents, paths, size=size, progress=_counting(mode),
+    image_files.check_output(out, ours.rank, ours.model_class.__name__, ours.batch_is_frames)
+    if ours.rank == 4:  # an image VAE (AutoencoderKL): PNG files; Stable Video Diffusion's frames: one video
+        if ours.batch_is_frames and out.suffix.lower() != ".png":
+            paths = [out]
+        return image_files.decode(ours, z, latents, paths, size=size, progress=_counting(mode), fps=fps,
                                   precompile=lambda *a: _precompile(*a, mode))
     if z.ndim == 4:
         files.check_rank(z, latents, 5, layout or ours.pipeline_layout)

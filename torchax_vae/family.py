@@ -14,6 +14,9 @@ class FamilyInterface:
     rank: int = 5
     # Whether `decode(..., generator=)` feeds noise the decoder injects (LTX), so that each call's noise is its own.
     decode_draws_noise: bool = False
+    # Whether a 4-D decode's batch holds one video's frames (AutoencoderKLTemporalDecoder: `decode(z, num_frames)`),
+    # which the command writes as one MP4.
+    batch_is_frames: bool = False
 
     @property
     def video_channels(self) -> int:

@@ -22,17 +22,20 @@ def _to_uint8(images):
     return video_to_uint8(images[:, :, None])[:, 0]
 
 
-def check_output(out: pathlib.Path, rank: int, model: str) -> None:
-    """An output suffix the VAE's rank can write: .png/.npy for images, .mp4/.npy for videos."""
+def check_output(out: pathlib.Path, rank: int, model: str, frames: bool = False) -> None:
+    """An output suffix the VAE's rank can write: .png/.npy for images, .mp4/.npy for videos, and any of them for
+    an image VAE whose batch is a video's frames (`frames`: Stable Video Diffusion's)."""
     suffix = out.suffix.lower()
-    if rank == 4 and suffix not in IMAGE_SUFFIXES:
+    if rank == 4 and not frames and suffix not in IMAGE_SUFFIXES:
         raise InputError(f"{out}: {model} decodes images; write .png (or .npy: the uint8 pixels [H, W, C])")
     if rank == 5 and suffix == ".png":
         raise InputError(f"{out}: {model} decodes videos; write .mp4 (or .npy: the uint8 frames [F, H, W, C])")
 
 
-def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precompile, progress, size=None) -> dict:
-    """Latents `z` as read from the file `latents` (4-D, or 3-D packed: Flux) -> one image per batch element.
+def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precompile, progress, size=None,
+           fps: float = 8) -> dict:
+    """Latents `z` as read from the file `latents` (4-D, or 3-D packed: Flux) -> one image per batch element, or, for
+    a family whose batch is a video's frames (`batch_is_frames`) and one .mp4 or .npy path, that video.
 
     precompile, progress: `torchax_vae.commands`' helpers (compile every program first; count finished calls).
     """
@@ -46,19 +49,26 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
                          f"{tuple(z.shape)}); this model's decoder takes {ours.latent_channels}: they are another "
                          f"VAE's latents: check --model ({ours.model_class.__name__} here)")
     z = ours.denormalize_latents(z)  # as the family's pipelines do before decoding
+    z, decode_args = ours.decode_inputs(z)  # (Stable Video Diffusion's num_frames: the batch)
     _check(z, ours, "decode", f"latents in {latents}")
     _check_output_fits(_smallest_video(ours, tuple(z.shape)), f"latents in {latents}", None)
     compile_seconds, calls, stats = precompile(ours, "decode", tuple(z.shape))
     start = time.perf_counter()
     with progress(ours, calls, "decode", 1):
-        images = ours.decode(_on_device(z)).sample
+        images = ours.decode(_on_device(z), *decode_args).sample
         pixels = np.asarray(jax.device_get(_to_uint8(images._elem)))
     seconds = time.perf_counter() - start
-    for path, image in zip(paths, pixels):
-        if path.suffix.lower() == ".npy":
-            files.write_frames(path, image[None])
+    if ours.batch_is_frames and len(paths) == 1 and paths[0].suffix.lower() != ".png":  # one video [F, H, W, C]
+        if paths[0].suffix.lower() == ".npy":
+            files.write_frames(paths[0], pixels)
         else:
-            files.write_image(path, image)
+            files.write_mp4(paths[0], pixels, fps=fps)
+    else:
+        for path, image in zip(paths, pixels):
+            if path.suffix.lower() == ".npy":
+                files.write_frames(path, image[None])
+            else:
+                files.write_image(path, image)
     return {
         "outputs": [str(p) for p in paths],
         "images": pixels.shape[0],

@@ -76,7 +76,7 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
     """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
-    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage` and `AutoencoderTiny` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
+    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderTiny` and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
     `AutoencoderKLCosmos` or `AutoencoderKLMagvit`.
@@ -150,9 +150,9 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
         self._programs = programs if programs is not None else Programs(store=ProgramStore.for_model(cache.for_api(), vae))
         self.compile_effort = "auto"
         self.memory_budget = memory_budget
-        self.use_slicing = vae.use_slicing
+        self.use_slicing = getattr(vae, "use_slicing", False)  # (AutoencoderKLTemporalDecoder has neither flag)
         # diffusers' flag on: tile every input larger than a tile; off: "auto", tile what would not fit
-        self.tiling_mode = "on" if vae.use_tiling else "auto"
+        self.tiling_mode = "on" if getattr(vae, "use_tiling", False) else "auto"
         self._auto_tiling_logged = False
         self._entries = weights.layout(vae)  # the wrapped model's tensor names, for state_dict and friends
         # its top-level submodules (True) and None ones (False: Flux's post_quant_conv), shown by `__getattr__`

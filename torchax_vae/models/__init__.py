@@ -27,13 +27,14 @@ from .ltx import LTXVideoVAE
 from .magvit import MagvitVAE
 from .mochi import MochiVAE
 from .qwenimage import QwenImageVAE
+from .temporal_decoder import TemporalDecoderVAE
 from .tiny import TinyVAE
 from .wan import WanVAE
 
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
-            MagvitVAE, KLVAE, DCVAE, HunyuanImageVAE, TinyVAE)
+            MagvitVAE, KLVAE, DCVAE, HunyuanImageVAE, TinyVAE, TemporalDecoderVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:
@@ -122,14 +123,18 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
 
 def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[int, ...]:
     """What a pipeline passes to `vae.encode` (the video) or `vae.decode` (its latents) for one video of this size
-    (an image VAE's, [1, C, H, W]: one frame, ValueError for more).
+    (an image VAE's, [1, C, H, W]: one frame, ValueError for more, except where the batch is a video's frames:
+    Stable Video Diffusion's [F, C, H, W]).
 
     The one place outside the adapters that turns a video size into a call's input: the CLI's warm-up,
     bench, speed and the training script use it, through each family's `video_channels` and `latent_shape`.
     """
     wrapper = type(vae) if isinstance(vae, WRAPPERS) else wrapper_for(vae)  # a TorchaxVAE, or diffusers' model
     family = sys.modules[wrapper.__module__]
-    if wrapper.rank == 4 and frames != 1:
+    if wrapper.rank == 4 and frames != 1 and not wrapper.batch_is_frames:
         raise ValueError(f"a {wrapper.model_class.__name__} encodes and decodes images: one frame, got {frames}")
-    video = (1, family.video_channels(vae.config)) + ((frames,) if wrapper.rank == 5 else ()) + (height, width)
+    if wrapper.rank == 4:  # images; Stable Video Diffusion's frames in the batch (`batch_is_frames`)
+        video = (frames, family.video_channels(vae.config), height, width)
+    else:
+        video = (1, family.video_channels(vae.config), frames, height, width)
     return video if kind == "encode" else family.latent_shape(vae.config, video)

@@ -262,10 +262,10 @@ def check_answer(vae, parsed: Parsed) -> None:
     shape = tuple(parsed.tensor.shape)
     smallest = _smallest_video(vae, shape)  # [B, C, F, H, W], or images [B, C, H, W]
     output = parsed.output
-    if output.kind == "mp4" and len(smallest) == 4:
+    if output.kind == "mp4" and len(smallest) == 4 and not vae.batch_is_frames:
         raise RequestError(400, f"{vae.model_class.__name__} decodes images, not videos: ask for output_type pil "
                                 "or pt")
-    if output.kind in ("image", "mp4") and shape[0] != 1:
+    if output.kind in ("image", "mp4") and shape[0] != 1 and not vae.batch_is_frames:
         raise RequestError(400, f"output_type {'pil' if output.kind == 'image' else 'mp4'} answers one "
                                 f"{'image' if output.kind == 'image' else 'video'}; these latents hold a batch of "
                                 f"{shape[0]}: send one per request, or ask for output_type=pt")

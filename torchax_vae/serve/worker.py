@@ -166,7 +166,8 @@ class DeviceWorker:
         x = torch.cat([job.parsed.tensor for job in batch])
         rows = x.shape[0]
         padded = next((s for s in batch_sizes(self.max_batch, _dp(vae)) if s >= rows), rows)
-        if padded > rows:  # the last row again: the compiled sizes stay few, and padding cannot overflow
+        if padded > rows and not vae.batch_is_frames:  # the last row again: the compiled sizes stay few, and
+            # padding cannot overflow (a batch of one video's frames is that video: never padded)
             x = torch.cat([x, x[-1:].expand(padded - rows, *x.shape[1:])])
         first = batch[0].parsed
         if first.kind == "decode":
@@ -174,6 +175,8 @@ class DeviceWorker:
             out = vae.decode(x, *first.decode_args, **noise).sample
             if vae.decoded_layout == "BFCHW":  # as every other family: [B, C, F, H, W]
                 out = out.permute(0, 2, 1, 3, 4)
+            if vae.batch_is_frames:  # one video's frames [F, C, H, W] (it ran alone): [1, C, F, H, W]
+                return [out.permute(1, 0, 2, 3)[None]]
             return list(out[:rows].split([job.batch for job in batch]))
         moments = vae._posterior(x).parameters[:rows]
         outputs = []
