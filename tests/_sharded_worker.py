@@ -31,7 +31,9 @@ def diff(a, b) -> float:
 def parity(case: str, vae, ours: TorchaxVAE, x: torch.Tensor, z: torch.Tensor, *decode_args, **decode_options):
     """Encode x and decode z (with decode_args: LTX's timestep; decode_options: LTX-2's causal) both ways; also
     reports the devices each program ran on."""
-    emit(case=case, what="encode", max_abs=diff(ours.encode(x).latent_dist.mode(), vae.encode(x).latent_dist.mode()))
+    emit(case=case, what="encode", max_abs=diff(ours._posterior(x).mode(), latents(vae.encode(x))))
+    if ours.batch_is_frames:  # Stable Video Diffusion: decode(z, num_frames), the batch one video
+        decode_args = decode_args or (z.shape[0],)
     torch.manual_seed(0)  # LTX 0.9.1's decoder injects noise from torch's generator, so both sides draw alike
     expected = vae.decode(z, *decode_args, **decode_options).sample
     torch.manual_seed(0)
@@ -39,6 +41,15 @@ def parity(case: str, vae, ours: TorchaxVAE, x: torch.Tensor, z: torch.Tensor, *
     what = " ".join(["decode", *(f"{k}={v}" for k, v in decode_options.items())])
     emit(case=case, what=what, max_abs=diff(actual, expected))
     emit(case=case, what="devices", counts=sorted({len(s["devices"]) for s in ours.compile_stats()}))
+
+
+def latents(output):
+    """The latents of a diffusers `encode` output: its posterior's mode, or the latents of a class without one
+    (AutoencoderDC's `.latent`, AutoencoderTiny's `.latents`)."""
+    for name in ("latent", "latents"):
+        if hasattr(output, name):
+            return getattr(output, name)
+    return output.latent_dist.mode()
 
 
 def tiny():
@@ -292,6 +303,21 @@ def images():
     gpu_rules(["sd-tiny"])
 
 
+def more_images():
+    """The other image VAEs on the (1, 8) mesh and traced as for GPUs: Flux.2, Sana's DC-AE, HunyuanImage, TAESD,
+    Stable Video Diffusion (3 frames, one video); against PyTorch."""
+    gen = torch.Generator().manual_seed(0)
+    names = ["dc-small", "hunyuanimage-tiny", "tiny-tiny", "svd-tiny", *(["flux2-tiny"] if "flux2-tiny" in MODELS else [])]
+    for name in names:
+        vae = random_vae(name)
+        ours = TorchaxVAE(vae, mesh=make_mesh())
+        batch = 3 if ours.batch_is_frames else 1
+        x = torch.randn(batch, 3, 64, 128, generator=gen)
+        z = torch.randn(*ours.latent_shape(x.shape), generator=gen)
+        parity(f"{name} 1x8", vae, ours, x, z)
+    gpu_rules(names)
+
+
 def official():
     vae = random_vae("official")
     gen = torch.Generator().manual_seed(0)
@@ -307,4 +333,4 @@ if __name__ == "__main__":
      "families": lambda: (qwenimage(), windowed(), gpu_rules(["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny",
                                                                "hunyuan15match-tiny", "mochi-tiny",
                                                                "cosmos-tiny", "magvit-clipnorm-tiny"])),
-     "images": images, "official": official}[sys.argv[1]]()
+     "images": images, "more_images": more_images, "official": official}[sys.argv[1]]()

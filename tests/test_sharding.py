@@ -146,6 +146,16 @@ def test_images_on_8_devices_match_pytorch():
     assert next(row["count"] for row in rows if row["what"] == "split convolutions") > 0, rows
 
 
+@pytest.mark.slow  # 1-2 min on 2 cores
+def test_other_image_vaes_on_8_devices_match_pytorch():
+    """Flux.2, Sana's DC-AE, HunyuanImage, TAESD and Stable Video Diffusion with the width over 8 devices, and traced
+    as for GPUs; every result equal to PyTorch's within fp32 tolerance."""
+    rows = records(run_devices("_sharded_worker.py", "more_images", devices=8, timeout=900))
+    cases = {row["case"] for row in rows}
+    assert {"dc-small 1x8", "hunyuanimage-tiny 1x8", "tiny-tiny 1x8", "svd-tiny 1x8", "svd-tiny 1x8 gpu rules"} <= cases
+    check_parity(rows)
+
+
 def test_width_that_does_not_divide_is_logged(tiny_8_devices):
     _, stderr = tiny_8_devices
     # 24x40 -> 12x20, 6x10, 3x5 in the encoder: the program's grid is 2 x 4 (from 12 x 20 up). The 6 x 10 level
