@@ -328,9 +328,12 @@ def official():
 
 if __name__ == "__main__":
     assert len(jax.devices()) == 8, f"expected 8 virtual devices, got {jax.devices()}"
-    # "tiny": the default suite's cases (CogVideoX, Wan 2.1); "families": the other families (-m slow)
-    {"tiny": lambda: (xla_conv_blocks(), halo_convolutions(), tiny(), wan(), gpu_rules(["tiny", "wan-tiny"])),
-     "families": lambda: (qwenimage(), windowed(), gpu_rules(["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny",
-                                                               "hunyuan15match-tiny", "mochi-tiny",
-                                                               "cosmos-tiny", "magvit-clipnorm-tiny"])),
+    # "tiny": the default suite's cases (CogVideoX); "tiny_more": Wan 2.1, and both traced as for GPUs (-m slow);
+    # "families": the other families (-m slow), and traced as
+    # for GPUs ("families_gpu", -m heavy)
+    {"tiny": lambda: (xla_conv_blocks(), halo_convolutions(), tiny()),
+     "tiny_more": lambda: (wan(), gpu_rules(["tiny", "wan-tiny"])),
+     "families": lambda: (qwenimage(), windowed()),
+     "families_gpu": lambda: gpu_rules(["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny", "hunyuan15match-tiny",
+                                        "mochi-tiny", "cosmos-tiny", "magvit-clipnorm-tiny"]),
      "images": images, "more_images": more_images, "official": official}[sys.argv[1]]()

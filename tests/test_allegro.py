@@ -62,6 +62,7 @@ def test_smaller_than_a_tile_is_refused_at_the_boundary():
     assert ours.compile_stats() == []
 
 
+@pytest.mark.slow  # 13 s on 2 cores: the 24 x 128 x 128 tile twice more
 def test_bf16():
     vae = random_vae("allegro-tiny")
     vae.enable_tiling()

@@ -192,6 +192,7 @@ def test_demo_pipeline_on_a_random_tiny_model(tmp_path):
     assert imread(tmp_path / "demo.mp4").shape == (17, 96, 256, 3)  # input | reconstruction
 
 
+@pytest.mark.slow  # 37 s on 2 cores: README command 1 runs the same demo
 def test_shipped_demo_runs_offline_and_reaches_25_db(tmp_path):
     """README command 1: `torchax-vae demo` in an empty folder, hub offline, with the weights in the package."""
     from torchax_vae.commands import DEMO_MODEL

@@ -342,6 +342,7 @@ def test_four_dimensional_latents_are_refused_as_the_api_refuses_them(model_dir,
     assert code == 2 and "must be 5-D" in lines[0] and "latents[None]" in lines[0], lines
 
 
+@pytest.mark.slow  # 15 s on 2 cores
 def test_a_long_decode_says_how_long_up_front_and_logs_progress_with_an_eta(model_dir, tmp_path, monkeypatch, capsys):
     from torchax_vae import commands
 
@@ -425,6 +426,7 @@ def test_progress_lines_count_finished_batches(model_dir, tmp_path):
     assert len(steps) == 10 and steps[-1] - steps[0] >= 0.5 * decode_seconds, (steps, decode_seconds)
 
 
+@pytest.mark.slow  # 25 s on 2 cores: a subprocess that compiles, then the interrupt
 def test_ctrl_c_while_decoding_exits_130_at_once_and_writes_nothing(model_dir, tmp_path):
     import signal
     import time

@@ -45,6 +45,7 @@ def test_tiny_fp32(pair, frames):
     check(vae, ours, video(1, frames, 32, 48, seed=frames), f"cosmos-tiny {frames}f")
 
 
+@pytest.mark.slow  # 15 s on 2 cores (whole clips, batched and sliced: tests/test_mochi.py)
 def test_a_batch_sliced_or_not_and_one_program_per_clip():
     vae = random_vae("cosmos-tiny")
     ours = TorchaxVAE(vae)

@@ -68,7 +68,8 @@ def test_gradients_with_slicing_and_checkpointing_equal_pytorchs():
     check_grads(vae, ours, x, z, "Wan sliced, checkpointed")
 
 
-@pytest.mark.slow  # 74 s: two tile shapes of two programs, differentiated
+@pytest.mark.slow  # 74 s: two tile shapes of two programs, differentiated (-m heavy: the untiled gradients are
+@pytest.mark.heavy  # the default suite's; tiling is the same programs run per tile)
 def test_tiled_decode_gradient_equals_pytorchs():
     vae = random_vae("wan-tiny")
     ours = TorchaxVAE(vae)
@@ -154,6 +155,7 @@ def check_grads_against_fp64(vae, ours, x, z, what):
 # EasyAnimate decode 1.2e-4 / 7.4e-5 (28), Allegro decode: PyTorch 7.4e-4 (about 140). Against PyTorch fp32
 # directly, Mochi's encode gradients were 2.2e-3 apart and EasyAnimate's decode 1.3e-4.
 @pytest.mark.slow  # 1.5 min on 2 cores together: Allegro's one 24 x 128 x 128 tile each way, in fp64 too
+@pytest.mark.heavy  # (the newer families' gradients at tiny sizes are the default suite's)
 @pytest.mark.parametrize("name, video", [
     ("mochi-tiny", (1, 3, 7, 16, 24)),  # whole clips with the Fourier-feature encoder
     ("magvit-tiny", (1, 3, 5, 16, 24)),  # the first frame, then a batch continuing from the modules' cache

@@ -48,7 +48,8 @@ def test_decoding_any_length_compiles_a_bounded_set_of_programs():
     assert len(ours.compile_stats()) == compiled
 
 
-@pytest.mark.slow  # 52 s on 2 cores: 3 x 2 tile shapes, two window shapes, both ways
+@pytest.mark.slow  # 52 s on 2 cores: 3 x 2 tile shapes, two window shapes, both ways (windows alone: the default
+@pytest.mark.heavy  # suite; LTX-2's windows with tiles and slicing: the slow set)
 def test_slicing_and_tiling_within_windows_equal_diffusers(pair):
     vae, ours = pair
     x = video(2, 17, 48, 40, seed=3)
@@ -73,6 +74,7 @@ def test_bf16():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 36 s: hunyuan-tiny has the same blocks (the released config: docs/parity.md)
 def test_official_fp32_and_bf16():
     """The released HunyuanVideo VAE's architecture (the class defaults), seeded random weights, small sizes."""
     vae = random_vae("hunyuanvideo")

@@ -65,7 +65,7 @@ def test_one_program_per_clip_and_bad_lengths_refused_at_the_boundary():
     assert len(ours.compile_stats()) == 3  # refused before compiling anything
 
 
-@pytest.mark.parametrize("overlap", [0.25, 0.5])
+@pytest.mark.parametrize("overlap", [0.25, pytest.param(0.5, marks=pytest.mark.slow)])
 def test_slicing_and_tiling_equal_diffusers(overlap):
     """diffusers' own tiling arguments for this class: sample and latent tile sizes and an overlap factor."""
     vae = random_vae("hunyuan15-tiny")
@@ -87,6 +87,7 @@ def test_slicing_and_tiling_equal_diffusers(overlap):
             model.disable_tiling()
 
 
+@pytest.mark.slow  # 12 s on 2 cores
 def test_bf16():
     vae = random_vae("hunyuan15match-tiny")
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 9, 16, 16), "hunyuan15match-tiny 9f")

@@ -61,11 +61,12 @@ def test_a_batch_sliced_or_not_and_bounded_programs():
 
 
 # (every tile at least 16 pixels: a 1 x 1 latent tile fails diffusers' own per-frame GroupNorm)
-@pytest.mark.parametrize("tiles", [dict(tile_sample_min_height=32, tile_sample_min_width=32, tile_sample_stride_height=16,
-                                        tile_sample_stride_width=16),
+@pytest.mark.parametrize("tiles", [pytest.param(dict(tile_sample_min_height=32, tile_sample_min_width=32,
+                                                     tile_sample_stride_height=16, tile_sample_stride_width=16),
+                                                marks=pytest.mark.slow),  # 25 s
                                    pytest.param(dict(tile_sample_min_height=32, tile_sample_min_width=24,
                                                      tile_sample_stride_height=24, tile_sample_stride_width=16),
-                                                marks=pytest.mark.slow)])
+                                                marks=[pytest.mark.slow, pytest.mark.heavy])])  # 40 s
 def test_tiling_equals_diffusers(tiles):
     """diffusers' own tiling arguments and arithmetic for this class (its threshold compares the width with the
     minimum height; tiled_encode keeps whole blended tiles, then crops)."""

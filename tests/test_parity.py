@@ -75,12 +75,14 @@ def test_bf16_yardstick_is_torchs_own_bf16_error(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("frames", FRAMES)
+# two lengths in the slow set; the others (the tiny config's in the default suite: every length) by hand, 1 min
+@pytest.mark.parametrize("frames", [f if f in (9, 33) else pytest.param(f, marks=pytest.mark.heavy) for f in FRAMES])
 def test_official_fp32(official_vae, official_torchax, frames):
     check_encode_decode(official_vae, official_torchax, video(1, frames, 32), f"official {frames}f")
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 27 s: slicing of the tiny config is the default suite's
 def test_official_fp32_batch2_sliced(official_vae, official_torchax):
     x = video(2, 9, 32, seed=1)
     check_encode_decode(official_vae, official_torchax, x, "official batch 2")

@@ -53,7 +53,7 @@ def test_a_plans_stablehlo_is_what_lower_gives_for_that_platform_and_mesh(meta_t
         assert text == tpu_plan.texts[name], name
 
 
-@pytest.mark.parametrize("target, gpus", [("h100", 1), ("h100x2", 2)])
+@pytest.mark.parametrize("target, gpus", [("h100", 1), pytest.param("h100x2", 2, marks=pytest.mark.slow)])
 def test_gpu_plan_of_the_tiny_config(meta_tiny, target, gpus):
     p = meta_tiny.plan("decode", SHAPE, target)
     assert (p.platform, p.devices) == ("cuda", gpus)
@@ -179,6 +179,7 @@ def test_gpu_programs_compile_with_synchronous_collectives():
     assert on_gpus._programs.compiler_options == {**gpu, "exec_time_optimization_effort": -1.0}
 
 
+@pytest.mark.slow  # 17 s on 2 cores: two H100 plans of the tiny Wan 2.2 decoder
 def test_gpu_programs_run_their_gemms_on_cublas_not_triton(monkeypatch):
     """XLA:GPU's Triton GEMM fusions died with CUDA_ERROR_ILLEGAL_INSTRUCTION on an H100 in Wan 2.2's released
     decode (docs/performance.md, "On an H100"). Compiled offline for one H100, the tiny Wan 2.2 decoder's GEMMs
@@ -197,6 +198,7 @@ def test_gpu_programs_run_their_gemms_on_cublas_not_triton(monkeypatch):
     assert sum(k["triton_gemms"] for k in stock) > 0, stock
 
 
+@pytest.mark.slow  # 24 s on 2 cores: the tiny decode planned for one and two H100s
 def test_two_gpus_each_need_at_most_0_6_of_one_gpus_temp_memory(meta_tiny):
     """The tiny CogVideoX decode on two H100s: with XLA's halo exchange each GPU held a padded copy of its shard
     and a mask beside it (0.80x of one GPU's temp); patches/halo_conv.py convolves each shard as one GPU would

@@ -49,6 +49,7 @@ def test_an_image_compiles_one_program_each_way_and_a_video_two():
         "decoder", "decoder+feat_cache"]
 
 
+@pytest.mark.slow  # 13 s on 2 cores (the feat_cache scheme's tiling: tests/test_wan.py)
 def test_slicing_and_tiling_equal_diffusers(pair):
     vae, ours = pair
     x = image(2, 1, 48, 40, seed=3)
@@ -82,6 +83,7 @@ def test_latent_normalization_is_the_pipelines(pair):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 26 s: qwenimage-tiny has the same blocks
 def test_official_fp32_and_bf16():
     """The released Qwen-Image VAE's architecture (the class defaults), seeded random weights, an image and 5 frames."""
     vae = random_vae("qwenimage")

@@ -25,6 +25,8 @@ SIZES = {
     **({"ltx2ts-tiny": (9, 32, 64)} if "ltx2ts-tiny" in MODELS else {}),
     **({"qwenimage21-tiny": (1, 32, 64)} if "qwenimage21-tiny" in MODELS else {}),
     "sd-tiny": (1, 32, 64),  # AutoencoderKL: images
+    "dc-small": (1, 32, 64), "hunyuanimage-tiny": (1, 32, 64), "tiny-tiny": (1, 32, 64), "svd-tiny": (1, 32, 64),
+    **({"flux2-tiny": (1, 32, 64)} if "flux2-tiny" in MODELS else {}),
 }
 DEFAULT = ("ltx091-tiny",)  # the injected noise from each call's generator; the rest in the slow set
 
@@ -46,7 +48,9 @@ def call(ours, vae, kind, x, seed):
     batches = []
     with progress.reporting(batches.append):
         if kind == "encode":
-            out = ours.encode(x).latent_dist.mode()
+            out = ours._posterior(x).mode()  # (AutoencoderDC's and AutoencoderTiny's latents have no posterior)
+        elif ours.batch_is_frames:  # Stable Video Diffusion: decode(z, num_frames)
+            out = ours.decode(x, x.shape[0]).sample
         elif getattr(vae.config, "decoder_inject_noise", False) or getattr(vae.config, "timestep_conditioning", False):
             out = ours.decode(x, *decode_args(vae, x.shape[0]), generator=torch.Generator().manual_seed(seed)).sample
         else:
