@@ -429,7 +429,10 @@ def random_vae(config: str, seed: int = 0):
 
 def decode_args(vae, batch: int, dtype=None) -> tuple:
     """What the pipelines pass to `decode` besides the latents: LTX's timestep (0.05, LTX-Video 0.9.1's
-    recommended decode_timestep) where the decoder is timestep-conditioned, else nothing."""
+    recommended decode_timestep) where the decoder is timestep-conditioned; Stable Video Diffusion's num_frames (the
+    batch: one video's frames); else nothing."""
+    if isinstance(vae, AutoencoderKLTemporalDecoder):
+        return (batch,)
     if not getattr(vae.config, "timestep_conditioning", False):
         return ()
     return (torch.full((batch,), 0.05, dtype=dtype or vae.dtype, device=vae.device),)
