@@ -59,6 +59,15 @@ def test_fp32_encode_decode(pair):
     check_encode_decode(vae, ours, randn(2, 3, 48, 64, seed=1), "flux2-tiny")
 
 
+def test_batch_sliced(pair):
+    vae, _ = pair
+    vae, ours = copy.deepcopy(vae), TorchaxVAE(vae)
+    for model in (vae, ours):
+        model.enable_slicing()
+    check_encode_decode(vae, ours, randn(2, 3, 16, 24, seed=6), "flux2-tiny batch 2, sliced")
+    assert {s["input_shapes"][-1][0] for s in ours.compile_stats()} == {1}
+
+
 def test_tiling_as_diffusers():
     vae = random_vae("flux2-tiny")  # sample_size 32: 32 x 32 image tiles, 16 x 16 latent tiles
     ours = TorchaxVAE(vae)

@@ -45,6 +45,15 @@ def _reference_tiled_encode(vae, x):
     return AutoencoderKL._tiled_encode(host, x)
 
 
+def test_batch_sliced_or_not(pair):
+    vae, _ = pair
+    vae, ours = copy.deepcopy(vae), TorchaxVAE(vae)
+    for model in (vae, ours):
+        model.enable_slicing()
+    check_encode_decode(vae, ours, randn(2, 3, 16, 24, seed=7), "hunyuanimage-tiny batch 2, sliced")
+    assert {s["input_shapes"][-1][0] for s in ours.compile_stats()} == {1}
+
+
 def test_tiling_with_its_enable_tiling_arguments(pair):
     vae, _ = pair
     vae = copy.deepcopy(vae)

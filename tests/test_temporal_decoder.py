@@ -154,3 +154,22 @@ def test_served_as_one_video(pair):
         mp4 = remote_decode(endpoint=f"{url}/decode/svd", tensor=z, output_type="mp4", return_type="mp4",
                             do_scaling=False)
         assert isinstance(mp4, bytes) and len(mp4) > 0
+
+
+def test_bf16(pair):
+    """bf16 encode and decode within 2x PyTorch bf16's own error against fp32 (its convolutions' sums in fp32, as
+    helpers.bf16_errors runs every family)."""
+    from helpers import BF16_ERROR_RATIO, Bf16ConvsWithFp32Sums
+
+    vae, _ = pair
+    ours = TorchaxVAE(vae, dtype=torch.bfloat16)
+    x, z = randn(1, 3, 32, 32, seed=8), randn(3, 4, 8, 8, seed=9)
+    mean, frames = vae.encode(x).latent_dist.mean, vae.decode(z, num_frames=3).sample
+    theirs = copy.deepcopy(vae).to(torch.bfloat16)
+    with Bf16ConvsWithFp32Sums():
+        their_errors = ((theirs.encode(x.bfloat16()).latent_dist.mean.float() - mean).abs().max().item(),
+                        (theirs.decode(z.bfloat16(), num_frames=3).sample.float() - frames).abs().max().item())
+    our_errors = ((ours.encode(x).latent_dist.mean - mean).abs().max().item(),
+                  (ours.decode(z, num_frames=3).sample - frames).abs().max().item())
+    for what, ours_, theirs_ in zip(("encode", "decode"), our_errors, their_errors):
+        assert ours_ <= BF16_ERROR_RATIO * theirs_, f"svd-tiny bf16 {what}: ours {ours_:.3g}, PyTorch's {theirs_:.3g}"

@@ -43,6 +43,18 @@ def test_dispatch_encode_decode_forward(pair):
     assert_close(ours(x).sample, vae(x).sample, FP32, "forward (latents through uint8)")
 
 
+def test_batch_sliced(pair):
+    vae, _ = pair
+    vae, ours = copy.deepcopy(vae), TorchaxVAE(vae)
+    for model in (vae, ours):
+        model.enable_slicing()
+    x = images(2, 3, 16, 24, seed=9)
+    assert_close(ours.encode(x).latents, vae.encode(x).latents, FP32, "sliced encode")
+    z = randn(2, 4, 2, 3, seed=10)
+    assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "sliced decode")
+    assert {s["input_shapes"][-1][0] for s in ours.compile_stats()} == {1}
+
+
 def test_diffusers_scale_latents_and_the_pipelines_normalization(pair):
     """scale_latents / unscale_latents keep AutoencoderTiny's meaning ([0, 1] storage); the command and the service
     use the pipelines' `z * scaling_factor` (and TAEF1's shift)."""
