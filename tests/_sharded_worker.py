@@ -132,7 +132,7 @@ def wan():
          sharded=steady_sharded["temp_bytes"], devices=len(steady_sharded["devices"]))
 
 
-def qwenimage():
+def qwenimage(memory: bool):
     feat_cache(["wan2.2-tiny", "qwenimage-tiny"])
     gen = torch.Generator().manual_seed(0)
     if "qwenimage21-tiny" in MODELS:  # Qwen-Image 2.1 (diffusers >= 0.42): 4-channel images
@@ -148,6 +148,8 @@ def qwenimage():
         with torch.no_grad():
             emit(case=f"{config} 1x8 uneven attention", what="decode",
                  max_abs=diff(ours.decode(z).sample, vae.decode(z).sample))
+    if not memory:
+        return
     # Memory: an image (one frame) decoded at 256x1024 latents, compiled offline for one v6e chip and for 8.
     # Not on this CPU mesh: XLA:CPU runs one device's attention as one YNNPACK fusion whose scores
     # (16384^2 floats here) its memory analysis leaves out, while the split program's are counted.
@@ -157,7 +159,10 @@ def qwenimage():
          sharded=sharded["programs"][0]["temp_bytes"], devices=sharded["devices"])
 
 
-def windowed():
+WINDOWED_SLOW = ("hunyuan", "ltx", "allegro")  # frame windows, the decode timestep and noise, fixed 3-D tiles
+
+
+def windowed(labels):
     """The frame-window families on a (1, 8) mesh: whole clips, no cache. HunyuanVideo's tiny VAE (one decode
     of 3 latent frames at 64x256 for memory), LTX-Video 0.9.1's (2 latent frames at 256x1024) and LTX-2's
     (2 latent frames at 64x512): their timestep and injected noise (replicated) on the mesh."""
@@ -180,6 +185,8 @@ def windowed():
         cases.append(("ltx2ts-tiny", "ltx2", (1, 3, 9, 64, 128), (1, 8, 2, 4, 16), (torch.tensor([0.05]),),
                       (1, 8, 2, 8, 64)))
     for config, label, video, latents, decode_args, memory_shape in cases:
+        if label not in labels:
+            continue
         vae = with_noise(random_vae(config), 0.5)
         if label == "allegro":
             vae.enable_tiling()  # diffusers' class runs no other way
@@ -329,11 +336,13 @@ def official():
 if __name__ == "__main__":
     assert len(jax.devices()) == 8, f"expected 8 virtual devices, got {jax.devices()}"
     # "tiny": the default suite's cases (CogVideoX); "tiny_more": Wan 2.1, and both traced as for GPUs (-m slow);
-    # "families": the other families (-m slow), and traced as
-    # for GPUs ("families_gpu", -m heavy)
+    # "families": the feat_cache, window and tile schemes on the mesh (-m slow); "families_more": the other
+    # families, the families traced as for GPUs and Qwen-Image's TPU memory row (-m heavy)
     {"tiny": lambda: (xla_conv_blocks(), halo_convolutions(), tiny()),
      "tiny_more": lambda: (wan(), gpu_rules(["tiny", "wan-tiny"])),
-     "families": lambda: (qwenimage(), windowed()),
-     "families_gpu": lambda: gpu_rules(["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny", "hunyuan15match-tiny",
-                                        "mochi-tiny", "cosmos-tiny", "magvit-clipnorm-tiny"]),
+     "families": lambda: (qwenimage(memory=False), windowed(WINDOWED_SLOW)),
+     "families_more": lambda: (qwenimage(memory=True),
+                               windowed(("hunyuan15", "mochi", "cosmos", "magvit", "ltx2")),
+                               gpu_rules(["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny", "hunyuan15match-tiny",
+                                          "mochi-tiny", "cosmos-tiny", "magvit-clipnorm-tiny"])),
      "images": images, "more_images": more_images, "official": official}[sys.argv[1]]()
