@@ -81,7 +81,8 @@ class AheadOfTime:
         finally:
             _TWIN.reset(token)
         for key in ENGINE_SETTINGS + type(self)._SETTINGS:  # the user's settings, as the family declares them
-            setattr(twin, key, getattr(self, key))
+            if hasattr(self, key):  # (AutoencoderKLTemporalDecoder has no use_slicing, as diffusers' class)
+                setattr(twin, key, getattr(self, key))
         twin.compile_effort = self.compile_effort  # compiled as a run's would be (the twin's options follow)
         return twin
 

@@ -150,7 +150,8 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
         self._programs = programs if programs is not None else Programs(store=ProgramStore.for_model(cache.for_api(), vae))
         self.compile_effort = "auto"
         self.memory_budget = memory_budget
-        self.use_slicing = getattr(vae, "use_slicing", False)  # (AutoencoderKLTemporalDecoder has neither flag)
+        if hasattr(vae, "use_slicing"):  # (AutoencoderKLTemporalDecoder has neither flag, and neither has its adapter)
+            self.use_slicing = vae.use_slicing
         # diffusers' flag on: tile every input larger than a tile; off: "auto", tile what would not fit
         self.tiling_mode = "on" if getattr(vae, "use_tiling", False) else "auto"
         self._auto_tiling_logged = False
@@ -299,7 +300,7 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
         per_sample: further arguments of `fn` with the batch as their first axis (LTX's timesteps),
         split with the source when slicing; None passes through.
         """
-        if not (self.use_slicing and source.shape[0] > 1):
+        if not (getattr(self, "use_slicing", False) and source.shape[0] > 1):
             return fn(source, **per_sample)
         pieces = [(piece, {k: None if v is None else v[i : i + 1] for k, v in per_sample.items()})
                   for i, piece in enumerate(source.split())]

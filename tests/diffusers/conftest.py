@@ -95,6 +95,19 @@ EXPECTED_FAILURES.update({
     _KL + "test_from_save_pretrained_dtype_inference[bf16]": PARAMETERS_ARE_COPIES,
     _KL + "test_from_pretrained_hub": OFFLINE, _KL + "test_output_pretrained": OFFLINE,
 })
+# the other image classes (issue 39): training, and for two of them diffusers' checkpointing tests
+for _stem, _cls, _checkpointing in (("dc", "TestAutoencoderDCTraining", False),
+                                    ("tiny", "TestAutoencoderTinyTraining", True),
+                                    ("kl_temporal_decoder", "TestAutoencoderKLTemporalDecoderTraining", True)):
+    _node = f"tests/models/autoencoders/test_models_autoencoder_{_stem}.py::{_cls}::"
+    EXPECTED_FAILURES[_node + "test_training"] = WEIGHTS_ARE_CONSTANTS
+    EXPECTED_FAILURES[_node + "test_training_with_ema"] = WEIGHTS_ARE_CONSTANTS
+    if _checkpointing:  # (diffusers skips these two for AutoencoderDC)
+        EXPECTED_FAILURES[_node + "test_gradient_checkpointing_equivalence"] = WEIGHTS_ARE_CONSTANTS
+        EXPECTED_FAILURES[_node + "test_gradient_checkpointing_is_applied"] = WHOLE_PROGRAMS
+_DC = "tests/models/autoencoders/test_models_autoencoder_dc.py::TestAutoencoderDC::"
+EXPECTED_FAILURES[_DC + "test_from_save_pretrained_dtype_inference[fp16]"] = PARAMETERS_ARE_COPIES
+EXPECTED_FAILURES[_DC + "test_from_save_pretrained_dtype_inference[bf16]"] = PARAMETERS_ARE_COPIES
 
 
 @pytest.fixture(autouse=True)

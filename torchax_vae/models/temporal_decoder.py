@@ -81,11 +81,25 @@ class TemporalDecoderVAE(KLVAE):
     def _tiled_encode(self, x: torch.Tensor):
         raise AttributeError("AutoencoderKLTemporalDecoder has no tiling")
 
+    @property
+    def use_tiling(self) -> bool:  # diffusers' class has neither flag: `hasattr(vae, "use_tiling")` is False there
+        raise AttributeError("AutoencoderKLTemporalDecoder has no use_tiling (no tiling)")
+
+    @property
+    def use_slicing(self) -> bool:
+        raise AttributeError("AutoencoderKLTemporalDecoder has no use_slicing (no slicing)")
+
     def enable_tiling(self) -> None:
         raise NotImplementedError("Tiling doesn't seem to be implemented for AutoencoderKLTemporalDecoder.")
 
     def enable_slicing(self) -> None:
         raise NotImplementedError("Slicing doesn't seem to be implemented for AutoencoderKLTemporalDecoder.")
+
+    def disable_tiling(self) -> None:
+        """Nothing to disable (diffusers' sets a flag that nothing reads)."""
+
+    def disable_slicing(self) -> None:
+        """Nothing to disable (diffusers' sets a flag that nothing reads)."""
 
     @staticmethod
     def _num_frames(num_frames, batch: int) -> int:
