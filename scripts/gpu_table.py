@@ -41,7 +41,7 @@ SMALL_CONFIGS = {
     "mochi": "mochi-tiny", "cosmos": "cosmos-tiny", "magvit": "magvit-tiny", "allegro": "allegro-tiny",
     "qwenimage21": "qwenimage21-tiny",
     "sd1.5": "sd-tiny", "sdxl": "sd-tiny", "sd3": "flux-tiny", "flux": "flux-tiny",  # AutoencoderKL's images
-    "flux2": "flux2-tiny", "sana": "dc-small", "hunyuanimage": "hunyuanimage-tiny",
+    "flux2": "flux2-tiny", "sana": "dc-tiny", "hunyuanimage": "hunyuanimage-tiny",
     "taesd": "tiny-tiny", "taef1": "tiny-tiny", "svd": "svd-tiny",
 }
 SMALL_SIZES = {"mochi-tiny": (7, 32, 64), "allegro-tiny": (24, 128, 128)}

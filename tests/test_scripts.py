@@ -206,7 +206,9 @@ def test_every_gpu_table_case_has_a_small_version_its_tiny_model_takes():
         assert (tiny.kind, tiny.dtype) == (case.kind, case.dtype) and tiny.config.endswith("tiny"), name
         model = meta_vae(tiny.config)
         shape = input_shape(tiny, model)
-        rank = 4 if type(model).__name__ == "AutoencoderKL" else 5  # images [B, C, H, W]
+        from torchax_vae.models import wrapper_for
+
+        rank = wrapper_for(model).rank  # images [B, C, H, W], videos [B, C, F, H, W]
         assert len(shape) == rank and min(shape) > 0, (name, shape)
 
 
