@@ -103,6 +103,7 @@ def test_decode_batch_of_two_in_vae_layout_writes_two_files(model_dir, tmp_path)
     assert not (tmp_path / "clip.mp4").exists()
 
 
+@pytest.mark.slow  # 21 s on 2 cores (each direction alone: the tests around it)
 def test_encode_then_decode_round_trip(model_dir, cache_dir, tmp_path):
     vae = random_vae("tiny")
     frames = np.random.default_rng(0).integers(0, 256, (9, 32, 48, 3), dtype=np.uint8)

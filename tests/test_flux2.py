@@ -68,6 +68,7 @@ def test_batch_sliced(pair):
     assert {s["input_shapes"][-1][0] for s in ours.compile_stats()} == {1}
 
 
+@pytest.mark.slow  # 12 s on 2 cores (AutoencoderKL's tiling, which these calls are: tests/test_kl.py)
 def test_tiling_as_diffusers():
     vae = random_vae("flux2-tiny")  # sample_size 32: 32 x 32 image tiles, 16 x 16 latent tiles
     ours = TorchaxVAE(vae)

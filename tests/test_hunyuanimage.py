@@ -54,6 +54,7 @@ def test_batch_sliced_or_not(pair):
     assert {s["input_shapes"][-1][0] for s in ours.compile_stats()} == {1}
 
 
+@pytest.mark.slow  # 21 s on 2 cores: 4 + 4 tile shapes compile
 def test_tiling_with_its_enable_tiling_arguments(pair):
     vae, _ = pair
     vae = copy.deepcopy(vae)

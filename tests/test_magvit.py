@@ -44,6 +44,7 @@ def test_frame_batches_are_diffusers():
     assert frame_batches(3, 1) == [(0, 1), (1, 2), (2, 3)]
 
 
+@pytest.mark.slow  # 13 s on 2 cores
 def test_a_batch_sliced_or_not_and_bounded_programs():
     vae = random_vae("magvit-tiny")
     ours = TorchaxVAE(vae)

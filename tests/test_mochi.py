@@ -66,8 +66,9 @@ def test_a_batch_sliced_or_not_and_one_program_per_clip():
     assert sorted(s["input_shapes"][0][2] for s in ours.compile_stats()) == [1, 2, 3]
 
 
-@pytest.mark.parametrize("tiles", [dict(tile_sample_min_height=16, tile_sample_min_width=16, tile_sample_stride_height=8,
-                                        tile_sample_stride_width=8),
+@pytest.mark.parametrize("tiles", [pytest.param(dict(tile_sample_min_height=16, tile_sample_min_width=16,
+                                                     tile_sample_stride_height=8, tile_sample_stride_width=8),
+                                                marks=pytest.mark.slow),  # 11 s
                                    pytest.param(dict(tile_sample_min_height=24, tile_sample_min_width=16,
                                                      tile_sample_stride_height=16, tile_sample_stride_width=8),
                                                 marks=pytest.mark.slow)])
