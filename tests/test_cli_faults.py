@@ -344,10 +344,10 @@ def test_four_dimensional_latents_are_refused_as_the_api_refuses_them(model_dir,
 
 @pytest.mark.slow  # 15 s on 2 cores
 def test_a_long_decode_says_how_long_up_front_and_logs_progress_with_an_eta(model_dir, tmp_path, monkeypatch, capsys):
-    from torchax_vae import commands
+    from torchax_vae import commands, input_checks
 
     monkeypatch.setattr(commands, "LONG_RUN_SECONDS", 0)  # every run is "long": the estimate is printed
-    monkeypatch.setattr(commands, "LARGE_OUTPUT_BYTES", 0)
+    monkeypatch.setattr(input_checks, "LARGE_OUTPUT_BYTES", 0)
     path = tmp_path / "long.pt"
     torch.save(torch.randn(1, 9, 4, 2, 2, generator=torch.Generator().manual_seed(0)), path)  # 4 frame batches
     code = cli_main(["decode", str(path), "-o", str(tmp_path / "out.npy"), "--model", str(model_dir), "--no-cache"])

@@ -17,10 +17,11 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from . import files, image_files, memory, patches, validation
+from . import files, image_files, patches
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
+from .input_checks import check_input, check_output_fits, smallest_output
 from .synthetic import moving_shapes
 from .vae import TorchaxVAE, vae_subfolder
 
@@ -117,10 +118,9 @@ def _on_device(x: torch.Tensor) -> torch.Tensor:
     return patches.import_torchax().default_env().j2t_iso(jax.device_put(x.numpy()))
 
 
-# A run estimated past this many seconds (from its first frame batch) is announced with its estimate; an output
-# past this many bytes of frames, before anything runs.
+# A run estimated past this many seconds (from its first frame batch) is announced with its estimate (an output's
+# size: input_checks.LARGE_OUTPUT_BYTES).
 LONG_RUN_SECONDS = 600
-LARGE_OUTPUT_BYTES = 4 << 30
 
 
 def _duration(seconds: float) -> str:
@@ -186,62 +186,6 @@ def _progress_mode(progress):
     if progress not in ("bar", "log"):
         raise ValueError(f"progress must be 'bar', 'log', True, False or None, got {progress!r}")
     return progress
-
-
-def _check_output_fits(video_shape, what: str, mode) -> None:
-    """InputError if the decoded videos (held whole, as floats then uint8 frames) cannot fit in memory; a line if large.
-
-    A decode keeps its frame batches' outputs and their concatenation on the device, then the uint8 frames on
-    the host: about 2 x (4 + 1) bytes per value where the device is the CPU, 2 x 4 + 1 on an accelerator.
-    """
-    values = math.prod(video_shape)
-    device = jax.devices()[0]
-    frames_bytes = values  # uint8
-    device_bytes = 2 * 4 * values + (frames_bytes if device.platform != "cpu" else 2 * frames_bytes)
-    limits = [("on the device", device_bytes, memory.free_bytes(device))]
-    if device.platform != "cpu":
-        limits.append(("on the host", frames_bytes, memory.host_available_bytes()))
-    batch, frames, height, width = video_shape[0], math.prod(video_shape[2:-2]), *video_shape[-2:]  # images: 1 frame
-    for where, need, available in limits:
-        if available is not None and need > available:
-            raise InputError(
-                f"{what} decodes to {batch} x {frames} frames of {height}x{width}: about {need / 1e9:.3g} GB {where} at "
-                f"once, more than the {available / 1e9:.3g} GB available; decode fewer frames per file (note that "
-                "CogVideoX and Wan carry state across frames, so the pieces' seams differ from one whole decode)"
-            )
-    if mode is not None and frames_bytes > LARGE_OUTPUT_BYTES:
-        print(f"torchax-vae decode: {batch} x {frames} frames of {height}x{width} are {frames_bytes / 1e9:.3g} GB of "
-              "uint8 frames, held in memory until written", file=sys.stderr, flush=True)
-
-
-def _smallest_video(ours: TorchaxVAE, latent_shape) -> tuple[int, ...]:
-    """[B, C, F, H, W] of the smallest video whose latents have `latent_shape` (`latent_shape` inverted by search):
-    a lower bound of what decoding them gives, for refusing what cannot fit before anything compiles. Images
-    [B, C, H, W]: [B, C, H x ratio, W x ratio]."""
-    ratio = ours.spatial_compression_ratio
-    if len(latent_shape) == 4:
-        return (latent_shape[0], ours.video_channels, latent_shape[2] * ratio, latent_shape[3] * ratio)
-    batch, _, frames, height, width = latent_shape
-    video = [batch, ours.video_channels, 1, height * ratio, width * ratio]
-    for count in range(1, 16 * frames + 2):
-        video[2] = count
-        if ours.latent_shape(tuple(video))[2] >= frames:
-            break
-    return tuple(video)
-
-
-def _check(x: torch.Tensor, vae: TorchaxVAE, kind: str, what: str) -> None:
-    """TorchaxVAE's own input checks, as InputError (they would raise the same inside encode/decode)."""
-    encode = kind == "encode"
-    channels = vae.video_channels if encode else vae.latent_channels
-    try:
-        validation.check_video(x, name=what, channels=channels, role="encoder" if encode else "decoder", rank=vae.rank)
-        if encode:
-            vae._check_video(tuple(x.shape), what)
-        else:
-            vae._check_latents(tuple(x.shape), what)
-    except (TypeError, ValueError) as e:
-        raise InputError(str(e)) from e
 
 
 def _precompile(vae: TorchaxVAE, kind: str, shape, progress=None) -> tuple[float, int, list]:
@@ -328,13 +272,13 @@ def decode_file(
         z, decode_args = ours.decode_inputs(z, timestep=decode_timestep, noise_scale=decode_noise_scale, seed=seed)
     except ValueError as e:
         raise InputError(str(e)) from None
-    _check(z, ours, "decode", f"latents in {latents}")
+    check_input(z, ours, "decode", f"latents in {latents}")
     # the video's size from the family's own arithmetic, before anything compiles (a decode that cannot fit
     # is refused in seconds, not after its programs compile); checked again on the compiled shape below
-    _check_output_fits(_smallest_video(ours, tuple(z.shape)), f"latents in {latents}", None)
+    check_output_fits(smallest_output(ours, tuple(z.shape)), f"latents in {latents}", None)
     compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape), mode)
     video_shape = _frames_second(ours, ours.output_shape("decode", tuple(z.shape)))  # compiled already: shapes only
-    _check_output_fits(video_shape, f"latents in {latents}", mode)
+    check_output_fits(video_shape, f"latents in {latents}", mode)
     start = time.perf_counter()
     with _progress(ours, batches, "decode", mode, video_shape[2]):
         # a decoder that injects noise (LTX-Video 0.9.1, LTX-2) draws it from this call's generator
@@ -398,7 +342,7 @@ def encode_file(
     # RGB, or RGBA for a 4-channel VAE (Qwen-Image 2.1); [1, C, F, H, W] in [-1, 1]
     frames, fps = files.read_video(video, max_frames, channels=4 if ours.video_channels == 4 else 3)
     x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
-    _check(x, ours, "encode", f"video {video}")
+    check_input(x, ours, "encode", f"video {video}")
     compile_seconds, batches, stats = _precompile(ours, "encode", tuple(x.shape), mode)
     start = time.perf_counter()
     with _progress(ours, batches, "encode", mode, frames.shape[0]):

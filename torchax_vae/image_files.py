@@ -13,6 +13,7 @@ import torch
 
 from . import files
 from .checks import IMAGE_SUFFIXES, InputError
+from .input_checks import check_input, check_output_fits, smallest_output
 
 
 def _to_uint8(images):
@@ -39,7 +40,7 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
 
     precompile, progress: `torchax_vae.commands`' helpers (compile every program first; count finished calls).
     """
-    from .commands import _check, _check_output_fits, _on_device, _smallest_video, _unpacked
+    from .commands import _on_device, _unpacked
 
     if z.ndim == 3:
         z = _unpacked(ours, z, size, latents, ours.pipeline_layout)
@@ -50,8 +51,8 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
                          f"VAE's latents: check --model ({ours.model_class.__name__} here)")
     z = ours.denormalize_latents(z)  # as the family's pipelines do before decoding
     z, decode_args = ours.decode_inputs(z)  # (Stable Video Diffusion's num_frames: the batch)
-    _check(z, ours, "decode", f"latents in {latents}")
-    _check_output_fits(_smallest_video(ours, tuple(z.shape)), f"latents in {latents}", None)
+    check_input(z, ours, "decode", f"latents in {latents}")
+    check_output_fits(smallest_output(ours, tuple(z.shape)), f"latents in {latents}", None)
     compile_seconds, calls, stats = precompile(ours, "decode", tuple(z.shape))
     start = time.perf_counter()
     with progress(ours, calls, "decode", 1):
@@ -82,11 +83,9 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
 
 def encode(ours, image, *, precompile, progress, posterior: str, seed: int) -> tuple[torch.Tensor, dict]:
     """An image file (anything ffmpeg reads: PNG, JPEG, ...; its first frame) -> normalized latents [1, C, h, w]."""
-    from .commands import _check
-
     pixels, _ = files.read_video(image, 1, channels=4 if ours.video_channels == 4 else 3)
     x = torch.from_numpy(pixels[0]).permute(2, 0, 1)[None].float() / 127.5 - 1.0
-    _check(x, ours, "encode", f"image {image}")
+    check_input(x, ours, "encode", f"image {image}")
     compile_seconds, calls, stats = precompile(ours, "encode", tuple(x.shape))
     start = time.perf_counter()
     with progress(ours, calls, "encode", 1):

@@ -213,9 +213,9 @@ def _check_channels(vae, z: torch.Tensor, layout: str) -> None:
 
 
 def _check_input(vae, x: torch.Tensor, kind: str) -> None:
-    from ..commands import _check
+    from ..input_checks import check_input
 
-    _check(x, vae, kind, f"the {kind} input")
+    check_input(x, vae, kind, f"the {kind} input")
 
 
 def encode_request(vae, params, headers, body: bytes) -> Parsed:
@@ -257,10 +257,10 @@ def scaled_latents(vae, z: torch.Tensor, parsed: Parsed) -> torch.Tensor:
 def check_answer(vae, parsed: Parsed) -> None:
     """Refuses, before anything compiles, a decode whose answer cannot be given: one image or MP4 for several
     videos or frames, or an output larger than the device and host can hold (413)."""
-    from ..commands import _check_output_fits, _smallest_video
+    from ..input_checks import check_output_fits, smallest_output
 
     shape = tuple(parsed.tensor.shape)
-    smallest = _smallest_video(vae, shape)  # [B, C, F, H, W], or images [B, C, H, W]
+    smallest = smallest_output(vae, shape)  # [B, C, F, H, W], or images [B, C, H, W]
     output = parsed.output
     if output.kind == "mp4" and len(smallest) == 4 and not vae.batch_is_frames:
         raise RequestError(400, f"{vae.model_class.__name__} decodes images, not videos: ask for output_type pil "
@@ -277,6 +277,6 @@ def check_answer(vae, parsed: Parsed) -> None:
         raise RequestError(400, f"this model makes {vae.video_channels}-channel frames, which an MP4 cannot hold; "
                                 "ask for output_type pt")
     try:
-        _check_output_fits(smallest, f"latents of shape {list(shape)}", None)
+        check_output_fits(smallest, f"latents of shape {list(shape)}", None)
     except InputError as e:
         raise RequestError(413, str(e), reason="too_large") from None

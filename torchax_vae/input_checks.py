@@ -1,0 +1,74 @@
+"""The checks a decode or encode input gets before anything compiles, shared by the command (`commands`,
+`image_files`) and the service (`serve.protocol`): TorchaxVAE's own input checks as one-line `InputError`s, and
+whether the decoded output can be held in memory at all.
+"""
+
+import math
+import sys
+
+import jax
+import torch
+
+from . import memory, validation
+from .checks import InputError
+
+__all__ = ["LARGE_OUTPUT_BYTES", "check_input", "check_output_fits", "smallest_output"]
+
+# Above this, a decode says how many GB of uint8 frames it will hold in memory until they are written.
+LARGE_OUTPUT_BYTES = 4 << 30
+
+
+def check_output_fits(video_shape, what: str, mode) -> None:
+    """InputError if the decoded videos (held whole, as floats then uint8 frames) cannot fit in memory; a line if large.
+
+    A decode keeps its frame batches' outputs and their concatenation on the device, then the uint8 frames on
+    the host: about 2 x (4 + 1) bytes per value where the device is the CPU, 2 x 4 + 1 on an accelerator.
+    """
+    values = math.prod(video_shape)
+    device = jax.devices()[0]
+    frames_bytes = values  # uint8
+    device_bytes = 2 * 4 * values + (frames_bytes if device.platform != "cpu" else 2 * frames_bytes)
+    limits = [("on the device", device_bytes, memory.free_bytes(device))]
+    if device.platform != "cpu":
+        limits.append(("on the host", frames_bytes, memory.host_available_bytes()))
+    batch, frames, height, width = video_shape[0], math.prod(video_shape[2:-2]), *video_shape[-2:]  # images: 1 frame
+    for where, need, available in limits:
+        if available is not None and need > available:
+            raise InputError(
+                f"{what} decodes to {batch} x {frames} frames of {height}x{width}: about {need / 1e9:.3g} GB {where} at "
+                f"once, more than the {available / 1e9:.3g} GB available; decode fewer frames per file (note that "
+                "CogVideoX and Wan carry state across frames, so the pieces' seams differ from one whole decode)"
+            )
+    if mode is not None and frames_bytes > LARGE_OUTPUT_BYTES:
+        print(f"torchax-vae decode: {batch} x {frames} frames of {height}x{width} are {frames_bytes / 1e9:.3g} GB of "
+              "uint8 frames, held in memory until written", file=sys.stderr, flush=True)
+
+
+def smallest_output(ours, latent_shape) -> tuple[int, ...]:
+    """[B, C, F, H, W] of the smallest video whose latents have `latent_shape` (`latent_shape` inverted by search):
+    a lower bound of what decoding them gives, for refusing what cannot fit before anything compiles. Images
+    [B, C, H, W]: [B, C, H x ratio, W x ratio]."""
+    ratio = ours.spatial_compression_ratio
+    if len(latent_shape) == 4:
+        return (latent_shape[0], ours.video_channels, latent_shape[2] * ratio, latent_shape[3] * ratio)
+    batch, _, frames, height, width = latent_shape
+    video = [batch, ours.video_channels, 1, height * ratio, width * ratio]
+    for count in range(1, 16 * frames + 2):
+        video[2] = count
+        if ours.latent_shape(tuple(video))[2] >= frames:
+            break
+    return tuple(video)
+
+
+def check_input(x: torch.Tensor, vae, kind: str, what: str) -> None:
+    """TorchaxVAE's own input checks, as InputError (they would raise the same inside encode/decode)."""
+    encode = kind == "encode"
+    channels = vae.video_channels if encode else vae.latent_channels
+    try:
+        validation.check_video(x, name=what, channels=channels, role="encoder" if encode else "decoder", rank=vae.rank)
+        if encode:
+            vae._check_video(tuple(x.shape), what)
+        else:
+            vae._check_latents(tuple(x.shape), what)
+    except (TypeError, ValueError) as e:
+        raise InputError(str(e)) from e
