@@ -10,6 +10,7 @@ from diffusers import (
     AutoencoderKL,
     AutoencoderKLAllegro,
     AutoencoderKLCogVideoX,
+    AutoencoderKLFlux2,
     AutoencoderKLHunyuanImage,
     AutoencoderKLCosmos,
     AutoencoderKLHunyuanVideo,
@@ -351,6 +352,7 @@ MODELS = {
     **{name: (AutoencoderKLCosmos, kwargs) for name, kwargs in COSMOS_CONFIGS.items()},
     **{name: (AutoencoderKLMagvit, kwargs) for name, kwargs in MAGVIT_CONFIGS.items()},
     **{name: (AutoencoderKL, kwargs) for name, kwargs in KL_CONFIGS.items()},
+    **{name: (AutoencoderKLFlux2, kwargs) for name, kwargs in FLUX2_CONFIGS.items()},
     **{name: (AutoencoderDC, kwargs) for name, kwargs in DC_CONFIGS.items()},
     **{name: (AutoencoderKLHunyuanImage, kwargs) for name, kwargs in HUNYUANIMAGE_CONFIGS.items()},
     **{name: (AutoencoderTiny, kwargs) for name, kwargs in TINY_CONFIGS.items()},
@@ -368,12 +370,6 @@ except ImportError:  # diffusers < 0.42
     pass
 else:
     MODELS.update({name: (AutoencoderKLQwenImage21, kwargs) for name, kwargs in QWENIMAGE21_CONFIGS.items()})
-try:
-    from diffusers import AutoencoderKLFlux2
-except ImportError:  # diffusers < 0.36
-    pass
-else:
-    MODELS.update({name: (AutoencoderKLFlux2, kwargs) for name, kwargs in FLUX2_CONFIGS.items()})
 
 
 # The released sizes (the pipelines' defaults): name -> (config, frames, height, width). scripts/gpu_table.py
@@ -399,8 +395,7 @@ RELEASED = {
     # on one v5e chip)
     "sd1.5": ("sd1.5", 1, 512, 512), "sdxl": ("sdxl", 1, 1024, 1024), "sd3": ("sd3", 1, 1024, 1024),
     "flux": ("flux", 1, 1024, 1024), "sdxl-2048": ("sdxl", 1, 2048, 2048), "flux-2048": ("flux", 1, 2048, 2048),
-    # Flux2Pipeline's default 1024x1024; diffusers >= 0.36
-    **({"flux2": ("flux2", 1, 1024, 1024)} if "flux2" in MODELS else {}),
+    "flux2": ("flux2", 1, 1024, 1024),  # Flux2Pipeline's default 1024x1024
     "sana": ("sana", 1, 1024, 1024),  # SanaPipeline's 1024x1024 (Sana 1600M 1024px), DC-AE f32c32
     "hunyuanimage": ("hunyuanimage", 1, 2048, 2048),  # HunyuanImagePipeline's default 2048x2048
     "taesdxl": ("taesd", 1, 1024, 1024), "taef1": ("taef1", 1, 1024, 1024),  # TAESD previews at SDXL's and Flux's size

@@ -314,7 +314,7 @@ def more_images():
     """The other image VAEs on the (1, 8) mesh and traced as for GPUs: Flux.2, Sana's DC-AE, HunyuanImage, TAESD,
     Stable Video Diffusion (3 frames, one video); against PyTorch."""
     gen = torch.Generator().manual_seed(0)
-    names = ["dc-small", "hunyuanimage-tiny", "tiny-tiny", "svd-tiny", *(["flux2-tiny"] if "flux2-tiny" in MODELS else [])]
+    names = ["dc-small", "hunyuanimage-tiny", "tiny-tiny", "svd-tiny", "flux2-tiny"]
     for name in names:
         vae = random_vae(name)
         ours = TorchaxVAE(vae, mesh=make_mesh())

@@ -7,23 +7,17 @@ import numpy as np
 import PIL.Image
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae
-
-from torchax_vae import TorchaxVAE
-
-diffusers = pytest.importorskip("diffusers")
-if not hasattr(diffusers, "AutoencoderKLFlux2"):  # diffusers < 0.36
-    pytest.skip("AutoencoderKLFlux2 needs diffusers >= 0.36", allow_module_level=True)
-
-from diffusers import (  # noqa: E402
+from diffusers import (
     AutoencoderKL,
     AutoencoderKLFlux2,
     FlowMatchEulerDiscreteScheduler,
     Flux2Pipeline,
     Flux2Transformer2DModel,
 )
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae
 
-from torchax_vae.models.flux2 import Flux2VAE  # noqa: E402
+from torchax_vae import TorchaxVAE
+from torchax_vae.models.flux2 import Flux2VAE
 
 FP32 = TOLERANCE[torch.float32]
 

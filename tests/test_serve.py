@@ -18,7 +18,7 @@ from diffusers.utils.remote_utils import remote_decode, remote_encode
 from diffusers.video_processor import VideoProcessor
 from PIL import Image
 
-from helpers import MODELS, randn, random_vae, with_noise
+from helpers import randn, random_vae, with_noise
 from serving import metric, served_decode, serving
 from torchax_vae import TorchaxVAE
 from torchax_vae.serve import Limits, create_app
@@ -44,9 +44,8 @@ def wrapped():
     models["qwenimage"] = random_vae("qwenimage-tiny")
     models["flux"] = random_vae("flux-tiny")  # AutoencoderKL: images [B, C, H, W]
     models["sana"] = random_vae("dc-tiny")  # AutoencoderDC: latents with no posterior
-    if "flux2-tiny" in MODELS:
-        models["flux2"] = random_vae("flux2-tiny")  # AutoencoderKLFlux2: bn statistics
-        models["flux2"].bn.running_var.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(0))
+    models["flux2"] = random_vae("flux2-tiny")  # AutoencoderKLFlux2: bn statistics
+    models["flux2"].bn.running_var.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(0))
     return {name: TorchaxVAE(model) for name, model in models.items()}
 
 
@@ -166,7 +165,7 @@ def test_images_of_autoencoder_kl_every_output_type(base, wrapped):
 
 
 
-@pytest.mark.parametrize("name", ["sana", *(["flux2"] if "flux2-tiny" in MODELS else [])])
+@pytest.mark.parametrize("name", ["sana", "flux2"])
 def test_sana_and_flux2_images_with_their_own_normalization(base, wrapped, name):
     """do_scaling with no factors: each VAE's own normalization (Sana's `z / scaling_factor`, Flux.2's bn statistics
     and its packed latents); encode's latents (Sana's with no posterior); each within 1e-4 of in-process."""

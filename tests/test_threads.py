@@ -26,7 +26,7 @@ SIZES = {
     **({"qwenimage21-tiny": (1, 32, 64)} if "qwenimage21-tiny" in MODELS else {}),
     "sd-tiny": (1, 32, 64),  # AutoencoderKL: images
     "dc-small": (1, 32, 64), "hunyuanimage-tiny": (1, 32, 64), "tiny-tiny": (1, 32, 64), "svd-tiny": (1, 32, 64),
-    **({"flux2-tiny": (1, 32, 64)} if "flux2-tiny" in MODELS else {}),
+    "flux2-tiny": (1, 32, 64),
 }
 DEFAULT = ("ltx091-tiny",)  # the injected noise from each call's generator; the rest in the slow set
 

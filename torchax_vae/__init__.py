@@ -19,7 +19,7 @@ __all__ = ["TorchaxVAE", "clear_compiled", "make_mesh", "__version__"]
 # docstrings, pyproject's description and the README to.
 FAMILIES = {
     "AutoencoderKL": "SD/SDXL/SD3/Flux",  # images
-    "AutoencoderKLFlux2": "Flux.2",  # images; diffusers >= 0.36
+    "AutoencoderKLFlux2": "Flux.2",  # images
     "AutoencoderDC": "Sana",  # images
     "AutoencoderKLHunyuanImage": "HunyuanImage 2.1",  # images
     "AutoencoderTiny": "TAESD",  # images

@@ -19,6 +19,7 @@ from .allegro import AllegroVAE
 from .cogvideox import CogVideoXVAE
 from .cosmos import CosmosVAE
 from .dc import DCVAE
+from .flux2 import Flux2VAE
 from .hunyuanvideo import HunyuanVideoVAE
 from .hunyuanimage import HunyuanImageVAE
 from .hunyuanvideo15 import HunyuanVideo15VAE
@@ -34,7 +35,7 @@ from .wan import WanVAE
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
-            MagvitVAE, KLVAE, DCVAE, HunyuanImageVAE, TinyVAE, TemporalDecoderVAE)
+            MagvitVAE, KLVAE, Flux2VAE, DCVAE, HunyuanImageVAE, TinyVAE, TemporalDecoderVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:
@@ -47,12 +48,6 @@ except ImportError:
     pass
 else:
     WRAPPERS += (QwenImage21VAE,)
-try:  # diffusers has AutoencoderKLFlux2 from 0.36 on
-    from .flux2 import Flux2VAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (Flux2VAE,)
 
 
 def supported() -> str:

@@ -55,6 +55,7 @@ class DCVAE(KLVAE):
     # the encoder's output is the latents: no distribution (what the command and the service sample from)
     posterior_class = IdentityDistribution
     marked = (ResBlock, EfficientViTBlock, DCDownBlock2d, DCUpBlock2d)
+    _multiples_because = "its shortcuts unshuffle pixels 2x2 at every block"
     _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
                  "tile_sample_stride_width")
 
@@ -74,18 +75,6 @@ class DCVAE(KLVAE):
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
-
-    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents * self.config.scaling_factor
-
-    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents / self.config.scaling_factor
-
-    def _check_video(self, shape, name: str) -> None:
-        ratio = self.spatial_compression_ratio
-        if shape[-2] % ratio or shape[-1] % ratio:
-            raise ValueError(f"{name}: height and width must be multiples of {ratio} (AutoencoderDC's compression: "
-                             f"its shortcuts unshuffle pixels 2x2 at every block), got {shape[-2]}x{shape[-1]}")
 
     # ----- diffusers' interface where AutoencoderDC's differs -----
 

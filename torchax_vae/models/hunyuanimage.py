@@ -51,6 +51,7 @@ class HunyuanImageVAE(KLVAE):
     model_class = AutoencoderKLHunyuanImage
     marked = (HunyuanImageResnetBlock, HunyuanImageAttentionBlock, HunyuanImageDownsample, HunyuanImageUpsample,
               TorchaxGroupNorm)
+    _multiples_because = "each downsampling folds 2x2 pixels into channels"
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -58,20 +59,6 @@ class HunyuanImageVAE(KLVAE):
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
-
-    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents * self.config.scaling_factor
-
-    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """As HunyuanImagePipeline before `decode`: `latents / scaling_factor`."""
-        return latents / self.config.scaling_factor
-
-    def _check_video(self, shape, name: str) -> None:
-        ratio = self.spatial_compression_ratio
-        if shape[-2] % ratio or shape[-1] % ratio:
-            raise ValueError(f"{name}: height and width must be multiples of {ratio} (AutoencoderKLHunyuanImage's "
-                             f"compression: each downsampling folds 2x2 pixels into channels), got "
-                             f"{shape[-2]}x{shape[-1]}")
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, H, W] into images, as diffusers does."""

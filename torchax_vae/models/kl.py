@@ -69,6 +69,7 @@ class KLVAE(TorchaxVAE):
     # the layers whose activations get sharding marks on a mesh (patches/sharding_marks.py)
     marked = (ResnetBlock2D, Downsample2D, Upsample2D, TorchaxGroupNorm)
     _SETTINGS = ("tile_sample_min_size", "tile_latent_min_size", "tile_overlap_factor")
+    _multiples_because: str | None = None  # why images must be whole multiples of the compression, where they must
 
     def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
         super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
@@ -95,21 +96,35 @@ class KLVAE(TorchaxVAE):
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
 
+    def _check_video(self, shape, name: str) -> None:
+        """Classes whose downsampling folds 2x2 pixels into channels (`_multiples_because`) take only multiples of
+        their compression; AutoencoderKL's strided convolutions round down instead."""
+        ratio = self.spatial_compression_ratio
+        if self._multiples_because and (shape[-2] % ratio or shape[-1] % ratio):
+            raise ValueError(f"{name}: height and width must be multiples of {ratio} ({self.model_class.__name__}'s "
+                             f"compression: {self._multiples_because}), got {shape[-2]}x{shape[-1]}")
+
+    def _has_statistics(self) -> bool:
+        # (the image classes on these calls whose configs have no such keys: Sana's, HunyuanImage's, SVD's)
+        return getattr(self.config, "latents_mean", None) is not None and \
+            getattr(self.config, "latents_std", None) is not None
+
     def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         config = self.config
-        if config.latents_mean is not None and config.latents_std is not None:
+        if self._has_statistics():
             mean, std = self._latent_statistics(latents)
             return (latents - mean) * config.scaling_factor / std
-        return (latents - (config.shift_factor or 0.0)) * config.scaling_factor
+        return (latents - (getattr(config, "shift_factor", None) or 0.0)) * config.scaling_factor
 
     def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         """As the pipelines do before `decode`: SD3's and Flux's `latents / scaling_factor + shift_factor`, SDXL's
-        `latents * latents_std / scaling_factor + latents_mean` where the config has them."""
+        `latents * latents_std / scaling_factor + latents_mean` where the config has them; the others' (SD, Sana,
+        HunyuanImage, SVD) `latents / scaling_factor`."""
         config = self.config
-        if config.latents_mean is not None and config.latents_std is not None:
+        if self._has_statistics():
             mean, std = self._latent_statistics(latents)
             return latents * std / config.scaling_factor + mean
-        return latents / config.scaling_factor + (config.shift_factor or 0.0)
+        return latents / config.scaling_factor + (getattr(config, "shift_factor", None) or 0.0)
 
     def _latent_statistics(self, latents):
         shape = (1, self.latent_channels, 1, 1)

@@ -40,13 +40,6 @@ class TemporalDecoderVAE(KLVAE):
     _SETTINGS = ()  # no tiling attributes in diffusers' class
     batch_is_frames = True  # the command's latents [F, C, h, w] are one video: it writes them as one MP4
 
-    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents * self.config.scaling_factor
-
-    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """As StableVideoDiffusionPipeline before `decode`: `latents / scaling_factor`."""
-        return latents / self.config.scaling_factor
-
     def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
         """The command's and the service's latents [F, C, h, w] are one video's frames: `num_frames` is F."""
         latents, _ = super().decode_inputs(latents, timestep=timestep, noise_scale=noise_scale, seed=seed)
