@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
+from diffusers import DiffusionPipeline
 from helpers import MODELS, TOLERANCE, assert_close, random_vae, settings
 
 from torchax_vae import TorchaxVAE
@@ -165,6 +166,20 @@ def test_save_pretrained_writes_the_diffusers_folder_with_the_same_weights(name,
     assert not any(isinstance(ours, other) for other in others), "passes for another family's class"
     with pytest.raises(TypeError, match="is a TorchaxVAE already"):
         TorchaxVAE(ours)
+    # in a pipeline's folder the VAE is recorded as this adapter ([module, class]); diffusers loads it back through
+    # the loading base class it looks up in that module (ModelMixin)
+    pipe = _OnlyVAE(ours)
+    pipe.save_pretrained(tmp_path / "pipe")
+    reloaded = _OnlyVAE.from_pretrained(tmp_path / "pipe").vae
+    assert type(reloaded) is type(ours) and settings(reloaded.config) == settings(ours.config)
+
+
+class _OnlyVAE(DiffusionPipeline):
+    """The smallest diffusers pipeline: a VAE."""
+
+    def __init__(self, vae):
+        super().__init__()
+        self.register_modules(vae=vae)
 
 
 def test_a_saved_bf16_vae_holds_bf16_weights_and_the_model_given_back_is_a_copy(tmp_path):

@@ -23,7 +23,9 @@ How diffusers runs it, and how this adapter does:
 
 import jax
 import torch
-from diffusers import AutoencoderDC
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.dc", "DCVAE"] entry by looking the base
+# class up in this module.
+from diffusers import AutoencoderDC, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_dc import DCDownBlock2d, DCUpBlock2d, EfficientViTBlock, ResBlock
 from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput, IdentityDistribution
 

@@ -13,7 +13,9 @@ of the statistics, `weights.Submodule`).
 """
 
 import torch
-from diffusers import AutoencoderKLFlux2
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.flux2", "Flux2VAE"] entry by looking the base
+# class up in this module.
+from diffusers import AutoencoderKLFlux2, ModelMixin  # noqa: F401
 
 from .kl import KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
 

@@ -19,7 +19,9 @@ loop run on a 5-D view). docs/limits.md has the line.
 """
 
 import torch
-from diffusers import AutoencoderKLHunyuanImage
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.hunyuanimage", "HunyuanImageVAE"] entry by looking the base
+# class up in this module.
+from diffusers import AutoencoderKLHunyuanImage, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_hunyuanimage import (
     HunyuanImageAttentionBlock,
     HunyuanImageDownsample,

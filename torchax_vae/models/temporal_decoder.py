@@ -21,7 +21,9 @@ import functools
 import jax
 import jax.numpy as jnp
 import torch
-from diffusers import AutoencoderKLTemporalDecoder
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.temporal_decoder", "TemporalDecoderVAE"] entry by looking the base
+# class up in this module.
+from diffusers import AutoencoderKLTemporalDecoder, ModelMixin  # noqa: F401
 from diffusers.models.resnet import Downsample2D, ResnetBlock2D, SpatioTemporalResBlock
 from diffusers.models.autoencoders.vae import DecoderOutput
 

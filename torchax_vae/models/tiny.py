@@ -30,7 +30,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import torch
-from diffusers import AutoencoderTiny
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.tiny", "TinyVAE"] entry by looking the base
+# class up in this module.
+from diffusers import AutoencoderTiny, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_tiny import AutoencoderTinyOutput
 from diffusers.models.autoencoders.vae import DecoderOutput, IdentityDistribution
 from diffusers.models.unets.unet_2d_blocks import AutoencoderTinyBlock
