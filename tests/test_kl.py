@@ -93,6 +93,26 @@ def test_decode_takes_diffusers_arguments_and_checks_its_input(pair):
     assert len(ours.compile_stats()) == before
 
 
+def test_fused_qkv_projections_as_pipelines_call_them(pair):
+    """`pipe.fuse_qkv_projections()` calls the VAE's fuse_qkv_projections and set_attn_processor(FusedAttnProcessor2_0):
+    accepted, the same images; a processor that would compute otherwise is refused."""
+    from diffusers.models.attention_processor import AttnProcessor2_0, FusedAttnProcessor2_0
+
+    vae, ours = pair
+    z = randn(1, 4, 8, 8, seed=6)
+    ours.fuse_qkv_projections()
+    ours.set_attn_processor(FusedAttnProcessor2_0())
+    assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "decode after fuse_qkv_projections")
+    ours.unfuse_qkv_projections()
+    ours.set_attn_processor({"mid_block.attentions.0.processor": AttnProcessor2_0()})
+
+    class Scaled(AttnProcessor2_0):
+        pass
+
+    with pytest.raises(NotImplementedError, match=r"\['Scaled'\] would compute otherwise"):
+        ours.set_attn_processor(Scaled())
+
+
 @pytest.mark.parametrize("config", ["sd-tiny", "flux-tiny"])
 def test_latent_scaling_as_the_pipelines(config):
     """SD: z * scaling_factor; SD3 and Flux: (z - shift_factor) * scaling_factor; undone before decode."""

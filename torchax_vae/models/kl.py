@@ -168,6 +168,32 @@ class KLVAE(TorchaxVAE):
         """Tile every image larger than `tile_sample_min_size` (latents than `tile_latent_min_size`), as diffusers'."""
         self.tiling_mode = "on"
 
+    # Pipelines' `fuse_qkv_projections()` fuse an AutoencoderKL's attention projections and set diffusers' fused
+    # processor; the attention here is already one compiled program (XLA fuses the projections as it sees fit), and
+    # these processors compute the same attention, so they are accepted and change nothing. Others are refused.
+    SAME_ATTENTION = ("AttnProcessor", "AttnProcessor2_0", "FusedAttnProcessor2_0")
+
+    def fuse_qkv_projections(self) -> None:
+        """Accepted, as diffusers' AutoencoderKL; computes the same (see SAME_ATTENTION)."""
+        self._refuse_unless_diffusers_has("fuse_qkv_projections")
+
+    def unfuse_qkv_projections(self) -> None:
+        """Accepted, as diffusers' AutoencoderKL; computes the same (see SAME_ATTENTION)."""
+        self._refuse_unless_diffusers_has("unfuse_qkv_projections")
+
+    def set_attn_processor(self, processor) -> None:
+        """Accepts diffusers' processors that compute the same attention (SAME_ATTENTION); raises for others."""
+        self._refuse_unless_diffusers_has("set_attn_processor")
+        processors = processor.values() if isinstance(processor, dict) else [processor]
+        other = sorted({type(p).__name__ for p in processors} - set(self.SAME_ATTENTION))
+        if other:
+            raise NotImplementedError(f"a TorchaxVAE computes its attention as {self.SAME_ATTENTION[0]} does; {other} "
+                                      "would compute otherwise, which it cannot: run the diffusers model for that")
+
+    def _refuse_unless_diffusers_has(self, name: str) -> None:
+        if not hasattr(self.model_class, name):
+            raise AttributeError(f"'{self.model_class.__name__}' object has no attribute '{name}'")
+
     # ----- encode / decode: one call, or tiles -----
 
     def _encode(self, source, tiled: bool | None = None) -> jax.Array:
