@@ -157,13 +157,22 @@ def test_training_follows_the_wrapped_model_and_eval_train():
 
 
 def test_training_mode_is_refused_where_it_would_compute_otherwise():
+    """A model with dropout may be wrapped in training mode (diffusers' tests build them so and call .eval() later),
+    but computing in training mode raises, before anything compiles; after .eval() it computes."""
     vae = random_vae("wan-tiny")
     vae.encoder.down_blocks[0].dropout.p = 0.1
-    ours = TorchaxVAE(vae.eval())
-    with pytest.raises(ValueError, match="differ in training mode .*dropout"):
-        ours.train()
-    with pytest.raises(ValueError, match="call .eval()"):
-        TorchaxVAE(vae.train())
+    x = torch.randn(1, 3, 1, 16, 16)
+    ours = TorchaxVAE(vae.train())
+    assert ours.training
+    with pytest.raises(ValueError, match="differ in training mode .*dropout.*call .eval()"):
+        ours.encode(x)
+    assert ours.compile_stats() == []
+    ours.eval()
+    expected = vae.eval().encode(x).latent_dist.mean
+    got = ours.encode(x).latent_dist.mean
+    assert (got - expected).abs().max() < 1e-4, (got - expected).abs().max()
+    with pytest.raises(ValueError, match="differ in training mode"):
+        ours.train().decode(got)
 
 
 # ----- the rest of diffusers' VAE methods -----

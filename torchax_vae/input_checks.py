@@ -5,6 +5,7 @@ whether the decoded output can be held in memory at all.
 
 import math
 import sys
+import warnings
 
 import jax
 import torch
@@ -66,9 +67,11 @@ def check_input(x: torch.Tensor, vae, kind: str, what: str) -> None:
     channels = vae.video_channels if encode else vae.latent_channels
     try:
         validation.check_video(x, name=what, channels=channels, role="encoder" if encode else "decoder", rank=vae.rank)
-        if encode:
-            vae._check_video(tuple(x.shape), what)
-        else:
-            vae._check_latents(tuple(x.shape), what)
-    except (TypeError, ValueError) as e:
+        with warnings.catch_warnings():  # an all-zero answer is no answer to a caller of the command or the service
+            warnings.simplefilter("error", validation.ZeroOutputWarning)
+            if encode:
+                vae._check_video(tuple(x.shape), what)
+            else:
+                vae._check_latents(tuple(x.shape), what)
+    except (TypeError, ValueError, validation.ZeroOutputWarning) as e:
         raise InputError(str(e)) from e

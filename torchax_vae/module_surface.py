@@ -124,16 +124,22 @@ class ModuleSurface:
         """Sets `training`, as torch does; the programs compute the same in both modes.
 
         They are traced in eval mode, which is the same computation for models
-        without dropout (p > 0) or batch norm: every released CogVideoX and Wan VAE.
-        Training mode on a model with such layers raises.
+        without dropout (p > 0) or batch norm: every released VAE of the served classes.
+        A model with such layers may be wrapped and put in training mode (diffusers'
+        tests build them so, and call .eval() later), but computing with it in
+        training mode raises (`_check_training`).
         """
-        if mode and self._stochastic:
+        self.training = bool(mode)
+        return self
+
+    def _check_training(self) -> None:
+        """Refuses to compute in training mode where that differs from eval (dropout with p > 0, batch norm): the
+        programs compute in eval mode, and dropout drawn as torch draws it is not done (docs/limits.md)."""
+        if self.training and self._stochastic:
             raise ValueError(
                 f"this model has layers that differ in training mode ({', '.join(self._stochastic[:3])}); a "
                 "TorchaxVAE computes in eval mode: call .eval(), or run the diffusers model in PyTorch to train it"
             )
-        self.training = bool(mode)
-        return self
 
     def eval(self) -> "TorchaxVAE":
         return self.train(False)

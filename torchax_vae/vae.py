@@ -270,6 +270,7 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
     def _compute(self, run, x: torch.Tensor) -> torch.Tensor:
         """run (over a source of x) as a tensor like x; differentiable with respect to x when x requires grad."""
         self._check_weights()
+        self._check_training()
         if not (x.requires_grad and torch.is_grad_enabled()):
             return _like(run(self._source(x)), x)
         if _is_torchax(x):

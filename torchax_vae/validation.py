@@ -3,6 +3,13 @@
 import jax.numpy as jnp
 import torch
 
+
+
+class ZeroOutputWarning(UserWarning):
+    """An input the wrapped diffusers class answers with zeros (AutoencoderKLAllegro below one tile): the
+    TorchaxVAE answers the same, as a drop-in, and warns; the command and the service refuse it."""
+
+
 LAYOUTS = {5: "[batch, channels, frames, height, width]", 4: "[batch, channels, height, width]"}
 
 

@@ -12,12 +12,15 @@ pointwise values). `decode` returns [B, F, C, H, W] (`decoded_layout`); AllegroP
 Here: one encoder and one decoder program of the tile's shape (whatever the video's size or length), the
 ramps and the sum in one jitted JAX function on the device, tiles added in diffusers' order. Always tiled, so
 `enable_tiling()` is not needed. A batch runs each tile for the whole batch (diffusers' loop takes one video:
-its own class needs slicing for more). A video or latents smaller than one tile are refused at the boundary
-(diffusers returns zeros and quant_conv's bias there).
+its own class needs slicing for more). A video or latents smaller than one tile get what diffusers returns, with
+a `ZeroOutputWarning`: zeros from decode, quant_conv's bias from encode (no tile program runs); the command and
+the service refuse them. diffusers' own pipeline tests decode such latents, with the VAE in training mode: since
+nothing runs there, that computes as diffusers does; a tile in training mode raises (`_check_training`).
 """
 
 import functools
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +37,8 @@ from jax.sharding import Mesh
 
 from .. import convert
 from ..lowering import jax_weights
+from ..sources import ShapeSource
+from ..validation import ZeroOutputWarning
 from ..vae import TorchaxVAE, apply
 from .windows import WindowLowered
 
@@ -179,19 +184,33 @@ class AllegroVAE(TorchaxVAE):
 
     def _check_video(self, shape, name: str) -> None:
         if any(size < k for size, k in zip(shape[2:], self.kernel)):
-            raise ValueError(f"{name} is {shape[2]}x{shape[3]}x{shape[4]} (shape {tuple(shape)}); AutoencoderKLAllegro "
-                             f"encodes in tiles of {'x'.join(map(str, self.kernel))} frames x height x width and "
-                             "needs at least one (diffusers returns zeros there)")
+            warnings.warn(f"{name} is {shape[2]}x{shape[3]}x{shape[4]} (shape {tuple(shape)}), smaller than one of "
+                          f"AutoencoderKLAllegro's {'x'.join(map(str, self.kernel))} tiles (frames x height x width): "
+                          "its moments are quant_conv's bias, as diffusers returns there", ZeroOutputWarning,
+                          stacklevel=4)
 
     def _check_latents(self, shape, name: str) -> None:
         kernel, _ = self._latent_kernel()
         if any(size < k for size, k in zip(shape[2:], kernel)):
-            raise ValueError(f"{name} is {shape[2]}x{shape[3]}x{shape[4]} (shape {tuple(shape)}); AutoencoderKLAllegro "
-                             f"decodes in latent tiles of {'x'.join(map(str, kernel))} and needs at least one "
-                             "(diffusers returns zeros there)")
+            warnings.warn(f"{name} is {shape[2]}x{shape[3]}x{shape[4]} (shape {tuple(shape)}), smaller than one of "
+                          f"AutoencoderKLAllegro's latent tiles ({'x'.join(map(str, kernel))}): the video is zeros, "
+                          "as diffusers returns there", ZeroOutputWarning, stacklevel=4)
+
+    def _check_training(self) -> None:
+        """Checked per tile (`_tiles`): below one tile no program runs, so training mode computes as eval there."""
+
+    def _zeros(self, source, channels: int, size) -> jax.Array:
+        """What diffusers' loops leave where no tile fits: zeros of [B, channels, *size] (or their shape)."""
+        shape = (source.shape[0], channels, *size)
+        dtype, sharding = convert.jax_dtype(self._dtype), self._placement.activation(shape)
+        if isinstance(source, ShapeSource):
+            return jax.ShapeDtypeStruct(shape, dtype, sharding=sharding)
+        return jax.device_put(jnp.zeros(shape, dtype), sharding)
 
     def _tiles(self, kind: str, source, kernel, stride, step, weights):
         grid = tuple(tile_starts(size, k, s) for size, k, s in zip(source.shape[2:], kernel, stride))
+        if all(grid):
+            TorchaxVAE._check_training(self)
         outs = []
         for n in grid[0]:
             for h in grid[1]:
@@ -209,7 +228,11 @@ class AllegroVAE(TorchaxVAE):
         frames, height, width = source.shape[2:]
         starts = tuple(tuple(s // r for s in axis) for axis, r in zip(grid, (rt, rs, rs)))
         overlap = tuple(k - s for k, s in zip(kernel, stride))
-        moments = apply(assemble, outs, grid=starts, overlap=overlap, size=(frames // rt, height // rs, width // rs))
+        size = (frames // rt, height // rs, width // rs)
+        if not outs:  # no tile fits: zero moments (quant_conv then gives its bias)
+            moments = self._zeros(source, 2 * self.latent_channels, size)
+        else:
+            moments = apply(assemble, outs, grid=starts, overlap=overlap, size=size)
         if isinstance(moments, jax.ShapeDtypeStruct):  # shapes only (precompile, plan): placed as a real one would be
             moments = jax.ShapeDtypeStruct(moments.shape, moments.dtype,
                                            sharding=self._placement.activation(moments.shape))
@@ -224,7 +247,11 @@ class AllegroVAE(TorchaxVAE):
         frames, height, width = source.shape[2:]
         starts = tuple(tuple(s * r for s in axis) for axis, r in zip(grid, (rt, rs, rs)))
         overlap = tuple(k - s for k, s in zip(self.kernel, self.stride))
-        video = apply(assemble, outs, grid=starts, overlap=overlap, size=(frames * rt, height * rs, width * rs))
+        size = (frames * rt, height * rs, width * rs)
+        if not outs:  # no tile fits: diffusers' zeros
+            video = self._zeros(source, self.config.out_channels, size)
+        else:
+            video = apply(assemble, outs, grid=starts, overlap=overlap, size=size)
         return apply(_frames_first, video)
 
 
