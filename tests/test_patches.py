@@ -109,6 +109,15 @@ def test_importing_the_package_patches_nothing(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
+
+def test_the_first_import_is_quiet_and_filters_nothing_after(tmp_path):
+    """`from torchax_vae import TorchaxVAE` prints nothing; under diffusers 0.36 (CI's job 2) that import would print
+    diffusers' two Kandinsky "CUDA is not available" warnings, kept out for that import only."""
+    code = ("import warnings; before = list(warnings.filters); from torchax_vae import TorchaxVAE; "
+            "assert warnings.filters == before, 'the import left a warnings filter behind'")
+    result = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == "", result.stderr[-3000:]
+
 # ----- group_norm -----
 
 

@@ -8,7 +8,9 @@ The names below load on first use (PEP 562), so that `torchax-vae` can check
 its arguments before torch, JAX and diffusers are imported.
 """
 
+import contextlib
 import importlib
+import warnings
 from pathlib import Path
 
 __version__ = "0.1.0"
@@ -47,10 +49,21 @@ if not (Path(__file__).resolve().parent / "patches").is_dir() and (_SOURCE_PATCH
     __path__.append(str(_SOURCE_PATCHES.parent))
 
 
+@contextlib.contextmanager
+def quiet_diffusers_import():
+    """diffusers 0.36's package import runs its Kandinsky 5 transformer's `@torch.autocast(device_type="cuda")`
+    decorators, which warn "CUDA is not available ..." twice on a machine without CUDA, though no VAE uses them.
+    Kept out of this package's first import (and the command's run) only: no process-wide filter."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="CUDA is not available or torch_xla is imported", category=UserWarning)
+        yield
+
+
 def __getattr__(name):
     if name in _LAZY:
         module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+        with quiet_diffusers_import():
+            value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

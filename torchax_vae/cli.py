@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 
-from . import FAMILIES, __version__
+from . import FAMILIES, __version__, quiet_diffusers_import
 from .checks import (IMAGE_SUFFIXES, LATENT_SUFFIXES, MAX_FPS, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
                      check_writable)
 
@@ -353,7 +353,8 @@ def main(argv=None) -> int:
     try:
         serving = args.command == "serve"  # its own Ctrl-C: finish what was accepted (serve/server.py)
         with contextlib.nullcontext() if args.debug or serving else _stopping_on_ctrl_c(args.command):
-            result = _run(args)
+            with quiet_diffusers_import():
+                result = _run(args)
     except KeyboardInterrupt:
         if args.debug:
             raise
