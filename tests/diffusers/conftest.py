@@ -124,6 +124,7 @@ _SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that com
     ("cogvideo/test_cogvideox.py", "TestCogVideoXPipeline"): ("test_inference",),
     ("hunyuan_image_21/test_hunyuanimage.py", "HunyuanImagePipelineFastTests"): ("test_inference_guider",),
     ("hunyuan_video/test_hunyuan_video.py", "HunyuanVideoPipelineFastTests"): ("test_inference",),
+    ("hunyuan_video1_5/test_hunyuan_1_5.py", "HunyuanVideo15PipelineFastTests"): ("test_inference",),
     ("qwenimage/test_qwenimage.py", "TestQwenImagePipeline"): ("test_inference",),
     ("stable_diffusion/test_stable_diffusion.py", "TestStableDiffusionPipeline"): (
         "test_pipeline_accept_tuple_type_unet_sample_size", "test_stable_diffusion_ddim",
@@ -144,7 +145,7 @@ FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
                      for (path, cls), tests in _SLICE_TESTS.items() for test in tests}
 
 # diffusers' pipeline test files run by CI's slow set (one per VAE class new in issue 39, Allegro's, and SanaVideo's,
-# whose isinstance branch once gave a wrong video): all eighteen files take about 15 minutes wrapped and 13 on plain
+# whose isinstance branch once gave a wrong video): all 22 files take about 20 minutes wrapped and 15 on plain
 # diffusers on 2 cores, more than CI's time allows, so the others are `heavy`, run by hand before each stop with the
 # plain run (SOURCE.md). test_pipeline_outputs.py compares every file's pipeline output in CI.
 PIPELINE_FILES_IN_CI = ("stable_diffusion/test_stable_diffusion.py", "sana/test_sana.py",

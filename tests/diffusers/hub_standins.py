@@ -22,6 +22,11 @@ import torch
 REVISION = "0" * 40
 
 
+# Qwen2's chat format (text messages)
+CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+          "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
 def _snapshot(root: pathlib.Path, repo_id: str) -> pathlib.Path:
     repo = root / ("models--" + repo_id.replace("/", "--"))
     (repo / "refs").mkdir(parents=True, exist_ok=True)
@@ -97,8 +102,9 @@ def build(root: pathlib.Path) -> pathlib.Path:
                    ).save_pretrained(_snapshot(root, "hf-internal-testing/dummy-gemma"))
     qwen_specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                      "<|image_pad|>", "<|video_pad|>"]
-    _bpe_tokenizer(Qwen2Tokenizer, qwen_specials).save_pretrained(
-        _snapshot(root, "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration"))
+    qwen = _bpe_tokenizer(Qwen2Tokenizer, qwen_specials)
+    qwen.chat_template = CHATML  # HunyuanVideo 1.5's pipeline applies it
+    qwen.save_pretrained(_snapshot(root, "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration"))
     _bpe_tokenizer(LlamaTokenizer, ["<unk>", "<s>", "</s>", "<pad>"], pad_token="<pad>").save_pretrained(
         _snapshot(root, "finetrainers/dummy-hunyaunvideo") / "tokenizer")
     (_snapshot(root, "finetrainers/dummy-hunyaunvideo") / "README.md").write_text(json.dumps({"stand-in": True}))

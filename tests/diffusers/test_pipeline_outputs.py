@@ -27,22 +27,27 @@ from torchax_vae import TorchaxVAE
 CLASSES = [
     ("allegro.test_allegro", "AllegroPipelineFastTests"),
     ("cogvideo.test_cogvideox", "TestCogVideoXPipeline"),
+    ("cogvideo.test_cogvideox_image2video", "TestCogVideoXImageToVideoPipeline"),
     ("flux.test_pipeline_flux", "TestFluxPipeline"),
     ("flux.test_pipeline_flux_img2img", "FluxImg2ImgPipelineFastTests"),
     ("hunyuan_image_21.test_hunyuanimage", "HunyuanImagePipelineFastTests"),
     ("hunyuan_video.test_hunyuan_video", "HunyuanVideoPipelineFastTests"),
+    ("hunyuan_video1_5.test_hunyuan_1_5", "HunyuanVideo15PipelineFastTests"),
     ("ltx.test_ltx", "LTXPipelineFastTests"),
     ("mochi.test_mochi", "MochiPipelineFastTests"),
     ("qwenimage.test_qwenimage", "TestQwenImagePipeline"),
     ("sana.test_sana", "SanaPipelineFastTests"),
     ("sana.test_sana_sprint_img2img", "SanaSprintImg2ImgPipelineFastTests"),
     ("sana_video.test_sana_video", "SanaVideoPipelineFastTests"),
+    ("skyreels_v2.test_skyreels_v2", "SkyReelsV2PipelineFastTests"),
     ("stable_diffusion.test_stable_diffusion", "TestStableDiffusionPipeline"),
     ("stable_diffusion.test_stable_diffusion_img2img", "TestStableDiffusionImg2ImgPipeline"),
     ("stable_diffusion_3.test_pipeline_stable_diffusion_3", "StableDiffusion3PipelineFastTests"),
     ("stable_diffusion_xl.test_stable_diffusion_xl", "StableDiffusionXLPipelineFastTests"),
     ("stable_video_diffusion.test_stable_video_diffusion", "StableVideoDiffusionPipelineFastTests"),
     ("wan.test_wan", "TestWanPipeline"),
+    ("wan.test_wan_image_to_video", "TestWanImageToVideoPipeline"),
+    ("wan.test_wan_image_to_video", "TestWanFLFToVideoPipeline"),
 ]
 DECODE_ONLY, ENCODED = 1e-4, 5e-3
 
@@ -80,7 +85,7 @@ def _run(tester, wrap: bool):
     return _as_array(pipe(**_inputs(tester))[0]), components["vae"]
 
 
-@pytest.mark.parametrize("module,name", CLASSES, ids=[module for module, _ in CLASSES])
+@pytest.mark.parametrize("module,name", CLASSES, ids=[name for _, name in CLASSES])
 def test_output_equals_plain_diffusers(module, name):
     tester = _tester(module, name)
     with torch.no_grad():
