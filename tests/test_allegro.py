@@ -32,6 +32,7 @@ def test_dispatch_and_what_pipelines_read(pair):
     assert tile_starts(40, 24, 16) == [0, 16] and tile_starts(23, 24, 16) == []  # diffusers' floor
 
 
+@pytest.mark.slow  # 26 s on 2 cores (default-suite time): 2x2x2 tiles each way; the default suite keeps the boundary
 def test_tiny_fp32(pair):
     vae, ours = pair
     check_encode_decode(vae, ours, video(1, *VIDEO), "allegro-tiny 2x2x2 tiles")

@@ -17,6 +17,7 @@ def names(vae):
     return sorted({(batch_program(s["name"]), s["input_shapes"][0]) for s in vae.compile_stats()})
 
 
+@pytest.mark.slow  # 18 s on 2 cores (default-suite time); test_repeated_calls_compile_nothing_new stays
 def test_decode_any_length_reuses_at_most_four_programs(fresh):
     for latent_frames in range(1, 14):  # 1 .. 49 output frames
         fresh.decode(torch.randn(1, 4, latent_frames, 2, 2))
@@ -28,6 +29,7 @@ def test_decode_any_length_reuses_at_most_four_programs(fresh):
     ]
 
 
+@pytest.mark.slow  # 10 s on 2 cores (default-suite time)
 def test_encode_pipeline_lengths_reuse_three_programs(fresh):
     for frames in (1, 9, 17, 33, 49):  # the 8k+1 lengths CogVideoX generates, and single images
         fresh.encode(torch.randn(1, 3, frames, 16, 16))

@@ -172,6 +172,7 @@ def test_tiling_equals_diffusers_tiled_including_edge_tiles(pair, what):
     assert any("/tile" in s["name"] for s in ours.compile_stats()), "no tile program ran"
 
 
+@pytest.mark.slow  # 17 s on 2 cores (default-suite time); auto tiling's rule is tested on CogVideoX there
 def test_auto_tiles_what_would_not_fit_as_diffusers_tiles(caplog):
     """The same rule as CogVideoX: "auto" (the default) tiles an input larger than a tile when it would not fit."""
     import logging
