@@ -5,10 +5,9 @@ extra arguments, so the lowering sets one `TraceOptions` around a trace
 (`tracing(options)`) and the layers read `current()`:
 
 - `cpu_kernels` (frame_conv): 3-D convolutions as sums of per-frame 2-D ones.
-  This is the one switch for the CPU-only machinery: `cpu_kernels_for(platform)`
-  turns it on where the backend table says (torchax_vae/backends.py: XLA:CPU), and CogVideoX's
-  `program_split="auto"` (one program per layer) follows the same decision.
-  Wan uses it in bf16 only (measured: torchax_vae/models/wan.py, `_tracing`).
+  The backend table's `cpu_kernels` (torchax_vae/backends.py: XLA:CPU) allows it, and
+  each family's lowering says in which dtypes it takes it (`torchax_vae.lowering.Lowered`,
+  with the measurements); CogVideoX's `program_split="auto"` follows the same row.
 - `gpu_conv_limit` (gpu_conv): on GPUs, pointwise convolutions as matmuls and
   every other convolution in pieces whose operands stay below this many bytes;
   None (CPU, TPU): torchax's own lowering; the backend table's `conv_operand_limit`.
@@ -34,12 +33,6 @@ import dataclasses
 from typing import Any
 
 from ..backends import backend  # the per-platform choices: one table (torchax_vae/backends.py)
-
-
-
-def cpu_kernels_for(platform: str) -> bool:
-    """Whether programs for a JAX `platform` use the CPU-only machinery (per-frame convolutions, layer programs)."""
-    return backend(platform).cpu_kernels
 
 
 

@@ -76,3 +76,62 @@ def tracing(env, options):
         warnings.filterwarnings("ignore", message="Explicitly requested dtype float64 requested in astype",
                                 category=UserWarning)
         yield
+
+
+class Lowered:
+    """A private, patched copy of a family's model, and what its programs are traced with.
+
+    Each family's lowering (windows.WindowLowered, feat_cache.FeatCacheLowered, cogvideox.LoweredVAE) derives
+    from this one and adds only its step functions: pure functions of JAX arrays (weights, input, cache) that
+    run one encoder or decoder call of diffusers' own forward on torchax tensors.
+
+    Args:
+        vae: the user's model (left untouched; `private_copy` is what gets the patches).
+        mesh: the ('dp', 'tp') mesh whose activations are marked inside the programs (patches/sharding_marks.py).
+        platform: the JAX platform the programs are for (default: JAX's default backend): its row of
+            torchax_vae/backends.py decides the trace options.
+        marked: the family's layers whose activations get sharding marks.
+        spatial_ratio: the encoder's spatial compression (a program's sharding grid).
+        rank: of the family's activations: 5 video, 4 images (what the sharding marks mark).
+    """
+
+    # Per-frame convolutions (patches/frame_conv.py, the CPU backend's `cpu_kernels`) in fp32 programs too. They
+    # accumulate in fp32, so every family takes them on CPU in bf16 (the tiny Wan's bf16 encode: 2.21x PyTorch
+    # bf16's error stock, 1.61x by frames). In fp32 XLA:CPU's stock 3-D convolution is the faster one for whole
+    # chunks and clips (Wan 2.1's 9x64x96 decode: 3.28 s against 6.21 s by frames; HunyuanVideo's 3 latent frames at
+    # 8x12: 16.1 s against 63.8 s), so only CogVideoX's layer programs, faster by frames, take them in fp32.
+    frame_conv_in_fp32 = False
+    # GroupNorm sums as dots where the backend asks for it (patches/group_norm.py: a libtpu layout bug that Mochi's
+    # and EasyAnimate's norms met)
+    dot_statistics = False
+
+    def __init__(self, vae: nn.Module, mesh=None, platform: str | None = None, marked: tuple = (),
+                 spatial_ratio: int = 1, rank: int = 5):
+        self.model = private_copy(vae)
+        self.patch_counts = patches.apply(self.model, marked)
+        self.env = patches.import_torchax().default_env()
+        self.mesh = mesh
+        self.platform = platform or jax.default_backend()
+        self.spatial_ratio = spatial_ratio
+        self.rank = rank
+
+    def _tracing(self, dtype, shape, ratio: int, **options):
+        """The trace context of a program whose input (a JAX dtype, a shape) is divided by `ratio` down to the
+        latents; options: the family's own (a tile's extent)."""
+        from .backends import backend
+
+        row = backend(self.platform)
+        frame_conv = row.cpu_kernels and (self.frame_conv_in_fp32 or dtype == jax.numpy.bfloat16)
+        return tracing(self.env, patches.options.TraceOptions.for_platform(
+            self.platform,
+            cpu_kernels=frame_conv,
+            mesh=self.mesh,
+            grid=grid_for(self.mesh, shape, ratio),
+            dot_statistics=self.dot_statistics and row.groupnorm_as_dots,
+            rank=self.rank,
+            **options,
+        ))
+
+    def _call(self, child: str, weights, *args, **kwargs):
+        """One top-level child of the model (the encoder, quant_conv, ...) on torchax tensors, with `weights`."""
+        return torch.func.functional_call(getattr(self.model, child), weights[child], args, kwargs)

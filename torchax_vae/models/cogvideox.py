@@ -23,8 +23,8 @@ from jax.sharding import Mesh
 from torch import nn
 
 from ..backends import backend
-from .. import convert, memory, patches, staging, tiling
-from ..lowering import grid_for, jax_weights, private_copy, tracing
+from .. import convert, memory, staging, tiling
+from ..lowering import Lowered, jax_weights
 from ..sources import ShapeSource
 from ..patches.group_norm import TorchaxGroupNorm
 from ..patches.safe_conv3d import PlainConv3d
@@ -307,34 +307,21 @@ def frame_batches(num_frames: int, batch_size: int) -> list[tuple[int, int]]:
 STAGES = staging.Split(blocks=(CogVideoXResnetBlock3D,), convs=(CogVideoXCausalConv3d, nn.Conv3d, nn.Conv2d))
 
 
-class LoweredVAE:
-    """Patched private copy of an AutoencoderKLCogVideoX and its JAX step functions (per frame batch, or per stage)."""
+class LoweredVAE(Lowered):
+    """An AutoencoderKLCogVideoX's JAX step functions, per frame batch or per stage (`Lowered`'s copy and trace)."""
+
+    # per-frame convolutions in fp32 too: CogVideoX's layer programs run faster with them on CPU
+    frame_conv_in_fp32 = True
 
     def __init__(self, vae: nn.Module, mesh=None, platform: str | None = None):
-        self.model = private_copy(vae)
-        self.patch_counts = patches.apply(self.model, MARKED)
-        self.env = patches.import_torchax().default_env()
-        self.mesh = mesh  # activations are marked for this jax.sharding.Mesh (patches/sharding_marks.py)
-        # the JAX platform the programs are for (default: JAX's default backend); picks CPU-only lowerings
-        self.platform = platform or jax.default_backend()
-        self.spatial_ratio = 2 ** (len(vae.config.block_out_channels) - 1)  # the encoder's (a program's sharding grid)
+        super().__init__(vae, mesh, platform, MARKED, spatial_ratio=2 ** (len(vae.config.block_out_channels) - 1))
         # stage modules of the encoder and decoder, for one program per block (torchax_vae/staging.py)
         self.stages = {role: staging.install(getattr(self.model, role), STAGES) for role in ("encoder", "decoder")}
 
-    def _tracing(self, valid, shape, ratio: int):
+    def _tile_tracing(self, dtype, valid, shape, ratio: int):
         """The trace context for a program on input of `shape` (N, C, T, H, W); valid: a tile's real extent."""
-        options = patches.options.TraceOptions.for_platform(
-            self.platform,
-            cpu_kernels=patches.options.cpu_kernels_for(self.platform),
-            mesh=self.mesh,
-            grid=grid_for(self.mesh, shape, ratio),
-            tile_extent=None if valid is None else (valid, tuple(shape[3:])),
-        )
-        return tracing(self.env, options)
-
-    def _call(self, child: str, weights, *args, **kwargs):
-        module = getattr(self.model, child)
-        return torch.func.functional_call(module, weights[child], args, kwargs)
+        extent = None if valid is None else (valid, tuple(shape[3:]))
+        return self._tracing(dtype, shape, ratio, tile_extent=extent)
 
     def encode_step(self, weights, frames, conv_cache, valid=None):
         """One encoder call on a frame batch: (moments, conv_cache), as JAX arrays.
@@ -342,8 +329,9 @@ class LoweredVAE:
         With `valid` (int32 [height, width]), frames is a zero-padded tile of which
         only that top-left region is real (patches/tile_mask.py).
         """
+        dtype = frames.dtype
         weights, frames, conv_cache = self.env.j2t_iso((weights, frames, conv_cache))
-        with self._tracing(valid, frames.shape, self.spatial_ratio):
+        with self._tile_tracing(dtype, valid, frames.shape, self.spatial_ratio):
             h, conv_cache = self._call("encoder", weights, frames, conv_cache=conv_cache)
             if self.model.quant_conv is not None:
                 h = self._call("quant_conv", weights, h)
@@ -351,8 +339,9 @@ class LoweredVAE:
 
     def decode_step(self, weights, latents, conv_cache, valid=None):
         """One decoder call on a latent frame batch: (frames, conv_cache), as JAX arrays; `valid` as above."""
+        dtype = latents.dtype
         weights, latents, conv_cache = self.env.j2t_iso((weights, latents, conv_cache))
-        with self._tracing(valid, latents.shape, 1):
+        with self._tile_tracing(dtype, valid, latents.shape, 1):
             if self.model.post_quant_conv is not None:
                 latents = self._call("post_quant_conv", weights, latents)
             frames, conv_cache = self._call("decoder", weights, latents, conv_cache=conv_cache)
@@ -370,10 +359,11 @@ class LoweredVAE:
 
     def encode_stage(self, stage, weights, frames, conv_cache, given, valid=None):
         """One stage of one encoder call: (its output, its conv_cache); given = (previous stage's, sub-stage's output)."""
+        dtype = frames.dtype
         weights, frames, conv_cache, given = self.env.j2t_iso((weights, frames, conv_cache, given))
         weights = {**weights, "encoder": staging.rooted(stage.path, weights["encoder"])}
         stages = self.stages["encoder"]
-        with self._tracing(valid, frames.shape, self.spatial_ratio):
+        with self._tile_tracing(dtype, valid, frames.shape, self.spatial_ratio):
             forward = functools.partial(self._call, "encoder", weights, frames, conv_cache=None)
             h, conv_cache = staging.run(stages, stage, *given, conv_cache, forward)
             if stage == stages[-1] and self.model.quant_conv is not None:
@@ -382,9 +372,10 @@ class LoweredVAE:
 
     def decode_stage(self, stage, weights, latents, conv_cache, given, valid=None):
         """One stage of one decoder call: (its output, its conv_cache); given = (previous stage's, sub-stage's output)."""
+        dtype = latents.dtype
         weights, latents, conv_cache, given = self.env.j2t_iso((weights, latents, conv_cache, given))
         weights = {**weights, "decoder": staging.rooted(stage.path, weights["decoder"])}
-        with self._tracing(valid, latents.shape, 1):
+        with self._tile_tracing(dtype, valid, latents.shape, 1):
             if self.model.post_quant_conv is not None:  # the decoder's zq: every stage's spatial norms read it
                 latents = self._call("post_quant_conv", weights, latents)
             forward = functools.partial(self._call, "decoder", weights, latents, conv_cache=None)

@@ -45,7 +45,7 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchif
 from jax.sharding import Mesh
 
 from .. import convert, memory, patches, tiling
-from ..lowering import grid_for, jax_weights, private_copy, tracing
+from ..lowering import Lowered, jax_weights
 from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply, join
 
@@ -59,26 +59,21 @@ def encode_chunks(num_frames: int) -> list[tuple[int, int]]:
     return [(0, 1)] + [(1 + ENCODE_CHUNK * (i - 1), 1 + ENCODE_CHUNK * i) for i in range(1, calls)]
 
 
-class FeatCacheLowered:
-    """A private, patched copy of a feat_cache VAE and its per-call step functions, pure in JAX arrays.
+class FeatCacheLowered(Lowered):
+    """A feat_cache VAE's per-call step functions, pure in JAX arrays (the module docstring).
 
     resample_class: the family's resample layer, whose first upsampling call stores "Rep".
     first_chunk: whether the decoder takes diffusers' `first_chunk` flag (Wan's does; Qwen-Image's does not).
     patch: the patch size the video is patchified by before the encoder (Wan 2.2), or None.
+    The other arguments: `Lowered`'s.
     """
 
     def __init__(self, vae, resample_class: type, first_chunk: bool, patch: int | None,
                  mesh: Mesh | None = None, platform: str | None = None, marked: tuple = (), spatial_ratio: int = 1):
-        self.model = private_copy(vae)
-        self.spatial_ratio = spatial_ratio  # the encoder's spatial compression (a program's sharding grid)
-        self.mesh = mesh  # activations are width-sharded over it inside the programs (patches/sharding_marks.py)
-        # the JAX platform the programs are for (CPU: per-frame convolutions in bf16, see _tracing)
-        self.platform = platform or jax.default_backend()
-        self.patch_counts = patches.apply(self.model, marked)
+        super().__init__(vae, mesh, platform, marked, spatial_ratio)
         self.patch = patch
         self.first_chunk = first_chunk
         self.counts = dict(vae._cached_conv_counts)  # feat_cache entries of the encoder and decoder
-        self.env = patches.import_torchax().default_env()
         # While a first decoder call is traced: feat_cache index -> the shape a "Rep" entry stands for.
         self._rep_shapes: dict[int, tuple] = {}
         for module in self.model.modules():
@@ -92,24 +87,6 @@ class FeatCacheLowered:
         if cache is not None and cache[index[0]] is None:  # diffusers is about to store "Rep" here
             batch, channels, _, height, width = args[0].shape
             self._rep_shapes[index[0]] = (batch, channels, 2, height, width)
-
-    def _tracing(self, dtype, shape, ratio: int):
-        # Per-frame convolutions (patches/frame_conv.py) only for bf16 on CPU: they accumulate in fp32, which
-        # keeps the tiny model's bf16 encode within 2x PyTorch bf16's error (stock: 2.21x, by frames: 1.61x).
-        # In fp32, Wan's chunk programs run 1.9x faster with XLA:CPU's stock 3-D convolution (decode
-        # 9x64x96 of Wan 2.1: 3.28 s against 6.21 s by frames; encode 2.00 s against 3.92 s), unlike
-        # CogVideoX's layer programs, where per-frame convolutions are the faster ones.
-        cpu = patches.options.cpu_kernels_for(self.platform)
-        options = patches.options.TraceOptions.for_platform(
-            self.platform,
-            cpu_kernels=cpu and dtype == jnp.bfloat16,
-            mesh=self.mesh,
-            grid=grid_for(self.mesh, shape, ratio),
-        )
-        return tracing(self.env, options)
-
-    def _call(self, child: str, weights, *args, **kwargs):
-        return torch.func.functional_call(getattr(self.model, child), weights[child], args, kwargs)
 
     def _carried(self, feat_cache: list, like) -> tuple:
         """feat_cache as the next call's argument, every entry at its steady shape (module docstring)."""

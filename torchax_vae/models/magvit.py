@@ -68,7 +68,7 @@ def frame_batches(frames: int, size: int) -> list[tuple[int, int]]:
 class MagvitLowered(WindowLowered):
     """The private, patched copy's encoder and decoder calls, with the modules' cache as arguments and results."""
 
-    tpu_dot_statistics = True  # libtpu 0.0.42 failed on its GroupNorms' reductions (docs/limits.md)
+    dot_statistics = True  # libtpu 0.0.42 failed on its GroupNorms' reductions (docs/limits.md)
 
     def _stateful(self, role: str):
         module = getattr(self.model, role)

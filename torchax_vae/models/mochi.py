@@ -58,7 +58,7 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
 class MochiLowered(WindowLowered):
     """The private, patched copy's encoder and decoder calls (each returns its conv_cache too: dropped)."""
 
-    tpu_dot_statistics = True  # libtpu 0.0.42 failed on its GroupNorms' reductions (docs/limits.md)
+    dot_statistics = True  # libtpu 0.0.42 failed on its GroupNorms' reductions (docs/limits.md)
 
     def encode_step(self, weights, frames):
         dtype = frames.dtype

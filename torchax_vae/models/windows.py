@@ -31,13 +31,10 @@ ratios and latent scaling.
 import functools
 
 import jax
-import jax.numpy as jnp
-import torch
 from jax.sharding import Mesh
 
-from ..backends import backend
-from .. import convert, memory, patches, tiling
-from ..lowering import grid_for, jax_weights, private_copy, tracing
+from .. import convert, memory, tiling
+from ..lowering import Lowered, jax_weights
 from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply
 
@@ -47,39 +44,8 @@ def windows(frames: int, size: int, stride: int) -> list[tuple[int, int]]:
     return [(start, min(start + size + 1, frames)) for start in range(0, frames, stride)]
 
 
-class WindowLowered:
-    """A private, patched copy of a frame-window VAE and its call functions, pure in JAX arrays."""
-
-    # GroupNorm sums as dots when tracing for TPUs (patches/group_norm.py `_dot_group_norm`: a libtpu layout bug
-    # the family's norms met)
-    tpu_dot_statistics = False
-
-    def __init__(self, vae, mesh: Mesh | None = None, platform: str | None = None, marked: tuple = (),
-                 spatial_ratio: int = 1, rank: int = 5):
-        self.model = private_copy(vae)
-        self.rank = rank  # of the family's activations: 5 video, 4 images (what the sharding marks mark)
-        self.spatial_ratio = spatial_ratio  # the encoder's spatial compression (a program's sharding grid)
-        self.mesh = mesh
-        self.platform = platform or jax.default_backend()
-        self.patch_counts = patches.apply(self.model, marked)
-        self.env = patches.import_torchax().default_env()
-
-    def _tracing(self, dtype, shape, ratio: int):
-        # Per-frame convolutions (patches/frame_conv.py) on CPU in bf16 only, as for Wan (their fp32
-        # accumulation): in fp32 XLA:CPU's stock 3-D convolution decodes HunyuanVideo's whole clips 4x faster
-        # (official config, 3 latent frames at 8x12: 16.1 s against 63.8 s by frames, 2026-11-23).
-        options = patches.options.TraceOptions.for_platform(
-            self.platform,
-            cpu_kernels=patches.options.cpu_kernels_for(self.platform) and dtype == jnp.bfloat16,
-            mesh=self.mesh,
-            grid=grid_for(self.mesh, shape, ratio),
-            dot_statistics=self.tpu_dot_statistics and backend(self.platform).groupnorm_as_dots,
-            rank=self.rank,
-        )
-        return tracing(self.env, options)
-
-    def _call(self, child: str, weights, *args, **kwargs):
-        return torch.func.functional_call(getattr(self.model, child), weights[child], args, kwargs)
+class WindowLowered(Lowered):
+    """A frame-window VAE's call functions, pure in JAX arrays: one encoder or decoder call on a whole clip."""
 
     def encode_step(self, weights, frames, **options):
         """One encoder call (and quant_conv, where the model has one) on a clip: the posterior's moments.
