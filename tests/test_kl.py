@@ -113,6 +113,18 @@ def test_fused_qkv_projections_as_pipelines_call_them(pair):
         ours.set_attn_processor(Scaled())
 
 
+@pytest.mark.parametrize("config", ["sd-tiny", "flux2-tiny", "svd-tiny", "dc-tiny", "tiny-tiny", "hunyuanimage-tiny"])
+def test_attention_methods_exist_where_diffusers_has_them(config):
+    """`hasattr(vae, "fuse_qkv_projections")` answers as for the wrapped class (pipelines ask before calling)."""
+    vae = random_vae(config)
+    ours = TorchaxVAE(vae)
+    for name in ("fuse_qkv_projections", "unfuse_qkv_projections", "set_attn_processor"):
+        assert hasattr(ours, name) == hasattr(vae, name), (config, name)
+        if not hasattr(vae, name):
+            with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
+                getattr(ours, name)
+
+
 @pytest.mark.parametrize("config", ["sd-tiny", "flux-tiny"])
 def test_latent_scaling_as_the_pipelines(config):
     """SD: z * scaling_factor; SD3 and Flux: (z - shift_factor) * scaling_factor; undone before decode."""

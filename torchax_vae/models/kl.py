@@ -59,6 +59,24 @@ def latent_shape(config, image_shape) -> tuple[int, ...]:
     return (batch, config.latent_channels, height // ratio, width // ratio)
 
 
+class _where_diffusers_has:
+    """A method that an adapter has only where its diffusers class has one of that name, so that `hasattr` (which
+    pipelines ask) answers as for the wrapped class: AutoencoderKL has `fuse_qkv_projections`, AutoencoderDC not."""
+
+    def __init__(self, method):
+        self.method = method
+        functools.update_wrapper(self, method)
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        owner = owner or type(instance)
+        if not hasattr(owner.model_class, self.name):
+            raise AttributeError(f"'{owner.model_class.__name__}' object has no attribute '{self.name}'")
+        return self.method if instance is None else self.method.__get__(instance, owner)
+
+
 class KLVAE(TorchaxVAE):
     """`TorchaxVAE` for diffusers' `AutoencoderKL`, as diffusers runs it (the module docstring)."""
 
@@ -173,26 +191,22 @@ class KLVAE(TorchaxVAE):
     # these processors compute the same attention, so they are accepted and change nothing. Others are refused.
     SAME_ATTENTION = ("AttnProcessor", "AttnProcessor2_0", "FusedAttnProcessor2_0")
 
+    @_where_diffusers_has
     def fuse_qkv_projections(self) -> None:
         """Accepted, as diffusers' AutoencoderKL; computes the same (see SAME_ATTENTION)."""
-        self._refuse_unless_diffusers_has("fuse_qkv_projections")
 
+    @_where_diffusers_has
     def unfuse_qkv_projections(self) -> None:
         """Accepted, as diffusers' AutoencoderKL; computes the same (see SAME_ATTENTION)."""
-        self._refuse_unless_diffusers_has("unfuse_qkv_projections")
 
+    @_where_diffusers_has
     def set_attn_processor(self, processor) -> None:
         """Accepts diffusers' processors that compute the same attention (SAME_ATTENTION); raises for others."""
-        self._refuse_unless_diffusers_has("set_attn_processor")
         processors = processor.values() if isinstance(processor, dict) else [processor]
         other = sorted({type(p).__name__ for p in processors} - set(self.SAME_ATTENTION))
         if other:
             raise NotImplementedError(f"a TorchaxVAE computes its attention as {self.SAME_ATTENTION[0]} does; {other} "
                                       "would compute otherwise, which it cannot: run the diffusers model for that")
-
-    def _refuse_unless_diffusers_has(self, name: str) -> None:
-        if not hasattr(self.model_class, name):
-            raise AttributeError(f"'{self.model_class.__name__}' object has no attribute '{name}'")
 
     # ----- encode / decode: one call, or tiles -----
 
