@@ -74,8 +74,13 @@ def tiny():
     parity("1x8 width 40", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(1, 3, 9, 24, 40, generator=gen),
            torch.randn(1, 4, 3, 3, 5, generator=gen))
 
+
+def tiny_more_cases():
+    """The slow set's further CogVideoX cases on the mesh: height strips, tiling, a device input, per-device memory."""
+    vae = random_vae("tiny")
+    gen = torch.Generator().manual_seed(1)
     # Height strips, the grid TPUs favour (`torchax_vae.mesh.keeps_width`; here the squarest blocks too): a
-    # 128 x 16 video's 16 x 2 latents split 8 x 1, two rows a device. (Uneven blocks: "1x8 width 40" below.)
+    # 128 x 16 video's 16 x 2 latents split 8 x 1, two rows a device. (Uneven blocks: "1x8 width 40" in `tiny`.)
     parity("8x1 tall", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(1, 3, 9, 128, 16, generator=gen),
            torch.randn(1, 4, 3, 16, 2, generator=gen))
 
@@ -335,11 +340,12 @@ def official():
 
 if __name__ == "__main__":
     assert len(jax.devices()) == 8, f"expected 8 virtual devices, got {jax.devices()}"
-    # "tiny": the default suite's cases (CogVideoX); "tiny_more": Wan 2.1, and both traced as for GPUs (-m slow);
+    # "tiny": the default suite's cases (CogVideoX: batch, slicing, uneven blocks; XLA's conv bug, halos);
+    # "tiny_more": CogVideoX's height strips, tiling, device input and memory, Wan 2.1, both traced as for GPUs (-m slow);
     # "families": the feat_cache, window and tile schemes on the mesh (-m slow); "families_more": the other
     # families, the families traced as for GPUs and Qwen-Image's TPU memory row (-m heavy)
     {"tiny": lambda: (xla_conv_blocks(), halo_convolutions(), tiny()),
-     "tiny_more": lambda: (wan(), gpu_rules(["tiny", "wan-tiny"])),
+     "tiny_more": lambda: (tiny_more_cases(), wan(), gpu_rules(["tiny", "wan-tiny"])),
      "families": lambda: (qwenimage(memory=False), windowed(WINDOWED_SLOW)),
      "families_more": lambda: (qwenimage(memory=True),
                                windowed(("hunyuan15", "mochi", "cosmos", "magvit", "ltx2")),

@@ -69,6 +69,7 @@ def test_batch_sliced_or_not_one_program_per_shape(pair):
                      ("encoder", (1, 3, 16, 16)), ("encoder", (3, 3, 16, 16))], names
 
 
+@pytest.mark.slow  # the default suite keeps its padded edge tiles against fp64 (below)
 def test_tiling_as_diffusers_with_its_arguments():
     """enable_tiling(min height, min width, stride height, stride width): tiles every stride, edge tiles at their own
     shape (an encoder's padded to the compression, as diffusers pads it), blended over tile - stride; the public

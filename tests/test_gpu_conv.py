@@ -124,12 +124,12 @@ def test_gpu_rule_through_the_model_matches_pytorch(monkeypatch, config):
 
 # ----- every released size, lowered for CUDA -----
 
-RELEASED = [  # (config, frames, height, width)
+RELEASED = [  # (config, frames, height, width); the default suite lowers CogVideoX 480p
     ("official", 49, 480, 720),  # CogVideoX 2b / 5b
-    ("official", 81, 768, 1360),  # CogVideoX 1.5
-    ("wan2.1", 81, 480, 832),
-    ("wan2.1", 81, 720, 1280),
-    ("wan2.2", 121, 704, 1280),  # Wan 2.2 TI2V-5B
+    pytest.param("official", 81, 768, 1360, marks=pytest.mark.slow),  # CogVideoX 1.5
+    pytest.param("wan2.1", 81, 480, 832, marks=pytest.mark.slow),
+    pytest.param("wan2.1", 81, 720, 1280, marks=pytest.mark.slow),
+    pytest.param("wan2.2", 121, 704, 1280, marks=pytest.mark.slow),  # Wan 2.2 TI2V-5B
     # The frame-window families (one program per clip shape), with -m slow: HunyuanVideo's pipeline default,
     # LTX-Video 0.9.x's (LTXPipeline: 161 frames at 512x704, one decoder call without framewise decoding)
     pytest.param("hunyuanvideo", 129, 720, 1280, marks=pytest.mark.slow),

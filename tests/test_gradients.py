@@ -20,7 +20,7 @@ def _no_grad():
 
 
 # CogVideoX's layer programs take 49 s to differentiate on 2 cores: with the official-config cases
-@pytest.fixture(scope="module", params=[pytest.param("tiny", marks=pytest.mark.slow), "wan-tiny"])
+@pytest.fixture(scope="module", params=[pytest.param("tiny", marks=pytest.mark.slow), pytest.param("wan-tiny", marks=pytest.mark.slow)])
 def pair(request):
     vae = random_vae(request.param)
     return vae, TorchaxVAE(vae)

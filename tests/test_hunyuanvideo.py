@@ -34,6 +34,7 @@ def test_tiny_fp32(pair, frames):
     check_encode_decode(vae, ours, video(1, frames, 32, 32, seed=frames), f"hunyuan-tiny {frames}f")
 
 
+@pytest.mark.slow  # LTX-2's test of the same frame-window path runs in the default suite
 def test_decoding_any_length_compiles_a_bounded_set_of_programs():
     """Programs follow the window shapes, not the video: after 1..8 latent frames, longer videos compile nothing."""
     vae = random_vae("hunyuan-tiny")

@@ -61,6 +61,7 @@ def test_a_calls_own_generator_gives_pytorchs_noise_and_leaves_the_global_one_al
         ours.decode(z, temb, generator=7)
 
 
+@pytest.mark.slow  # the default suite keeps the per-call generator's noise (test above)
 def test_windows_and_tiles_draw_their_noise_in_diffusers_order(noisy):
     """Frame windows (use_framewise_decoding, which diffusers' LTX encode reads too), then spatial tiles: one
     decoder call per window or tile, each with its own draws, as diffusers makes them."""

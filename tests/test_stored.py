@@ -36,7 +36,8 @@ def _decode_twice(config, latents_shape):
     return vae, z, (first, out_first), (second, out_second)
 
 
-@pytest.mark.parametrize("config,shape", [("tiny", (1, 4, 3, 4, 6)), ("wan-tiny", (1, 16, 3, 4, 6))])
+@pytest.mark.parametrize("config,shape", [("tiny", (1, 4, 3, 4, 6)),
+                                          pytest.param("wan-tiny", (1, 16, 3, 4, 6), marks=pytest.mark.slow)])
 def test_a_new_wrapper_loads_every_program_from_the_store(store_dir, config, shape):
     vae, z, (first, out_first), (second, out_second) = _decode_twice(config, shape)
     assert not any(s["from_store"] for s in first.compile_stats())
