@@ -9,7 +9,7 @@ of the tests (plain diffusers and TorchaxVAE) use the same stand-ins.
 
 The tokenizers are made with the `tokenizers`-backed classes of transformers 5 from small vocabularies: every id
 they give is below the vocabulary sizes the tests give their text encoders (CLIP 1000, T5 1103, Llama 1000, Gemma
-8: diffusers' dummy-gemma maps all text to a handful of ids, and so does this one). Tests that compare hard-coded
+8, and tiny-gemma3's own, sized to its tokenizer: diffusers' dummy-gemma maps all text to a handful of ids, and so does this one). Tests that compare hard-coded
 value slices of the real tiny repos' outputs fail on plain diffusers here too; the harness lists them.
 """
 
@@ -85,6 +85,51 @@ def _bpe_tokenizer(cls, specials: list[str], with_bytes: bool = True, **kwargs):
     return tokenizer
 
 
+def _gemma3(path: pathlib.Path) -> None:
+    """hf-internal-testing/tiny-gemma3's kind: a Gemma 3 with a two-layer text model (the LTX-2 tests size their
+    connectors from its hidden size and layer count) and a one-layer vision tower, seeded weights, and a byte-level
+    tokenizer whose ids stay below its vocabulary."""
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration, GemmaTokenizer
+
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_image>", "<end_of_image>", "<image_soft_token>"]
+    tokenizer = _bpe_tokenizer(GemmaTokenizer, specials, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>",
+                               unk_token="<unk>")
+    vocab = len(tokenizer)
+    config = Gemma3Config(
+        text_config={"vocab_size": vocab, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8, "sliding_window": 16,
+                     "max_position_embeddings": 1024},
+        vision_config={"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                       "image_size": 32, "patch_size": 8},
+        mm_tokens_per_image=4, boi_token_index=tokenizer.convert_tokens_to_ids("<start_of_image>"),
+        eoi_token_index=tokenizer.convert_tokens_to_ids("<end_of_image>"),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image_soft_token>"),
+    )
+    torch.manual_seed(0)
+    Gemma3ForConditionalGeneration(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+def _qwen2vl(tokenizer, path: pathlib.Path) -> None:
+    """The model of tiny-random-Qwen2VLForConditionalGeneration's kind (EasyAnimate's tests load it: its text hidden
+    size 16, as their transformer's `text_embed_dim` says), seeded, beside the tokenizer."""
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+
+    ids = {name: tokenizer.convert_tokens_to_ids(name) for name in
+           ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")}
+    config = Qwen2VLConfig(
+        text_config={"vocab_size": len(tokenizer), "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 1024,
+                     "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]}},
+        vision_config={"depth": 1, "embed_dim": 16, "hidden_size": 16, "num_heads": 2, "in_chans": 3,
+                       "spatial_merge_size": 2, "patch_size": 14, "temporal_patch_size": 2},
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+    )
+    torch.manual_seed(0)
+    Qwen2VLForConditionalGeneration(config).save_pretrained(path)
+
+
 def build(root: pathlib.Path) -> pathlib.Path:
     """Writes every stand-in under `root` (a hub cache folder) and returns it."""
     from transformers import GemmaTokenizer, LlamaTokenizer, Qwen2Tokenizer, T5EncoderModel
@@ -104,8 +149,11 @@ def build(root: pathlib.Path) -> pathlib.Path:
                      "<|image_pad|>", "<|video_pad|>"]
     qwen = _bpe_tokenizer(Qwen2Tokenizer, qwen_specials)
     qwen.chat_template = CHATML  # HunyuanVideo 1.5's pipeline applies it
-    qwen.save_pretrained(_snapshot(root, "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration"))
+    qwen_path = _snapshot(root, "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration")
+    qwen.save_pretrained(qwen_path)
+    _qwen2vl(qwen, qwen_path)
     _bpe_tokenizer(LlamaTokenizer, ["<unk>", "<s>", "</s>", "<pad>"], pad_token="<pad>").save_pretrained(
         _snapshot(root, "finetrainers/dummy-hunyaunvideo") / "tokenizer")
     (_snapshot(root, "finetrainers/dummy-hunyaunvideo") / "README.md").write_text(json.dumps({"stand-in": True}))
+    _gemma3(_snapshot(root, "hf-internal-testing/tiny-gemma3"))
     return root
