@@ -145,16 +145,61 @@ FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
                      for (path, cls), tests in _SLICE_TESTS.items() for test in tests}
 
 # diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
-# Allegro's and SanaVideo's, which once failed wrapped): all 22 files take about 20 minutes wrapped and 15 on plain
-# diffusers on 2 cores, more than CI's time allows, so the others are `heavy`, run by hand before each stop with the
-# plain run (SOURCE.md). test_pipeline_outputs.py compares every file's pipeline output in CI.
+# Allegro's and SanaVideo's, which once failed wrapped): the first 22 files take about 20 minutes wrapped and 15 on
+# plain diffusers on 2 cores, more than CI's time allows, so the others are `heavy`, run by hand before each stop with
+# the plain run (SOURCE.md). test_pipeline_outputs.py compares the first 22 files' pipeline outputs in CI.
 PIPELINE_FILES_IN_CI = ("stable_diffusion/test_stable_diffusion.py", "stable_video_diffusion/test_stable_video_diffusion.py",
                         "allegro/test_allegro.py", "sana_video/test_sana_video.py")
+
+# diffusers' pipeline test files vendored second (SOURCE.md): test_pipeline_outputs.py builds their pipelines from their
+# own components and compares the outputs with plain diffusers'; their own tests are not collected until they have been
+# run both ways here (wrapped and plain, the slices of each listed), as the first 22 files were.
+SECOND_BATCH = (
+    "stable_diffusion/test_stable_diffusion_inpaint.py",
+    "stable_diffusion/test_stable_diffusion_instruction_pix2pix.py",
+    "stable_diffusion_xl/test_stable_diffusion_xl_img2img.py",
+    "stable_diffusion_xl/test_stable_diffusion_xl_inpaint.py",
+    "stable_diffusion_3/test_pipeline_stable_diffusion_3_img2img.py",
+    "stable_diffusion_3/test_pipeline_stable_diffusion_3_inpaint.py",
+    "flux/test_pipeline_flux_inpaint.py",
+    "flux/test_pipeline_flux_fill.py",
+    "flux/test_pipeline_flux_kontext.py",
+    "flux/test_pipeline_flux_control.py",
+    "pag/test_pag_sd.py",
+    "pag/test_pag_sdxl.py",
+    "controlnet/test_controlnet_img2img.py",
+    "controlnet_sd3/test_controlnet_sd3.py",
+    "pixart_sigma/test_pixart.py",
+    "chroma/test_pipeline_chroma.py",
+    "z_image/test_z_image.py",
+    "cogview3/test_cogview3plus.py",
+    "latent_consistency_models/test_latent_consistency_models.py",
+    "wan/test_wan_22.py",
+    "wan/test_wan_vace.py",
+    "wan/test_wan_video_to_video.py",
+    "ltx/test_ltx_image2video.py",
+    "ltx/test_ltx_condition.py",
+    "hunyuan_video/test_hunyuan_image2video.py",
+    "sana_video/test_sana_video_i2v.py",
+    "skyreels_v2/test_skyreels_v2_df.py",
+    "qwenimage/test_qwenimage_img2img.py",
+    "qwenimage/test_qwenimage_inpaint.py",
+    "cogvideo/test_cogvideox_video2video.py",
+    "sana/test_sana_sprint.py",
+    "flux2/test_pipeline_flux2_klein.py",
+    "flux2/test_pipeline_flux2_klein_inpaint.py",
+    "ltx2/test_ltx2.py",
+    "ltx2/test_ltx2_image2video.py",
+    "ltx2/test_ltx2_condition.py",
+    "ltx2/test_ltx2_hdr.py",
+    "ltx2/test_ltx2_in_context.py",
+    "easyanimate/test_easyanimate.py",
+)
 
 # Modules of diffusers' tests that the vendored pipeline tests import (helpers and mixins); their own tests are
 # diffusers' model tests of UNets and transformers, not of a VAE, so they are not collected here.
 collect_ignore = ["tests/models/test_modeling_common.py", "tests/models/unets", "tests/models/transformers",
-                  "tests/others"]
+                  "tests/others"] + [f"tests/pipelines/{path}" for path in SECOND_BATCH]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -23,7 +23,10 @@ REVISION = "0" * 40
 
 
 # Qwen2's chat format (text messages)
-CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}"
+          "{% if message['content'] is string %}{{ message['content'] }}{% else %}"  # a processor's [{"type", "text"}]
+          "{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}"
+          "{% endif %}{{ '<|im_end|>\\n' }}"
           "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
 
@@ -86,8 +89,8 @@ def _bpe_tokenizer(cls, specials: list[str], with_bytes: bool = True, **kwargs):
 
 
 def _gemma3(path: pathlib.Path) -> None:
-    """hf-internal-testing/tiny-gemma3's kind: a Gemma 3 with a two-layer text model (the LTX-2 tests size their
-    connectors from its hidden size and layer count) and a one-layer vision tower, seeded weights, and a byte-level
+    """hf-internal-testing/tiny-gemma3's kind: a Gemma 3 with a two-layer text model of width 32 (the LTX-2 tests
+    size their connectors from its hidden size and layer count, and their connectors' 4 heads of 8 take that width) and a one-layer vision tower, seeded weights, and a byte-level
     tokenizer whose ids stay below its vocabulary."""
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, GemmaTokenizer
 
@@ -96,8 +99,8 @@ def _gemma3(path: pathlib.Path) -> None:
                                unk_token="<unk>")
     vocab = len(tokenizer)
     config = Gemma3Config(
-        text_config={"vocab_size": vocab, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
-                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8, "sliding_window": 16,
+        text_config={"vocab_size": vocab, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                     "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 8, "sliding_window": 16,
                      "max_position_embeddings": 1024},
         vision_config={"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
                        "image_size": 32, "patch_size": 8},

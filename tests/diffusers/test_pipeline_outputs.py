@@ -83,7 +83,6 @@ SECOND = [
     ("hunyuan_video.test_hunyuan_image2video", "HunyuanVideoImageToVideoPipelineFastTests"),
     ("sana_video.test_sana_video_i2v", "SanaImageToVideoPipelineFastTests"),
     ("skyreels_v2.test_skyreels_v2_df", "SkyReelsV2DiffusionForcingPipelineFastTests"),
-    ("qwenimage.test_qwenimage_edit", "TestQwenImageEditPipeline"),
     ("qwenimage.test_qwenimage_img2img", "TestQwenImageImg2ImgPipeline"),
     ("qwenimage.test_qwenimage_inpaint", "TestQwenImageInpaintPipeline"),
     ("cogvideo.test_cogvideox_video2video", "TestCogVideoXVideoToVideoPipeline"),
@@ -92,10 +91,6 @@ SECOND = [
     ("ltx2.test_ltx2_condition", "LTX2ConditionPipelineFastTests"),
     ("ltx2.test_ltx2_hdr", "LTX2HDRPipelineFastTests"),
     ("ltx2.test_ltx2_in_context", "LTX2InContextPipelineFastTests"),
-    ("cosmos.test_cosmos", "CosmosTextToWorldPipelineFastTests"),
-    ("cosmos.test_cosmos_video2world", "CosmosVideoToWorldPipelineFastTests"),
-    ("cosmos.test_cosmos2_text2image", "Cosmos2TextToImagePipelineFastTests"),
-    ("cosmos.test_cosmos2_video2world", "Cosmos2VideoToWorldPipelineFastTests"),
     ("easyanimate.test_easyanimate", "EasyAnimatePipelineFastTests"),
 ]
 CASES = [pytest.param(module, name, id=name) for module, name in CLASSES] + [
@@ -109,10 +104,29 @@ def _tester(module: str, name: str):
     return cls()  # unittest.TestCase classes too (methodName defaults to runTest, which need not exist)
 
 
+def _half_mask(inputs: dict) -> dict:
+    """The SD inpainting test's mask covers the whole image, so the only thing the pipeline encodes is an all-zero
+    masked image. With diffusers' test VAE (32 channels in 32 GroupNorm groups) that encode is ill-conditioned:
+    conv_in's output is constant per channel, its GroupNorm divides rounding noise by sqrt(eps), and PyTorch's own
+    fp32 and fp64 latents differ by 1.21 (a 1e-6 change of the image moves them by 0.88). The comparison here
+    keeps the left half of the image unmasked instead, so the encode carries the image."""
+    from PIL import Image
+
+    mask = np.array(inputs["mask_image"])
+    mask[:, : mask.shape[1] // 2] = 0
+    return {**inputs, "mask_image": Image.fromarray(mask)}
+
+
+# test class -> how its inputs are changed for the comparison, and why (in the function's docstring)
+INPUT_CHANGES = {"TestStableDiffusionInpaintPipeline": _half_mask}
+
+
 def _inputs(tester) -> dict:
     if "device" in inspect.signature(tester.get_dummy_inputs).parameters:
-        return tester.get_dummy_inputs("cpu")
-    return tester.get_dummy_inputs()
+        inputs = tester.get_dummy_inputs("cpu")
+    else:
+        inputs = tester.get_dummy_inputs()
+    return INPUT_CHANGES.get(type(tester).__name__, lambda given: given)(inputs)
 
 
 def _as_array(output) -> np.ndarray:
