@@ -14,10 +14,12 @@ import itertools
 import warnings
 
 import jax
+import jax.numpy as jnp
 import torch
 from torch import nn
 
 from . import convert, patches
+from .backends import backend
 
 
 def private_copy(model: nn.Module) -> nn.Module:
@@ -118,10 +120,8 @@ class Lowered:
     def _tracing(self, dtype, shape, ratio: int, **options):
         """The trace context of a program whose input (a JAX dtype, a shape) is divided by `ratio` down to the
         latents; options: the family's own (a tile's extent)."""
-        from .backends import backend
-
         row = backend(self.platform)
-        frame_conv = row.cpu_kernels and (self.frame_conv_in_fp32 or dtype == jax.numpy.bfloat16)
+        frame_conv = row.cpu_kernels and (self.frame_conv_in_fp32 or dtype == jnp.bfloat16)
         return tracing(self.env, patches.options.TraceOptions.for_platform(
             self.platform,
             cpu_kernels=frame_conv,
