@@ -223,7 +223,7 @@ def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
         seconds = []
         for i in range(repeats):
             if side == "torchax" and i == 0:
-                with model._programs.executions() as runs:
+                with model._engine.programs.executions() as runs:
                     start = time.perf_counter()
                     call()
                     seconds.append(time.perf_counter() - start)

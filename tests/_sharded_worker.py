@@ -92,7 +92,7 @@ def tiny_more_cases():
 
     # Input already on one JAX device (a torchax tensor): moved onto the mesh, result stays a torchax tensor.
     ours = TorchaxVAE(vae, mesh=make_mesh())
-    env = ours._lowered.env
+    env = ours._family.lowered.env
     z1 = torch.randn(1, 4, 3, 4, 8, generator=gen)
     device_z = env.j2t_iso(jax.device_put(z1.numpy(), jax.devices()[3]))
     out = ours.decode(device_z).sample
@@ -281,7 +281,7 @@ def gpu_rules(names):
     for name in names:
         vae = random_vae(name)
         ours = TorchaxVAE(vae, mesh=make_mesh())
-        ours._lowered.platform = "cuda"  # traced as for a GPU, compiled and run for this CPU
+        ours._family.lowered.platform = "cuda"  # traced as for a GPU, compiled and run for this CPU
         if hasattr(ours, "program_split"):
             ours.program_split = "batch"
         frames = 1 if name.startswith("qwenimage21") else 9  # Qwen-Image 2.1 encodes images

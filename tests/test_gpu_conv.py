@@ -107,7 +107,7 @@ def test_gpu_rule_through_the_model_matches_pytorch(monkeypatch, config):
     monkeypatch.setitem(backends.BACKENDS, "gpu", dataclasses.replace(row, conv_operand_limit=6000))
     vae = random_vae(config)
     ours = TorchaxVAE(vae)
-    ours._lowered.platform = "cuda"  # traced as for a GPU, compiled and run for this CPU
+    ours._family.lowered.platform = "cuda"  # traced as for a GPU, compiled and run for this CPU
     if hasattr(ours, "program_split"):
         ours.program_split = "batch"
     x = torch.randn(2, ours.video_channels, 5, 32, 32, generator=torch.Generator().manual_seed(0))

@@ -198,7 +198,7 @@ def test_torch_style_casts_recast_the_jax_weights():
     ours = TorchaxVAE(random_vae("tiny"))
     assert isinstance(ours, torch.nn.Module)  # so pipelines' .to(), save_pretrained and offload reach it
     assert ours.bfloat16().dtype == torch.bfloat16 and ours.float().dtype == torch.float32
-    assert {w.dtype for group in ours._weights.values() for w in group.values()} == {jnp.dtype("float32")}
+    assert {w.dtype for group in ours._engine.weights.values() for w in group.values()} == {jnp.dtype("float32")}
 
 
 # ----- the family lists (issue 28: five places listed fewer families than are served) -----
@@ -238,20 +238,48 @@ def test_family_lists_agree():
 @pytest.mark.parametrize("name", ["tiny", "wan-tiny", "hunyuan-tiny", "allegro-tiny", "kl-tiny"])
 def test_lower_and_plan_twins_copy_the_settings_each_family_declares(name):
     """A twin (what `lower` and `plan` compile) has this wrapper's tiling and slicing settings: the engine's and the
-    ones its family declares in `_SETTINGS`, and every public plain-valued setting the wrapper holds is declared."""
+    ones its family declares in `settings`, and every public plain-valued setting the wrapper or its family holds is
+    declared."""
     from torchax_vae.ahead import ENGINE_SETTINGS
 
     ours = TorchaxVAE(random_vae(name))
     ours.enable_slicing()
     ours.tiling_mode = "on"
-    for key in type(ours)._SETTINGS:
+    for key in ours.family.settings:
         value = getattr(ours, key)
         if isinstance(value, int) and not isinstance(value, bool):
             setattr(ours, key, value + 8)  # a value the wrapped model does not have
     twin = ours._twin(None)
-    assert {k: getattr(twin, k) for k in ENGINE_SETTINGS + type(ours)._SETTINGS} == \
-        {k: getattr(ours, k) for k in ENGINE_SETTINGS + type(ours)._SETTINGS}
+    assert {k: getattr(twin, k) for k in ENGINE_SETTINGS + ours.family.settings} == \
+        {k: getattr(ours, k) for k in ENGINE_SETTINGS + ours.family.settings}
     facts = {"z_dim", "training", "memory_budget"}  # config facts; the state of this wrapper; the twin's own budget
-    held = {k for k, v in vars(ours).items() if not k.startswith("_") and k not in facts
-            and (v is None or isinstance(v, (bool, int, float, str, tuple)))}
-    assert held <= set(ENGINE_SETTINGS + type(ours)._SETTINGS), held - set(type(ours)._SETTINGS)
+    held = {k for holder in (ours, ours._family) for k, v in vars(holder).items() if not k.startswith("_")
+            and k not in facts and (v is None or isinstance(v, (bool, int, float, str, tuple)))}
+    assert held <= set(ENGINE_SETTINGS + ours.family.settings), held - set(ours.family.settings)
+
+
+def test_each_facade_class_holds_its_family_and_computes_nothing_itself():
+    """A TorchaxVAE holds its family by composition (issue 37): each facade class names a `Family`, which is no torch
+    module and no TorchaxVAE, and reports the family's facts; the loops are the family's, not the facade's."""
+    from torchax_vae.family import Family
+    from torchax_vae.vae import FAMILY_FACTS
+
+    for wrapper in WRAPPERS:
+        family = wrapper.family
+        assert issubclass(family, Family) and not issubclass(family, torch.nn.Module), wrapper.__name__
+        assert {name: getattr(wrapper, name) for name in FAMILY_FACTS} == \
+            {name: getattr(family, name) for name in FAMILY_FACTS}, wrapper.__name__
+        loops = {"_encode", "_decode", "_calls", "_call", "_run", "_tiled", "_clip", "_frames", "_lowered"}
+        assert not loops & set(dir(wrapper)), (wrapper.__name__, loops & set(dir(wrapper)))
+
+
+def test_a_setting_set_on_the_facade_is_the_familys_and_the_wrapped_model_keeps_its_own():
+    vae = random_vae("wan-tiny")
+    ours = TorchaxVAE(vae)
+    ours.enable_tiling(tile_sample_min_height=96, tile_sample_stride_height=64)
+    ours.tile_sample_min_width = 80
+    assert (ours._family.tile_sample_min_height, ours._family.tile_sample_stride_height) == (96, 64)
+    assert ours.tile_sample_min_width == ours._family.tile_sample_min_width == 80
+    assert "tile_sample_min_width" not in vars(ours)  # held once, by the family
+    assert (vae.tile_sample_min_height, vae.tile_sample_min_width) != (96, 80)
+    assert ours.use_tiling and not vae.use_tiling

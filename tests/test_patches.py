@@ -545,17 +545,17 @@ def test_apply_counts_and_leaves_users_model_alone():
     others = ("wan_upsample", "ltx_noise", "zero_history", "causal_mask", "halo_conv")
     assert all(counts[name] > 0 for name in counts if name not in others), counts
     assert all(counts[name] == 0 for name in others), counts
-    wan_counts = patches.apply(random_vae("wan-tiny"), WanVAE.marked)  # the same patches, by class: a Wan model gets its own
+    wan_counts = patches.apply(random_vae("wan-tiny"), WanVAE.family.marked)  # the same patches, by class: a Wan model gets its own
     assert {name for name, n in wan_counts.items() if n} == {"frame_conv", "sharding_marks", "wan_upsample", "zero_history"}, (
         wan_counts)
     from torchax_vae.models.ltx import LTXVideoVAE
 
-    ltx_counts = patches.apply(random_vae("ltx091-tiny"), LTXVideoVAE.marked)  # 0.9.1: 5 noise-injecting resnets
+    ltx_counts = patches.apply(random_vae("ltx091-tiny"), LTXVideoVAE.family.marked)  # 0.9.1: 5 noise-injecting resnets
     assert {name for name, n in ltx_counts.items() if n} == {"frame_conv", "sharding_marks", "ltx_noise"}, ltx_counts
     if "ltx2ts-tiny" in MODELS:  # LTX-2's own resnet class (diffusers >= 0.37) gets the noise feed too
         from torchax_vae.models.ltx2 import LTX2VideoVAE
 
-        ltx2_counts = patches.apply(random_vae("ltx2ts-tiny"), LTX2VideoVAE.marked)
+        ltx2_counts = patches.apply(random_vae("ltx2ts-tiny"), LTX2VideoVAE.family.marked)
         assert {name for name, n in ltx2_counts.items() if n} == {"frame_conv", "sharding_marks", "ltx_noise"}, (
             ltx2_counts)
     # apply() patches what it is given; TorchaxVAE gives it a private copy:

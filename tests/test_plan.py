@@ -152,16 +152,16 @@ def test_abstract_devices_report_no_free_memory():
 def test_compile_effort_is_lower_on_tpus_only(meta_tiny):
     """libtpu's default effort costs seconds per convolution (docs/tpu.md): "auto" is -0.5 there, XLA's default
     elsewhere; a set effort applies everywhere; bad values are refused."""
-    assert meta_tiny._programs.compiler_options == {}  # a CPU device
+    assert meta_tiny._engine.programs.compiler_options == {}  # a CPU device
     model_class, config = MODELS["tiny"]
     with torch.device("meta"):
         on_tpu = TorchaxVAE(model_class(**config), mesh=make_mesh(targets.target("v6e-1").devices()))
     assert on_tpu.compile_effort == "auto"
-    assert on_tpu._programs.compiler_options == {"exec_time_optimization_effort": -0.5}
+    assert on_tpu._engine.programs.compiler_options == {"exec_time_optimization_effort": -0.5}
     on_tpu.compile_effort = 0.0
-    assert on_tpu._programs.compiler_options == {}  # XLA's own default
+    assert on_tpu._engine.programs.compiler_options == {}  # XLA's own default
     on_tpu.compile_effort = -1
-    assert on_tpu._programs.compiler_options == {"exec_time_optimization_effort": -1.0}
+    assert on_tpu._engine.programs.compiler_options == {"exec_time_optimization_effort": -1.0}
     for bad in (2, "fast", True, None):
         with pytest.raises(ValueError, match="compile_effort must be"):
             on_tpu.compile_effort = bad
@@ -174,9 +174,9 @@ def test_gpu_programs_compile_with_synchronous_collectives():
     with torch.device("meta"):
         on_gpus = TorchaxVAE(model_class(**config), mesh=make_mesh(targets.target("h100x2").devices()))
     gpu = {"xla_gpu_disable_async_collectives": "ALLCOLLECTIVES", "xla_gpu_enable_triton_gemm": False}
-    assert on_gpus._programs.compiler_options == gpu
+    assert on_gpus._engine.programs.compiler_options == gpu
     on_gpus.compile_effort = -1
-    assert on_gpus._programs.compiler_options == {**gpu, "exec_time_optimization_effort": -1.0}
+    assert on_gpus._engine.programs.compiler_options == {**gpu, "exec_time_optimization_effort": -1.0}
 
 
 @pytest.mark.slow  # 17 s on 2 cores: two H100 plans of the tiny Wan 2.2 decoder
@@ -231,9 +231,9 @@ def test_auto_tiling_tiles_what_the_compiler_refuses_for_memory(tiny_torchax):
         raise jax.errors.JaxRuntimeError("INTERNAL: something else")
 
     tiny_torchax.tiling_mode, tiny_torchax.memory_budget = "auto", 10**12
-    assert tiny_torchax._should_tile("decoder", refused, (1, 4, 3, 64, 64), (32, 32))
+    assert tiny_torchax._engine.should_tile("decoder", refused, (1, 4, 3, 64, 64), (32, 32))
     with pytest.raises(jax.errors.JaxRuntimeError, match="INTERNAL"):
-        tiny_torchax._should_tile("decoder", broken, (1, 4, 3, 64, 64), (32, 32))
+        tiny_torchax._engine.should_tile("decoder", broken, (1, 4, 3, 64, 64), (32, 32))
 
 
 # ----- the GPU optimized-HLO guard: every released size on one and two H100s (-m slow, about 6 minutes) -----

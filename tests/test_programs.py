@@ -68,24 +68,24 @@ def test_conv_cache_stays_on_device(fresh, monkeypatch):
     a host round trip of the cache would show up as a host-to-device copy.)
     """
     calls = {}  # per program of a batch (one, or one per layer): (conv_cache passed, conv_cache returned) per batch
-    run = fresh._programs.run
+    run = fresh._engine.programs.run
 
     def spy(name, fn, weights, chunk, conv_cache, *rest):
         out, new_cache = run(name, fn, weights, chunk, conv_cache, *rest)
         calls.setdefault(name.removesuffix("+conv_cache"), []).append((conv_cache, new_cache))
         return out, new_cache
 
-    monkeypatch.setattr(fresh._programs, "run", spy)
+    monkeypatch.setattr(fresh._engine.programs, "run", spy)
     z = torch.randn(1, 4, 7, 2, 2)
     expected = fresh.decode(z).sample  # compiles (and copies z in) outside the guard
     calls.clear()
-    env = fresh._lowered.env
+    env = fresh._family.lowered.env
     z_device = env.j2t_iso(jax.device_put(z.numpy()))
     with jax.transfer_guard("disallow"):
         out = fresh.decode(z_device).sample
     assert type(out) is type(z_device)
     assert torch.equal(torch.from_numpy(jax.device_get(out._elem).copy()), expected)
-    assert len(calls) == len(fresh._lowered.stages["decoder"])  # the default on CPU: a program per layer
+    assert len(calls) == len(fresh._family.lowered.stages["decoder"])  # the default on CPU: a program per layer
     for batches in calls.values():
         assert len(batches) == 3 and batches[0][0] is None
         for (_, returned), (passed, _) in zip(batches, batches[1:]):
@@ -97,7 +97,7 @@ def test_sliced_device_input_is_split_on_the_device(fresh):
     fresh.enable_slicing()
     z = torch.randn(2, 4, 3, 2, 2)
     expected = fresh.decode(z).sample
-    z_device = fresh._lowered.env.j2t_iso(jax.device_put(z.numpy()))
+    z_device = fresh._family.lowered.env.j2t_iso(jax.device_put(z.numpy()))
     fresh.decode(z_device)  # compiles the split once, outside the guard
     with jax.transfer_guard("disallow"):
         out = fresh.decode(z_device).sample
@@ -106,11 +106,11 @@ def test_sliced_device_input_is_split_on_the_device(fresh):
 
 def test_executions_count_every_run(fresh):
     """Programs.executions() lists a program once per frame batch it ran, and nothing for abstract planning."""
-    with fresh._programs.executions() as runs:
+    with fresh._engine.programs.executions() as runs:
         fresh.precompile("decode", (1, 4, 7, 2, 2))
         assert runs == []
         fresh.decode(torch.randn(1, 4, 7, 2, 2))  # 7 latent frames: batches of 3, 2 and 2
-    per_batch = len(fresh._lowered.stages["decoder"])  # programs per frame batch (the default on CPU: one per layer)
+    per_batch = len(fresh._family.lowered.stages["decoder"])  # programs per frame batch (the default on CPU: one per layer)
     expected = [("decoder", 3)] * per_batch + [("decoder+conv_cache", 2)] * (2 * per_batch)
     assert [(batch_program(s.name), s.input_shapes[0][2]) for s in runs] == expected
 

@@ -58,14 +58,14 @@ def test_layer_programs_equal_batch_programs_and_pytorch(tiny_vae, frames):
         if split == "batch":
             assert names == {"encoder", "decoder"}
         else:
-            assert len(names) == len(ours._lowered.stages["encoder"]) + len(ours._lowered.stages["decoder"])
+            assert len(names) == len(ours._family.lowered.stages["encoder"]) + len(ours._family.lowered.stages["decoder"])
 
 
 def test_auto_split_is_layers_on_cpu_and_settable(tiny_vae):
     ours = TorchaxVAE(tiny_vae)
-    assert ours.program_split == "auto" and ours._layered  # JAX's CPU backend here
+    assert ours.program_split == "auto" and ours._family._layered  # JAX's CPU backend here
     ours.program_split = "batch"
-    assert not ours._layered
+    assert not ours._family._layered
     with pytest.raises(ValueError, match="program_split must be 'batch', 'layer' or 'auto', got 'layers'"):
         ours.program_split = "layers"
 

@@ -57,7 +57,7 @@ def test_stored_programs_compute_what_traced_ones_do(monkeypatch, tmp_path):
     for chosen in (None, tmp_path):
         monkeypatch.setattr(cache, "_chosen", chosen)
         ours = TorchaxVAE(vae)
-        assert (ours._programs.store is None) == (chosen is None)
+        assert (ours._engine.programs.store is None) == (chosen is None)
         mean = ours.encode(x).latent_dist.mean
         results.append((mean, ours.decode(mean).sample))
     for (off, on), what in zip(zip(*results), ("encode", "decode")):
@@ -142,7 +142,7 @@ def test_a_program_that_cannot_be_serialized_still_runs(store_dir, monkeypatch, 
 
 def test_caches_off_means_no_store(monkeypatch):
     monkeypatch.setattr(cache, "_chosen", None)
-    assert TorchaxVAE(random_vae("tiny"))._programs.store is None
+    assert TorchaxVAE(random_vae("tiny"))._engine.programs.store is None
 
 
 _API_DEFAULT = """
@@ -154,7 +154,7 @@ vae = TorchaxVAE(random_vae("tiny"))
 vae.decode(torch.zeros(1, 4, 2, 4, 4))
 folder = jax.config.jax_compilation_cache_dir
 print(json.dumps({"jax_cache": folder, "xla_caches": jax.config.jax_persistent_cache_enable_xla_caches,
-                  "store": vae._programs.store and str(vae._programs.store.folder)}))
+                  "store": vae._engine.programs.store and str(vae._engine.programs.store.folder)}))
 """
 
 

@@ -109,7 +109,7 @@ def test_cpu_lowering_uses_frame_convs_only_in_bf16():
     from torchax_vae.lowering import jax_weights
 
     vae = random_vae("wan-tiny")
-    lowered = TorchaxVAE(vae)._lowered  # traced for this CPU
+    lowered = TorchaxVAE(vae)._family.lowered  # traced for this CPU
     for dtype, three_d in ((jnp.float32, True), (jnp.bfloat16, False)):
         weights = {k: v for k, v in jax_weights(vae, dtype).items() if k in ("decoder", "post_quant_conv")}
         z = jax.ShapeDtypeStruct((1, 16, 1, 2, 2), dtype)

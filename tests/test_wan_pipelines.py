@@ -119,7 +119,7 @@ def test_pipe_to_dtype_reaches_the_torchax_vae():
     pipe = tiny_pipeline(TorchaxVAE(random_vae("wan-tiny")))
     pipe.to(torch.bfloat16)  # before: the TorchaxVAE stayed float32
     assert pipe.vae.dtype == torch.bfloat16
-    assert {str(w.dtype) for group in pipe.vae._weights.values() for w in group.values()} == {"bfloat16"}
+    assert {str(w.dtype) for group in pipe.vae._engine.weights.values() for w in group.values()} == {"bfloat16"}
 
 
 def test_model_cpu_offload_runs_with_the_vae_on_jax():

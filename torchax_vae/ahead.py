@@ -15,7 +15,7 @@ from .programs import LoweredOnly
 # Set only while `_twin` constructs: the platform and program cache of the twin being built.
 _TWIN: contextvars.ContextVar = contextvars.ContextVar("torchax_vae_twin", default={})
 # The settings every family has; each family declares its own (diffusers' tiling and batching attributes) in
-# `_SETTINGS`, and `_twin` copies exactly those.
+# `Family.settings`, and `_twin` copies exactly those.
 ENGINE_SETTINGS = ("tiling_mode", "use_slicing")
 
 
@@ -35,14 +35,13 @@ class AheadOfTime:
             shape (`tuple[int, ...]`): the input's [batch, channels, frames, height, width].
         """
         source = self._shape_source(kind, shape)
-        with self._programs.recording() as used:
-            self._per_sample(self._encode if kind == "encode" else self._decode, source)
+        with self._engine.programs.recording() as used:
+            self._run_kind(kind, source)
         return [dataclasses.asdict(stats) for stats in used]
 
     def output_shape(self, kind: str, shape) -> tuple[int, ...]:
         """The shape `encode` (of the posterior's moments) or `decode` gives for an input of `shape`; compiles as `precompile`."""
-        source = self._shape_source(kind, shape)
-        return tuple(self._per_sample(self._encode if kind == "encode" else self._decode, source).shape)
+        return tuple(self._run_kind(kind, self._shape_source(kind, shape)).shape)
 
     def lower(self, kind: str, shape, platform: str | None = None) -> dict[str, str]:
         """The StableHLO of every program `encode` or `decode` runs for an input of `shape`, lowered for `platform`.
@@ -61,9 +60,9 @@ class AheadOfTime:
         Returns:
             program name -> StableHLO text, in first-use order.
         """
-        programs = LoweredOnly(platform or self._placement.platform)
-        lowering = self._twin(self._placement.mesh, platform=programs.platform, programs=programs)
-        lowering._per_sample(lowering._encode if kind == "encode" else lowering._decode, lowering._shape_source(kind, shape))
+        programs = LoweredOnly(platform or self._engine.placement.platform)
+        lowering = self._twin(self.mesh, platform=programs.platform, programs=programs)
+        lowering._run_kind(kind, lowering._shape_source(kind, shape))
         return programs.texts
 
     def _twin(self, mesh, *, platform: str | None = None, programs=None, memory_budget: int | None = None):
@@ -80,7 +79,7 @@ class AheadOfTime:
             twin = type(self)(model, dtype=self.dtype, mesh=mesh, memory_budget=memory_budget)
         finally:
             _TWIN.reset(token)
-        for key in ENGINE_SETTINGS + type(self)._SETTINGS:  # the user's settings, as the family declares them
+        for key in ENGINE_SETTINGS + self.family.settings:  # the user's settings, as the family declares them
             if hasattr(self, key):  # (AutoencoderKLTemporalDecoder has no use_slicing, as diffusers' class)
                 setattr(twin, key, getattr(self, key))
         twin.compile_effort = self.compile_effort  # compiled as a run's would be (the twin's options follow)

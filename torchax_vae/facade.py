@@ -1,7 +1,7 @@
 """diffusers' ConfigMixin facade of a TorchaxVAE: its config is the wrapped model's, and it saves and loads as
 diffusers' own class (a folder `pipe.save_pretrained` writes loads in plain diffusers).
 
-A mixin of `torchax_vae.vae.TorchaxVAE`; it reads `model_class`, `_internal_dict`, `_weights`, `_entries`.
+A mixin of `torchax_vae.vae.TorchaxVAE`; it reads `model_class`, `_internal_dict`, `_engine.weights`, `_entries`.
 """
 
 import torch
@@ -74,7 +74,7 @@ class ConfigFacade:
         with torch.device("meta"):
             model = self.model_class.from_config(self.config)
         # the wrapped model's own names (top-level buffers too: LTX's latents_mean), copies the user owns
-        state = weights.state_dict(self._weights, self._entries, torch.device("cpu"))
+        state = weights.state_dict(self._engine.weights, self._entries, torch.device("cpu"))
         model.load_state_dict(state, strict=True, assign=True)
         return model.eval()
 

@@ -1,22 +1,75 @@
-"""What each family's adapter defines (torchax_vae/models): its config facts, latent shape and normalization,
-its input checks, and its encode and decode loops over the engine's helpers (docs/families.md).
+"""What a model family is: the facts of its diffusers class and its encode and decode loops (docs/families.md).
+
+A `TorchaxVAE` (torchax_vae/vae.py) is the facade: diffusers' interface and the torch module surface. It holds
+one `Family` object, made from the wrapped model and the facade's `Engine` (torchax_vae/engine.py), and asks it
+
+- its facts: channels, compression, the latent shape of an input, the input checks, the latent normalization
+  its pipelines apply;
+- its settings: diffusers' attributes that the loops read (`tile_sample_min_height`, ...), copied from the
+  wrapped instance. Users and pipelines set them on the facade, which hands them over (`settings`);
+- its programs (`lower`: a `lowering.Lowered` of the model) and its loops, `encode` and `decode`: plain
+  loops over the engine's programs and the shared helpers (sources, tiling, frame windows), as diffusers'
+  `_encode` / `_decode` are loops over its encoder and decoder calls.
+
+Each adapter module (torchax_vae/models) holds its family and the facade class named for saved pipelines
+(`WanVAE`, ...), which adds only what diffusers' class differs in at its interface.
 """
 
 import jax
 import torch
+from diffusers.models.autoencoders.vae import DiagonalGaussianDistribution
+from torch import nn
+
+from .engine import Engine
 
 
-class FamilyInterface:
-    """The methods an adapter overrides; the defaults raise NotImplementedError or check nothing more."""
+class Family:
+    """A diffusers VAE class's facts and loops; an adapter overrides what its class does its own way.
 
+    Args:
+        vae: the wrapped diffusers model (read, never changed).
+        engine: the facade's engine, which the loops run programs through; None for the facts alone (what a
+            call's input shape is, before anything is built: `models.input_shape`).
+    """
+
+    # The diffusers class this family runs.
+    model_class: type = None
     # The rank of what `encode` takes and `decode` gives: 5 for video [B, C, F, H, W], 4 for images [B, C, H, W].
     # The engine's boundary (validation, sources, sharding marks) follows it.
     rank: int = 5
+    # How the family's pipelines hold latents (output_type="latent"): the transformer's layout.
+    pipeline_layout: str = "BCFHW"
+    # What `decode` returns, as the wrapped class returns it (AutoencoderKLAllegro: [B, F, C, H, W]).
+    decoded_layout: str = "BCFHW"
+    # What `encode` returns the encoder's output as, as the wrapped class does (AutoencoderKLCosmos: its identity).
+    posterior_class: type = DiagonalGaussianDistribution
     # Whether `decode(..., generator=)` feeds noise the decoder injects (LTX), so that each call's noise is its own.
     decode_draws_noise: bool = False
     # Whether a 4-D decode's batch holds one video's frames (AutoencoderKLTemporalDecoder: `decode(z, num_frames)`),
     # which the command writes as one MP4.
     batch_is_frames: bool = False
+    # diffusers' attributes of the instance that the loops read (tiling and batching), copied from the wrapped
+    # model where it has them; the facade hands a user's settings here, and twins (`lower`, `plan`) copy them.
+    settings: tuple = ()
+    # Children that encode and decode never run (AutoencoderKLFlux2's `bn`, whose statistics the pipelines read):
+    # their training mode changes no program.
+    not_run: tuple = ()
+    # The layers whose activations get sharding marks on a mesh (patches/sharding_marks.py).
+    marked: tuple = ()
+
+    def __init__(self, vae: nn.Module, engine: Engine | None = None):
+        self.config = vae.config
+        self.engine = engine
+        for name in self.settings:
+            if hasattr(vae, name):
+                setattr(self, name, getattr(vae, name))
+        self.lowered = None if engine is None else self.lower(vae)
+
+    def lower(self, vae: nn.Module):
+        """The family's `lowering.Lowered`: a private, patched copy of `vae` and its step functions."""
+        raise NotImplementedError
+
+    # ----- facts -----
 
     @property
     def video_channels(self) -> int:
@@ -26,7 +79,7 @@ class FamilyInterface:
     @property
     def latent_channels(self) -> int:
         """Channels of the latents `decode` takes (the mean's, for `encode`'s posterior)."""
-        raise NotImplementedError
+        return self.config.latent_channels
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -34,8 +87,20 @@ class FamilyInterface:
         raise NotImplementedError
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
-        """[B, C, F, H, W] of the latents of a video of `video_shape` [B, C, F, H, W]."""
+        """The latents' shape for an input of `video_shape` (the family's rank)."""
         raise NotImplementedError
+
+    def check_video(self, shape, name: str) -> None:
+        """Further family-specific checks of an encode input's shape (ValueError)."""
+
+    def check_latents(self, shape, name: str) -> None:
+        """Further family-specific checks of a decode input's shape (ValueError)."""
+
+    def check_training(self) -> None:
+        """Refuses a call in training mode where that computes otherwise (the engine's rule; Allegro's differs)."""
+        self.engine.check_training()
+
+    # ----- the latents as the family's pipelines normalize them -----
 
     def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         """The posterior's latents as this family's pipelines hand them to the transformer."""
@@ -65,19 +130,17 @@ class FamilyInterface:
                              f"later); this {self.model_class.__name__}'s decoder takes none")
         return latents, ()
 
-    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
+    # ----- the loops -----
+
+    def encode(self, source, tiled: bool | None = None, **options) -> jax.Array:
         """The posterior's parameters (mean and logvar on channels) of one batch, a JAX array (or its shape).
 
-        tiled: True tiles whatever the size and settings (`tiled_encode`); None follows `tiling_mode`.
+        tiled: True tiles whatever the size and settings (`tiled_encode`); None follows the tiling mode.
+        options: the encoder's program options (LTX-2's `causal`).
         """
         raise NotImplementedError
 
-    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
+    def decode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
+        """The decoded batch, a JAX array (or its shape); conditioning: the decoder's further inputs (LTX's
+        timestep, Stable Video Diffusion's num_frames)."""
         raise NotImplementedError
-
-    def _check_video(self, shape, name: str) -> None:
-        """Further family-specific checks of an encode input's shape (ValueError)."""
-
-    def _check_latents(self, shape, name: str) -> None:
-        """Further family-specific checks of a decode input's shape (ValueError)."""
-

@@ -70,8 +70,8 @@ def check_input(x: torch.Tensor, vae, kind: str, what: str) -> None:
         with warnings.catch_warnings():  # an all-zero answer is no answer to a caller of the command or the service
             warnings.simplefilter("error", validation.ZeroOutputWarning)
             if encode:
-                vae._check_video(tuple(x.shape), what)
+                vae._family.check_video(tuple(x.shape), what)
             else:
-                vae._check_latents(tuple(x.shape), what)
+                vae._family.check_latents(tuple(x.shape), what)
     except (TypeError, ValueError, validation.ZeroOutputWarning) as e:
         raise InputError(str(e)) from e

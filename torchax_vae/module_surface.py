@@ -22,7 +22,7 @@ class ModuleSurface:
 
     @property
     def dtype(self) -> torch.dtype:
-        return self._dtype
+        return self._engine.dtype
 
     @property
     def device(self) -> torch.device:
@@ -34,10 +34,11 @@ class ModuleSurface:
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
         if device is not None:
             self._device = torch.device(device)
-        if dtype is not None and dtype != self._dtype:
+        engine = self._engine
+        if dtype is not None and dtype != engine.dtype:
             target = convert.jax_dtype(dtype)
-            self._weights = jax.tree.map(lambda w: w.astype(target), self._weights)
-            self._dtype = dtype
+            engine.weights = jax.tree.map(lambda w: w.astype(target), engine.weights)
+            engine.dtype = dtype
         return self
 
     def float(self) -> "TorchaxVAE":
@@ -61,7 +62,7 @@ class ModuleSurface:
         """
         if args:  # torch's deprecated positional (destination, prefix, keep_vars)
             destination, prefix = (list(args) + [destination, prefix])[:2]
-        return weights.state_dict(self._weights, self._entries, self._copy_device(), prefix, destination)
+        return weights.state_dict(self._engine.weights, self._entries, self._copy_device(), prefix, destination)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Replaces the weights by those of `state_dict` (the wrapped model's keys), as `nn.Module.load_state_dict`.
@@ -76,8 +77,9 @@ class ModuleSurface:
         Returns:
             `NamedTuple` with `missing_keys` and `unexpected_keys`, as torch.
         """
-        return weights.load(self._weights, self._entries, state_dict, strict=strict,
-                            dtype=convert.jax_dtype(self._dtype), sharding=self._placement.replicated,
+        engine = self._engine
+        return weights.load(engine.weights, self._entries, state_dict, strict=strict,
+                            dtype=engine.jax_dtype, sharding=engine.placement.replicated,
                             owner=type(self).__name__)
 
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
@@ -86,16 +88,20 @@ class ModuleSurface:
         `next(vae.parameters())` costs one small copy; `num_parameters()` counts
         them all. They do not require grad: gradients flow to inputs, not weights.
         """
-        yield from weights.named(self._weights, self._entries, self._copy_device(), parameters=True, prefix=prefix)
+        yield from weights.named(self._engine.weights, self._entries, self._copy_device(), parameters=True, prefix=prefix)
 
     def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
         """The wrapped model's buffers, as copies (see `named_parameters`)."""
-        yield from weights.named(self._weights, self._entries, self._copy_device(), parameters=False, prefix=prefix)
+        yield from weights.named(self._engine.weights, self._entries, self._copy_device(), parameters=False, prefix=prefix)
 
     def __getattr__(self, name: str):
-        """The wrapped model's top-level submodules, as diffusers' pipelines read them: a read-only view
+        """The family's settings (`tile_sample_min_height`, ...: the family's loops read them, `Family.settings`);
+        the wrapped model's top-level submodules, as diffusers' pipelines read them: a read-only view
         (`weights.Submodule`) of each one's tensors, or None where the model has None there (Flux's
         `post_quant_conv`); anything else is torch's and diffusers' own lookup."""
+        family = self.__dict__.get("_family")
+        if family is not None and name in family.settings:
+            return getattr(family, name)
         try:
             return super().__getattr__(name)
         except AttributeError:
@@ -105,7 +111,7 @@ class ModuleSurface:
         return weights.Submodule(self, name) if children[name] else None
 
     def _copy_device(self) -> torch.device:
-        return torch.device("meta") if is_abstract(self._weights) else self._device
+        return torch.device("meta") if is_abstract(self._engine.weights) else self._device
 
     def requires_grad_(self, requires_grad: bool = True) -> "TorchaxVAE":
         """`requires_grad_(False)` (freezing the VAE, as training scripts do) is what a TorchaxVAE always is.
@@ -127,19 +133,14 @@ class ModuleSurface:
         without dropout (p > 0) or batch norm: every released VAE of the served classes.
         A model with such layers may be wrapped and put in training mode (diffusers'
         tests build them so, and call .eval() later), but computing with it in
-        training mode raises (`_check_training`).
+        training mode raises (`Engine.check_training`: dropout drawn as torch draws
+        it is not done, docs/limits.md).
         """
         self.training = bool(mode)
+        self._engine.training_refusal = None if not (self.training and self._stochastic) else (
+            f"this model has layers that differ in training mode ({', '.join(self._stochastic[:3])}); a "
+            "TorchaxVAE computes in eval mode: call .eval(), or run the diffusers model in PyTorch to train it")
         return self
-
-    def _check_training(self) -> None:
-        """Refuses to compute in training mode where that differs from eval (dropout with p > 0, batch norm): the
-        programs compute in eval mode, and dropout drawn as torch draws it is not done (docs/limits.md)."""
-        if self.training and self._stochastic:
-            raise ValueError(
-                f"this model has layers that differ in training mode ({', '.join(self._stochastic[:3])}); a "
-                "TorchaxVAE computes in eval mode: call .eval(), or run the diffusers model in PyTorch to train it"
-            )
 
     def eval(self) -> "TorchaxVAE":
         return self.train(False)
@@ -161,11 +162,11 @@ class ModuleSurface:
 
     @property
     def gradient_checkpointing(self) -> bool:
-        return self._programs.checkpoint
+        return self._engine.programs.checkpoint
 
     @gradient_checkpointing.setter
     def gradient_checkpointing(self, value: bool) -> None:
-        self._programs.checkpoint = bool(value)
+        self._engine.programs.checkpoint = bool(value)
 
     def modules(self):
         """Like `nn.Module.modules()`: this wrapper alone (its weights live in JAX, in no torch submodule).

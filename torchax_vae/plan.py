@@ -253,7 +253,7 @@ def _compile_call(vae, mesh, budget, kind, shape, platform, observer, tiling_mod
         planned.tiling_mode = tiling_mode
     source = planned._shape_source(kind, shape)
     with programs.recording() as used:
-        out = planned._per_sample(planned._encode if kind == "encode" else planned._decode, source)
+        out = planned._run_kind(kind, source)
     return out, used, programs
 
 

@@ -1,11 +1,12 @@
-"""TorchaxVAE: a diffusers video VAE run on JAX through torchax, with diffusers' interface.
+"""TorchaxVAE: a diffusers VAE run on JAX through torchax, with diffusers' interface.
 
-This module holds what every model family shares: dtype and device handling,
-slicing, input checks, the compiled-program cache, encode/decode/forward and
-precompile. How a video is cut into encoder and decoder calls, and everything
-else a family's diffusers class decides, lives in its adapter module under
-`torchax_vae.models` (a subclass of `TorchaxVAE`); `TorchaxVAE(vae)` picks it
-from the type of `vae`.
+The facade: diffusers' interface (encode, decode, forward, tiling and slicing switches, config, saving) and the
+torch module surface, over two objects it holds. Its `Engine` (torchax_vae/engine.py) is what computes: dtype,
+placement, programs, weights, the tiling decision. Its `Family` (torchax_vae/family.py) is what the wrapped
+diffusers class decides: its facts and its encode and decode loops. Each adapter module under
+`torchax_vae.models` holds a family and the facade class named for it (`WanVAE`, ...), which says which family
+it holds and adds only where diffusers' class differs at its interface; `TorchaxVAE(vae)` picks it from the type
+of `vae`.
 """
 
 import functools
@@ -21,16 +22,18 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import cache, convert, gradients, process, progress, validation, weights
+from . import cache, convert, gradients, process, validation, weights
 from .ahead import _TWIN, AheadOfTime
+from .engine import Engine
 from .facade import ConfigFacade
-from .family import FamilyInterface
+from .family import Family
+from .lowering import jax_weights
 from .module_surface import ModuleSurface
-from .policy import TilingAndEffort
+from .policy import Policy
 from .mesh import Placement, check_mesh
 from .programs import Programs
 from .stored import ProgramStore
-from .sources import DeviceSource, HostSource, ShapeSource, is_abstract
+from .sources import DeviceSource, HostSource, is_abstract
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +74,13 @@ def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
     return subfolder
 
 
-class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, FamilyInterface, ModelMixin,
-                 ConfigMixin):
+# What a facade class reports of its family, as class attributes (read where only the class is at hand: the
+# command's layouts, `models.input_shape`, `isinstance`).
+FAMILY_FACTS = ("model_class", "rank", "pipeline_layout", "decoded_layout", "posterior_class", "decode_draws_noise",
+                "batch_is_frames")
+
+
+class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, ConfigMixin):
     """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
@@ -98,24 +106,26 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
             their width axis (batch over 'dp' when it divides).
     """
 
-    # Set by each family's adapter (torchax_vae.models).
+    # The family this facade class holds (torchax_vae/family.py); each adapter's class names its own, and gets
+    # the family's FAMILY_FACTS as class attributes.
+    family: type[Family] = None
     model_class: type = None
+    rank: int = 5
+    pipeline_layout: str = "BCFHW"
+    decoded_layout: str = "BCFHW"
+    posterior_class: type = DiagonalGaussianDistribution
+    decode_draws_noise: bool = False
+    batch_is_frames: bool = False
     config_name = "config.json"  # ConfigMixin: the wrapped model's config, in diffusers' file
     # enable_gradient_checkpointing works for every family (jax.checkpoint on each program), whatever the
     # wrapped class says (diffusers' AutoencoderKLWan and AutoencoderKLQwenImage say False)
     _supports_gradient_checkpointing = True
-    # How the family's pipelines hold latents (output_type="latent"): the transformer's layout.
-    pipeline_layout: str = "BCFHW"
-    # What `decode` returns, as the wrapped class returns it (AutoencoderKLAllegro: [B, F, C, H, W]).
-    decoded_layout: str = "BCFHW"
-    # What `encode` returns the encoder's output as, as the wrapped class does (AutoencoderKLCosmos: its identity).
-    posterior_class: type = DiagonalGaussianDistribution
-    # The family's settings (diffusers' tiling and batching attributes, as the wrapped instance has them): what a
-    # twin for `lower` and `plan` copies besides `ahead.ENGINE_SETTINGS`.
-    _SETTINGS: tuple = ()
-    # Children that encode and decode never run (AutoencoderKLFlux2's `bn`, whose statistics the pipelines read):
-    # their training mode changes no program.
-    _not_run: tuple = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.family is not None:
+            for name in FAMILY_FACTS:
+                setattr(cls, name, getattr(cls.family, name))
 
     def __new__(cls, vae=None, *args, **kwargs):
         if isinstance(vae, TorchaxVAE):
@@ -136,32 +146,44 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
     ):
         if not isinstance(vae, self.model_class):
             raise TypeError(f"vae must be a diffusers {self.model_class.__name__}, got {type(vae).__name__}")
-        if memory_budget is not None and (not isinstance(memory_budget, int) or memory_budget <= 0):
-            raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget!r}")
         super().__init__()  # a ModelMixin, so pipelines cast, save and offload it (see `save_pretrained`)
-        self._dtype = _as_dtype(dtype) or vae.dtype
         process.start()  # the process-wide changes, once, before the first device query starts JAX's backends
         self._device = vae.device
         self._internal_dict = vae.config  # ConfigMixin's `config`: the wrapped model's (register_to_config copies)
         twin = _TWIN.get()  # what `_twin` builds this one for: another platform, its own program cache
-        self._placement = Placement(None if mesh is None else check_mesh(mesh), platform=twin.get("platform"))
+        placement = Placement(None if mesh is None else check_mesh(mesh), platform=twin.get("platform"))
         # compiled programs, and (unless the caches are off) traced programs kept on disk for the next process
         programs = twin.get("programs")  # (an empty cache is falsy: it has a __len__)
-        self._programs = programs if programs is not None else Programs(store=ProgramStore.for_model(cache.for_api(), vae))
-        self.compile_effort = "auto"
-        self.memory_budget = memory_budget
+        if programs is None:
+            programs = Programs(store=ProgramStore.for_model(cache.for_api(), vae))
+        self._engine = Engine(_as_dtype(dtype) or vae.dtype, placement, programs, memory_budget)
+        self._engine.weights = jax_weights(vae, self._engine.jax_dtype, placement.replicated)
+        self._family = self.family(vae, self._engine)
         if hasattr(vae, "use_slicing"):  # (AutoencoderKLTemporalDecoder has neither flag, and neither has its adapter)
             self.use_slicing = vae.use_slicing
         # diffusers' flag on: tile every input larger than a tile; off: "auto", tile what would not fit
         self.tiling_mode = "on" if getattr(vae, "use_tiling", False) else "auto"
-        self._auto_tiling_logged = False
         self._entries = weights.layout(vae)  # the wrapped model's tensor names, for state_dict and friends
         # its top-level submodules (True) and None ones (False: Flux's post_quant_conv), shown by `__getattr__`
         self._children = {name: module is not None for name, module in vae._modules.items()}
         self._children.update({name: False for name, value in vars(vae).items()
                                if value is None and not name.startswith("_") and name not in self._children})
-        self._stochastic = [name for name in stochastic_layers(vae) if name.split(".")[0] not in self._not_run]
+        self._stochastic = [name for name in stochastic_layers(vae) if name.split(".")[0] not in self._family.not_run]
         self.train(vae.training)
+
+    def __setattr__(self, name: str, value) -> None:
+        """A family setting (`tile_sample_min_height`, ...: `family.settings`) goes to the family, whose loops read
+        it; anything else is torch's."""
+        family = self.__dict__.get("_family")
+        if family is not None and name in family.settings:
+            setattr(family, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    @property
+    def mesh(self) -> Mesh | None:
+        """The ('dp', 'tp') mesh this runs on, or None for one device."""
+        return self._engine.placement.mesh
 
     @property
     def __class__(self):
@@ -217,8 +239,8 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, F, H, W] into videos, as diffusers does; differentiable like `encode`."""
         validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank)
-        self._check_latents(tuple(z.shape), "decode input")
-        sample = self._compute(functools.partial(self._per_sample, self._decode), z)
+        self._family.check_latents(tuple(z.shape), "decode input")
+        sample = self._compute(functools.partial(self._per_sample, self._family.decode), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
     def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -232,8 +254,8 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
         """The moments of `x` (checked first as `name`'s input), sliced per video unless `tiled` (as diffusers'
         tiled_encode); options: the family's encoder program options (LTX-2's `causal`), given to `_encode`."""
         validation.check_video(x, name=f"{name} input", channels=self.video_channels, role="encoder", rank=self.rank)
-        self._check_video(tuple(x.shape), f"{name} input")
-        encode = functools.partial(self._encode, **options)
+        self._family.check_video(tuple(x.shape), f"{name} input")
+        encode = functools.partial(self._family.encode, **options)
         if tiled:
             return self._compute(functools.partial(encode, tiled=True), x)
         return self._compute(functools.partial(self._per_sample, encode), x)
@@ -241,8 +263,8 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
     def tiled_decode(self, z: torch.Tensor, return_dict: bool = True):
         """diffusers' `tiled_decode`: `z` decoded in tiles whatever its size or the settings (no slicing)."""
         validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder", rank=self.rank)
-        self._check_latents(tuple(z.shape), "tiled_decode input")
-        sample = self._compute(functools.partial(self._decode, tiled=True), z)
+        self._family.check_latents(tuple(z.shape), "tiled_decode input")
+        sample = self._compute(functools.partial(self._family.decode, tiled=True), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
     def forward(self, sample: torch.Tensor, sample_posterior: bool = False, return_dict: bool = True, generator=None):
@@ -254,7 +276,12 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
 
     __call__ = forward
 
-    def _shape_source(self, kind: str, shape) -> ShapeSource:
+    def _run_kind(self, kind: str, source):
+        """encode's or decode's loop over a source (sliced as `encode` and `decode` slice): what precompile, lower
+        and plan run on shapes."""
+        return self._per_sample(self._family.encode if kind == "encode" else self._family.decode, source)
+
+    def _shape_source(self, kind: str, shape):
         """The shape-only source of an encode or decode input of `shape`, checked as a real input would be."""
         if kind not in ("encode", "decode"):
             raise ValueError(f"kind must be 'encode' or 'decode', got {kind!r}")
@@ -262,15 +289,15 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
         channels = self.video_channels if kind == "encode" else self.latent_channels
         shape = validation.check_shape(shape, name=f"{kind} shape", channels=channels, role=role, rank=self.rank)
         if kind == "encode":
-            self._check_video(shape, f"{kind} shape")
+            self._family.check_video(shape, f"{kind} shape")
         else:
-            self._check_latents(shape, f"{kind} shape")
-        return ShapeSource(shape, convert.jax_dtype(self._dtype), self._placement)
+            self._family.check_latents(shape, f"{kind} shape")
+        return self._engine.shapes(shape)
 
     def _compute(self, run, x: torch.Tensor) -> torch.Tensor:
         """run (over a source of x) as a tensor like x; differentiable with respect to x when x requires grad."""
         self._check_weights()
-        self._check_training()
+        self._family.check_training()
         if not (x.requires_grad and torch.is_grad_enabled()):
             return _like(run(self._source(x)), x)
         if _is_torchax(x):
@@ -278,22 +305,22 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
                 "gradients through a TorchaxVAE flow to torch tensors (CPU or CUDA); this input is a torchax "
                 "tensor that requires grad: pass a torch tensor, or detach it"
             )
-        dtype = convert.jax_dtype(self._dtype)
-        start = convert.to_jax(x.detach(), None, self._placement.activation(tuple(x.shape)))
-        return gradients.vjp(lambda data: run(DeviceSource(data, dtype, self._placement)), start, x)
+        engine = self._engine
+        start = convert.to_jax(x.detach(), None, engine.placement.activation(tuple(x.shape)))
+        return gradients.vjp(lambda data: run(DeviceSource(data, engine.jax_dtype, engine.placement)), start, x)
 
     def _check_weights(self) -> None:
-        if is_abstract(self._weights):
+        if is_abstract(self._engine.weights):
             raise ValueError(
                 "this TorchaxVAE wraps a model on the meta device: it has no weights to compute with "
                 "(it can `lower` and `precompile`); wrap a model with real weights, or load_state_dict them"
             )
 
     def _source(self, x: torch.Tensor):
-        dtype = convert.jax_dtype(self._dtype)
+        engine = self._engine
         if _is_torchax(x):
-            return DeviceSource(x._elem, dtype, self._placement)
-        return HostSource(x, dtype, self._placement)
+            return DeviceSource(x._elem, engine.jax_dtype, engine.placement)
+        return HostSource(x, engine.jax_dtype, engine.placement)
 
     def _per_sample(self, fn, source, **per_sample):
         """Runs `fn` on the whole batch, or per batch element when slicing; a JAX array (or its shape).
@@ -310,11 +337,46 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, TilingAndEffort, Fami
             return outputs[0]
         return apply(join, outputs, axis=0)
 
-    def _ran_batch(self, output) -> None:
-        """Hands a queued encoder/decoder call's output (a JAX array or pytree, or its shapes) to the call's
-        observer (torchax_vae/progress.py)."""
-        progress.ran_batch(output)
+    # ----- the family's facts, as diffusers' classes and this package's command and service read them -----
 
+    @property
+    def video_channels(self) -> int:
+        """Channels of the videos (images) `encode` takes and `decode` returns."""
+        return self._family.video_channels
+
+    @property
+    def latent_channels(self) -> int:
+        """Channels of the latents `decode` takes."""
+        return self._family.latent_channels
+
+    @property
+    def spatial_compression_ratio(self) -> int:
+        """How many pixels one latent spans in height and width."""
+        return self._family.spatial_compression_ratio
+
+    def latent_shape(self, video_shape) -> tuple[int, ...]:
+        """The latents' shape for an encode input of `video_shape`."""
+        return self._family.latent_shape(video_shape)
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """The posterior's latents as this family's pipelines hand them to the transformer."""
+        return self._family.scale_latents(latents)
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """`scale_latents` undone, as the pipelines do before `decode`."""
+        return self._family.unscale_latents(latents)
+
+    def normalize_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """What the command and the service apply to encoded latents (`Family.normalize_latents`)."""
+        return self._family.normalize_latents(latents)
+
+    def denormalize_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """`normalize_latents` undone: what the command and the service apply before `decode`."""
+        return self._family.denormalize_latents(latents)
+
+    def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
+        """(latents, decode's further arguments) as the family's pipeline hands them to `decode` (`Family.decode_inputs`)."""
+        return self._family.decode_inputs(latents, timestep=timestep, noise_scale=noise_scale, seed=seed)
 
 
 @functools.cache

@@ -1,6 +1,6 @@
 """The wrapped model's weights as torch sees them: names, `state_dict`, `load_state_dict`, parameters.
 
-A TorchaxVAE computes with JAX arrays (`TorchaxVAE._weights`: the wrapped
+A TorchaxVAE computes with JAX arrays (`Engine.weights`: the wrapped
 model's parameters and buffers, grouped by top-level child). To torch and
 diffusers it shows them under the wrapped model's own names and shapes:
 
@@ -139,7 +139,7 @@ class Submodule:
         weights = {}
         for e in self._entries(parameters):
             child, rest = _split(e.name[len(self._path) + 1:])
-            weights.setdefault(child, {})[rest] = get(self._owner._weights, e.name)
+            weights.setdefault(child, {})[rest] = get(self._owner._engine.weights, e.name)
         yield from named(weights, entries, self._owner._copy_device(), parameters, prefix)
 
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
@@ -160,7 +160,7 @@ class Submodule:
         full = f"{self._path}.{name}"
         for entry in self._owner._entries:
             if entry.name == full:
-                tensor = copy(get(self._owner._weights, full), self._owner._copy_device())
+                tensor = copy(get(self._owner._engine.weights, full), self._owner._copy_device())
                 return nn.Parameter(tensor, requires_grad=False) if entry.parameter else tensor
             if entry.name.startswith(full + "."):
                 return Submodule(self._owner, full)

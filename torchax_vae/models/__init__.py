@@ -1,19 +1,20 @@
-"""One adapter per diffusers VAE family: a `TorchaxVAE` subclass that knows that family's model class.
+"""One adapter module per diffusers VAE class: its family (torchax_vae/family.py) and the facade class named for it.
 
-Each adapter module holds everything model-specific: the diffusers class it
-accepts, how a video is cut into encoder and decoder calls and what cache they
-carry, tiling, the patches it applies, the latent shape of a video and the
-latent normalization its pipelines apply. The engine (torchax_vae.vae,
-programs, sources, tiling, mesh) names no model class.
+Each adapter module holds everything model-specific: the family, with the
+diffusers class it runs, how a video is cut into encoder and decoder calls and
+what cache they carry, tiling, the patches it applies, the latent shape of a
+video and the latent normalization its pipelines apply; and the `TorchaxVAE`
+class that holds it (`WanVAE`, ...: the name saved pipelines' model_index.json
+gives), with what diffusers' class differs in at its interface. The engine
+(torchax_vae.vae, engine, programs, sources, tiling, mesh) names no model class.
 
-Adding a family: docs/families.md (a module here with its `TorchaxVAE`
-subclass, often of a shared scheme: `feat_cache.FeatCacheVAE`,
-`windows.WindowVAE`; listed in `WRAPPERS`; its tests).
+Adding a family: docs/families.md (a module here with its `Family`, often of a
+shared scheme: `feat_cache.FeatCache`, `windows.Windows`; its facade class,
+listed in `WRAPPERS`; its tests).
 """
 
 import json
 import pathlib
-import sys
 
 from .allegro import AllegroVAE
 from .cogvideox import CogVideoXVAE
@@ -122,14 +123,16 @@ def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[i
     Stable Video Diffusion's [F, C, H, W]).
 
     The one place outside the adapters that turns a video size into a call's input: the CLI's warm-up,
-    bench, speed and the training script use it, through each family's `video_channels` and `latent_shape`.
+    bench, speed and the training script use it, through the family's `video_channels` and `latent_shape`.
     """
-    wrapper = type(vae) if isinstance(vae, WRAPPERS) else wrapper_for(vae)  # a TorchaxVAE, or diffusers' model
-    family = sys.modules[wrapper.__module__]
-    if wrapper.rank == 4 and frames != 1 and not wrapper.batch_is_frames:
-        raise ValueError(f"a {wrapper.model_class.__name__} encodes and decodes images: one frame, got {frames}")
-    if wrapper.rank == 4:  # images; Stable Video Diffusion's frames in the batch (`batch_is_frames`)
-        video = (frames, family.video_channels(vae.config), height, width)
+    if isinstance(vae, WRAPPERS):  # a TorchaxVAE: its family
+        family = vae._family
+    else:  # diffusers' model: its family's facts alone
+        family = wrapper_for(vae).family(vae)
+    if family.rank == 4 and frames != 1 and not family.batch_is_frames:
+        raise ValueError(f"a {family.model_class.__name__} encodes and decodes images: one frame, got {frames}")
+    if family.rank == 4:  # images; Stable Video Diffusion's frames in the batch (`batch_is_frames`)
+        video = (frames, family.video_channels, height, width)
     else:
-        video = (1, family.video_channels(vae.config), frames, height, width)
-    return video if kind == "encode" else family.latent_shape(vae.config, video)
+        video = (1, family.video_channels, frames, height, width)
+    return video if kind == "encode" else family.latent_shape(video)

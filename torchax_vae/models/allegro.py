@@ -33,16 +33,14 @@ from diffusers.models.autoencoders.autoencoder_kl_allegro import AllegroTemporal
 from diffusers.models.downsampling import Downsample2D
 from diffusers.models.resnet import ResnetBlock2D
 from diffusers.models.upsampling import Upsample2D
-from jax.sharding import Mesh
 
-from .. import convert
-from ..lowering import jax_weights
+from ..family import Family
 from ..sources import ShapeSource
 from ..validation import ZeroOutputWarning
 from ..vae import TorchaxVAE, apply
 from .windows import WindowLowered
 
-__all__ = ["AllegroVAE", "latent_shape", "video_channels"]
+__all__ = ["Allegro", "AllegroVAE", "latent_shape", "video_channels"]
 
 
 def video_channels(config) -> int:
@@ -136,28 +134,25 @@ def assemble(tiles, *, grid: tuple, overlap: tuple, size: tuple):
     return out
 
 
-class AllegroVAE(TorchaxVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLAllegro`, as diffusers runs it (module docstring)."""
+class Allegro(Family):
+    """diffusers' `AutoencoderKLAllegro`, as diffusers runs it (module docstring)."""
 
     model_class = AutoencoderKLAllegro
     marked = (ResnetBlock2D, AllegroTemporalConvLayer, Downsample2D, Upsample2D)
     decoded_layout = "BFCHW"  # what decode returns; AllegroPipeline.decode_latents permutes it to BCFHW
-    _SETTINGS = ("kernel", "stride")  # diffusers' tile (frames, height, width) and where tiles start
+    settings = ("kernel", "stride")  # diffusers' tile (frames, height, width) and where tiles start
 
-    def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
-        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = AllegroLowered(vae, mesh, self._placement.platform, self.marked,
-                                       spatial_ratio(vae.config))
-        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
+    def __init__(self, vae, engine=None):
+        super().__init__(vae, engine)
         self.kernel, self.stride = tuple(vae.kernel), tuple(vae.stride)  # diffusers' tile (frames, height, width)
+
+    def lower(self, vae):
+        placement = self.engine.placement
+        return AllegroLowered(vae, placement.mesh, placement.platform, self.marked, spatial_ratio(vae.config))
 
     @property
     def video_channels(self) -> int:
         return video_channels(self.config)
-
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -182,27 +177,27 @@ class AllegroVAE(TorchaxVAE):
         stride = (self.stride[0] // rt, self.stride[1] // rs, self.stride[2] // rs)
         return kernel, stride
 
-    def _check_video(self, shape, name: str) -> None:
+    def check_video(self, shape, name: str) -> None:
         if any(size < k for size, k in zip(shape[2:], self.kernel)):
             warnings.warn(f"{name} is {shape[2]}x{shape[3]}x{shape[4]} (shape {tuple(shape)}), smaller than one of "
                           f"AutoencoderKLAllegro's {'x'.join(map(str, self.kernel))} tiles (frames x height x width): "
                           "its moments are quant_conv's bias, as diffusers returns there", ZeroOutputWarning,
                           stacklevel=4)
 
-    def _check_latents(self, shape, name: str) -> None:
+    def check_latents(self, shape, name: str) -> None:
         kernel, _ = self._latent_kernel()
         if any(size < k for size, k in zip(shape[2:], kernel)):
             warnings.warn(f"{name} is {shape[2]}x{shape[3]}x{shape[4]} (shape {tuple(shape)}), smaller than one of "
                           f"AutoencoderKLAllegro's latent tiles ({'x'.join(map(str, kernel))}): the video is zeros, "
                           "as diffusers returns there", ZeroOutputWarning, stacklevel=4)
 
-    def _check_training(self) -> None:
+    def check_training(self) -> None:
         """Checked per tile (`_tiles`): below one tile no program runs, so training mode computes as eval there."""
 
     def _zeros(self, source, channels: int, size) -> jax.Array:
         """What diffusers' loops leave where no tile fits: zeros of [B, channels, *size] (or their shape)."""
         shape = (source.shape[0], channels, *size)
-        dtype, sharding = convert.jax_dtype(self._dtype), self._placement.activation(shape)
+        dtype, sharding = self.engine.jax_dtype, self.engine.placement.activation(shape)
         if isinstance(source, ShapeSource):
             return jax.ShapeDtypeStruct(shape, dtype, sharding=sharding)
         return jax.device_put(jnp.zeros(shape, dtype), sharding)
@@ -210,19 +205,19 @@ class AllegroVAE(TorchaxVAE):
     def _tiles(self, kind: str, source, kernel, stride, step, weights):
         grid = tuple(tile_starts(size, k, s) for size, k, s in zip(source.shape[2:], kernel, stride))
         if all(grid):
-            TorchaxVAE._check_training(self)
+            self.engine.check_training()
         outs = []
         for n in grid[0]:
             for h in grid[1]:
                 for w in grid[2]:
                     chunk = source.take((n, n + kernel[0]), (h, kernel[1]), (w, kernel[2]))
-                    outs.append(self._programs.run(f"{kind}/tile", step, weights, chunk))
-                    self._ran_batch(outs[-1])
+                    outs.append(self.engine.programs.run(f"{kind}/tile", step, weights, chunk))
+                    self.engine.ran_batch(outs[-1])
         return outs, grid
 
-    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
-        weights = {"encoder": self._weights["encoder"]}
-        outs, grid = self._tiles("encoder", source, self.kernel, self.stride, self._lowered.encode_step, weights)
+    def encode(self, source, tiled: bool | None = None) -> jax.Array:
+        weights = {"encoder": self.engine.weights["encoder"]}
+        outs, grid = self._tiles("encoder", source, self.kernel, self.stride, self.lowered.encode_step, weights)
         kernel, stride = self._latent_kernel()
         rt, rs = self.temporal_compression_ratio, self.spatial_compression_ratio
         frames, height, width = source.shape[2:]
@@ -235,14 +230,14 @@ class AllegroVAE(TorchaxVAE):
             moments = apply(assemble, outs, grid=starts, overlap=overlap, size=size)
         if isinstance(moments, jax.ShapeDtypeStruct):  # shapes only (precompile, plan): placed as a real one would be
             moments = jax.ShapeDtypeStruct(moments.shape, moments.dtype,
-                                           sharding=self._placement.activation(moments.shape))
-        return self._programs.run("quant_conv", self._lowered.quant_step, {"quant_conv": self._weights["quant_conv"]},
+                                           sharding=self.engine.placement.activation(moments.shape))
+        return self.engine.programs.run("quant_conv", self.lowered.quant_step, {"quant_conv": self.engine.weights["quant_conv"]},
                                   moments)
 
-    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
-        weights = {k: self._weights[k] for k in ("post_quant_conv", "decoder")}
+    def decode(self, source, tiled: bool | None = None) -> jax.Array:
+        weights = {k: self.engine.weights[k] for k in ("post_quant_conv", "decoder")}
         kernel, stride = self._latent_kernel()
-        outs, grid = self._tiles("decoder", source, kernel, stride, self._lowered.decode_step, weights)
+        outs, grid = self._tiles("decoder", source, kernel, stride, self.lowered.decode_step, weights)
         rt, rs = self.temporal_compression_ratio, self.spatial_compression_ratio
         frames, height, width = source.shape[2:]
         starts = tuple(tuple(s * r for s in axis) for axis, r in zip(grid, (rt, rs, rs)))
@@ -253,6 +248,16 @@ class AllegroVAE(TorchaxVAE):
         else:
             video = apply(assemble, outs, grid=starts, overlap=overlap, size=size)
         return apply(_frames_first, video)
+
+
+class AllegroVAE(TorchaxVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLAllegro`, as diffusers runs it (module docstring)."""
+
+    family = Allegro
+
+    @property
+    def temporal_compression_ratio(self) -> int:
+        return self._family.temporal_compression_ratio
 
 
 def _frames_first(video):

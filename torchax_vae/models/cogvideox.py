@@ -19,13 +19,12 @@ from diffusers import AutoencoderKLCogVideoX, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d, CogVideoXResnetBlock3D
 from diffusers.models.downsampling import CogVideoXDownsample3D
 from diffusers.models.upsampling import CogVideoXUpsample3D
-from jax.sharding import Mesh
 from torch import nn
 
 from ..backends import backend
-from .. import convert, memory, staging, tiling
-from ..lowering import Lowered, jax_weights
-from ..sources import ShapeSource
+from .. import memory, staging, tiling
+from ..family import Family
+from ..lowering import Lowered
 from ..patches.group_norm import TorchaxGroupNorm
 from ..patches.safe_conv3d import PlainConv3d
 from ..vae import TorchaxVAE, apply, join
@@ -33,6 +32,168 @@ from ..vae import TorchaxVAE, apply, join
 # The layers whose activations get sharding marks on a mesh (patches/sharding_marks.py): every convolution
 # inside a CogVideoXCausalConv3d (a PlainConv3d after safe_conv3d), every GroupNorm, the samplers.
 MARKED = (PlainConv3d, TorchaxGroupNorm, CogVideoXUpsample3D, CogVideoXDownsample3D)
+
+
+class CogVideoX(Family):
+    """diffusers' `AutoencoderKLCogVideoX` (CogVideoX 2b/5b, 1.5), as diffusers runs it (`CogVideoXVAE` says how)."""
+
+    model_class = AutoencoderKLCogVideoX
+    pipeline_layout = "BFCHW"  # CogVideoX's transformer takes [B, F, C, H, W]
+    marked = MARKED
+    settings = ("uniform_tiles", "program_split", "num_sample_frames_batch_size", "num_latent_frames_batch_size",
+                "tile_sample_min_height", "tile_sample_min_width", "tile_latent_min_height", "tile_latent_min_width",
+                "tile_overlap_factor_height", "tile_overlap_factor_width")
+    uniform_tiles = True  # (not diffusers' settings: these two are this package's)
+    _split = "auto"
+
+    def lower(self, vae):
+        return LoweredVAE(vae, self.engine.placement.mesh, self.engine.placement.platform)
+
+    # ----- the family's shapes and latent scaling -----
+
+    @property
+    def video_channels(self) -> int:
+        return video_channels(self.config)
+
+    @property
+    def spatial_compression_ratio(self) -> int:
+        return 2 ** (len(self.config.block_out_channels) - 1)
+
+    def latent_shape(self, video_shape) -> tuple[int, ...]:
+        return latent_shape(self.config, video_shape)
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        return latents * self.config.scaling_factor  # as CogVideoXVideoToVideoPipeline.prepare_latents
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        return latents / self.config.scaling_factor  # as CogVideoXPipeline.decode_latents
+
+    @property
+    def program_split(self) -> str:
+        """"batch", "layer", or "auto" ("layer" on one CPU device and on GPUs, else "batch"): programs per frame batch."""
+        return self._split
+
+    @program_split.setter
+    def program_split(self, split: str) -> None:
+        if split not in ("batch", "layer", "auto"):
+            raise ValueError(f"program_split must be 'batch', 'layer' or 'auto', got {split!r}")
+        self._split = split
+
+    @property
+    def _layered(self) -> bool:
+        if self._split == "auto":  # the backend table's choice (torchax_vae/backends.py, with its reasons)
+            row = backend(self.lowered.platform)
+            # a mesh of CPU devices is for testing sharding: it keeps the batch programs an accelerator mesh runs
+            return row.program_split == "layer" and not (row.cpu_kernels and self.engine.placement.mesh is not None)
+        return self._split == "layer"
+
+    def encode(self, source, tiled: bool | None = None) -> jax.Array:
+        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
+        return self._run("encoder", self.lowered.encode_step, source, self.num_sample_frames_batch_size,
+                         sample_tile, latent_tile, tiled)
+
+    def decode(self, source, tiled: bool | None = None) -> jax.Array:
+        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
+        return self._run("decoder", self.lowered.decode_step, source, self.num_latent_frames_batch_size,
+                         latent_tile, sample_tile, tiled)
+
+    def _run(self, name, step, source, batch_size, in_tile, out_tile, tiled=None) -> jax.Array:
+        """Frame-batched `step` over the source; tiled if `tiled`, or (None) as the tiling mode says for its size."""
+        height, width = source.shape[3:]
+        if tiled is None:
+            need = functools.partial(self._untiled_bytes, name, step, source, batch_size)
+            tiled = (height > in_tile[0] or width > in_tile[1]) and self.engine.should_tile(name, need, source.shape, in_tile)
+        if tiled:
+            overlap = (self.tile_overlap_factor_height, self.tile_overlap_factor_width)
+            lay = tiling.layout(*in_tile, *out_tile, *overlap)
+            return self._tiled(name, step, source, batch_size, lay)
+        return apply(join, self._frames(name, step, source, batch_size), axis=2)
+
+    def _frames(self, name, step, source, batch_size, block=None, valid=None) -> list:
+        """`step` over diffusers' frame batches, carrying conv_cache on the device; the batch outputs.
+
+        block: (row, col, height, width) of a tile to cut from each frame batch
+        (default: the whole frame). valid: that tile's (height, width) inside the
+        video when the block is a zero-padded full-size tile (patches/tile_mask.py).
+        """
+        conv_cache = None
+        outputs = []
+        extra = ()
+        if valid is not None:
+            name = f"{name}/tile"
+            extra = (source.indices(valid),)
+        for start, end in frame_batches(source.shape[2], batch_size):
+            if block is None:
+                chunk = source.take((start, end))
+            else:
+                chunk = source.take((start, end), (block[0], block[2]), (block[1], block[3]))
+            if self._layered:
+                out, conv_cache = self._staged_batch(name, chunk, conv_cache, extra)
+            else:
+                program = name if conv_cache is None else f"{name}+conv_cache"
+                out, conv_cache = self.engine.programs.run(program, step, self.engine.weights, chunk, conv_cache, *extra)
+            outputs.append(out)
+            self.engine.ran_batch(out)
+        return outputs
+
+    def _staged_batch(self, name, chunk, conv_cache, extra):
+        """One frame batch as one program per stage (torchax_vae/staging.py); conv_cache is a list per stage."""
+        role = name.partition("/")[0]
+        step = self.lowered.encode_stage if role == "encoder" else self.lowered.decode_stage
+        stages = self.lowered.stages[role]
+        caches = conv_cache or [None] * len(stages)
+        given = handed = None  # the previous top-level stage's output; the previous sub-stage's
+        new_caches = []
+        for stage, cache in zip(stages, caches):
+            program = f"{name}/{stage.name}" + ("" if conv_cache is None else "+conv_cache")
+            weights = self.lowered.stage_weights(role, stage, self.engine.weights)
+            out, cache = self.engine.programs.run(program, functools.partial(step, stage), weights, chunk, cache, (given, handed), *extra)
+            new_caches.append(cache)
+            given, handed = (out, None) if stage.last_sub else (given, out)
+        return given, new_caches
+
+    def _tiled(self, name, step, source, batch_size, lay: tiling.TileLayout) -> jax.Array:
+        """diffusers' tiled_encode/tiled_decode, then the tiles blended on the device.
+
+        With uniform_tiles (the default) every tile runs through the same
+        programs at the full tile size; otherwise each tile shape (interior,
+        right, bottom, corner) has its own.
+        """
+        grid = lay.tiles(*source.shape[3:])
+        if self.uniform_tiles:
+            source.pad_to(grid[-1][0].row + lay.tile_height, grid[0][-1].col + lay.tile_width)
+
+        def run(tile: tiling.Tile):
+            if self.uniform_tiles:  # the full-size, zero-padded block, told its valid extent
+                size, valid = (lay.tile_height, lay.tile_width), tile.valid
+            else:  # the tile cut to its own size, as diffusers does
+                size, valid = tile.valid, None
+            batches = self._frames(name, step, source, batch_size, (tile.row, tile.col, *size), valid)
+            out_size = batches[0].shape[3:]
+            # the output diffusers' tile would have had
+            crop = tuple(tiling.extent_at(v, n, o) for v, n, o in zip(tile.valid, size, out_size))
+            return batches, crop
+
+        results = [[run(tile) for tile in row] for row in grid]
+        outputs = [[batches for batches, _ in row] for row in results]
+        crops = tuple(tuple(crop for _, crop in row) for row in results)
+        return apply(tiling.assemble, outputs, lay=lay, crops=crops)
+
+    def _untiled_bytes(self, name, step, source, batch_size) -> int:
+        """Device memory the untiled first frame batch needs (`memory.call_bytes`: the rule every family uses)."""
+        first = frame_batches(source.shape[2], batch_size)[0]
+        block = self.engine.shapes(source.shape).take(first)
+        if self._layered:
+            with self.engine.programs.recording() as used:
+                _, caches = self._staged_batch(name, block, None, ())
+            # the largest program with its inputs (the hand-over from the one before), and the new
+            # conv_cache of every layer, which stays live from its program to the next frame batch
+            carried = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(caches))
+            return memory.call_bytes(used, carried)
+        return memory.call_bytes([self.engine.programs.compile(name, step, self.engine.weights, block, None)])
+
 
 class CogVideoXVAE(TorchaxVAE):
     """`TorchaxVAE` for diffusers' `AutoencoderKLCogVideoX` (CogVideoX 2b/5b, 1.5).
@@ -75,58 +236,7 @@ class CogVideoXVAE(TorchaxVAE):
             then calls encode/decode with the same input and gets the whole result.
     """
 
-    model_class = AutoencoderKLCogVideoX
-    pipeline_layout = "BFCHW"  # CogVideoX's transformer takes [B, F, C, H, W]
-    _SETTINGS = ("uniform_tiles", "program_split", "num_sample_frames_batch_size", "num_latent_frames_batch_size",
-                 "tile_sample_min_height", "tile_sample_min_width", "tile_latent_min_height", "tile_latent_min_width",
-                 "tile_overlap_factor_height", "tile_overlap_factor_width")
-
-    def __init__(
-        self,
-        vae: AutoencoderKLCogVideoX,
-        *,
-        dtype: torch.dtype | str | None = None,
-        memory_budget: int | None = None,
-        mesh: Mesh | None = None,
-    ):
-        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = LoweredVAE(vae, mesh, self._placement.platform)
-        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
-        self.uniform_tiles = True
-        self.program_split = "auto"
-        # diffusers' frame batching and tiling settings, as the wrapped instance has them.
-        self.num_sample_frames_batch_size = vae.num_sample_frames_batch_size
-        self.num_latent_frames_batch_size = vae.num_latent_frames_batch_size
-        self.tile_sample_min_height = vae.tile_sample_min_height
-        self.tile_sample_min_width = vae.tile_sample_min_width
-        self.tile_latent_min_height = vae.tile_latent_min_height
-        self.tile_latent_min_width = vae.tile_latent_min_width
-        self.tile_overlap_factor_height = vae.tile_overlap_factor_height
-        self.tile_overlap_factor_width = vae.tile_overlap_factor_width
-
-    # ----- the family's shapes and latent scaling -----
-
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
-
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
-
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return 2 ** (len(self.config.block_out_channels) - 1)
-
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
-
-    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents * self.config.scaling_factor  # as CogVideoXVideoToVideoPipeline.prepare_latents
-
-    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        return latents / self.config.scaling_factor  # as CogVideoXPipeline.decode_latents
-
+    family = CogVideoX
 
     def enable_tiling(
         self,
@@ -144,132 +254,6 @@ class CogVideoXVAE(TorchaxVAE):
         self.tile_latent_min_width = int(self.tile_sample_min_width / factor)
         self.tile_overlap_factor_height = tile_overlap_factor_height or self.tile_overlap_factor_height
         self.tile_overlap_factor_width = tile_overlap_factor_width or self.tile_overlap_factor_width
-
-    @property
-    def program_split(self) -> str:
-        """"batch", "layer", or "auto" ("layer" on one CPU device and on GPUs, else "batch"): programs per frame batch."""
-        return self._split
-
-    @program_split.setter
-    def program_split(self, split: str) -> None:
-        if split not in ("batch", "layer", "auto"):
-            raise ValueError(f"program_split must be 'batch', 'layer' or 'auto', got {split!r}")
-        self._split = split
-
-    @property
-    def _layered(self) -> bool:
-        if self._split == "auto":  # the backend table's choice (torchax_vae/backends.py, with its reasons)
-            row = backend(self._lowered.platform)
-            # a mesh of CPU devices is for testing sharding: it keeps the batch programs an accelerator mesh runs
-            return row.program_split == "layer" and not (row.cpu_kernels and self._placement.mesh is not None)
-        return self._split == "layer"
-
-    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
-        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
-        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
-        return self._run("encoder", self._lowered.encode_step, source, self.num_sample_frames_batch_size,
-                         sample_tile, latent_tile, tiled)
-
-    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
-        sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
-        latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
-        return self._run("decoder", self._lowered.decode_step, source, self.num_latent_frames_batch_size,
-                         latent_tile, sample_tile, tiled)
-
-    def _run(self, name, step, source, batch_size, in_tile, out_tile, tiled=None) -> jax.Array:
-        """Frame-batched `step` over the source; tiled if `tiled`, or (None) as the tiling mode says for its size."""
-        height, width = source.shape[3:]
-        if tiled is None:
-            need = functools.partial(self._untiled_bytes, name, step, source, batch_size)
-            tiled = (height > in_tile[0] or width > in_tile[1]) and self._should_tile(name, need, source.shape, in_tile)
-        if tiled:
-            overlap = (self.tile_overlap_factor_height, self.tile_overlap_factor_width)
-            lay = tiling.layout(*in_tile, *out_tile, *overlap)
-            return self._tiled(name, step, source, batch_size, lay)
-        return apply(join, self._frames(name, step, source, batch_size), axis=2)
-
-    def _frames(self, name, step, source, batch_size, block=None, valid=None) -> list:
-        """`step` over diffusers' frame batches, carrying conv_cache on the device; the batch outputs.
-
-        block: (row, col, height, width) of a tile to cut from each frame batch
-        (default: the whole frame). valid: that tile's (height, width) inside the
-        video when the block is a zero-padded full-size tile (patches/tile_mask.py).
-        """
-        conv_cache = None
-        outputs = []
-        extra = ()
-        if valid is not None:
-            name = f"{name}/tile"
-            extra = (source.indices(valid),)
-        for start, end in frame_batches(source.shape[2], batch_size):
-            if block is None:
-                chunk = source.take((start, end))
-            else:
-                chunk = source.take((start, end), (block[0], block[2]), (block[1], block[3]))
-            if self._layered:
-                out, conv_cache = self._staged_batch(name, chunk, conv_cache, extra)
-            else:
-                program = name if conv_cache is None else f"{name}+conv_cache"
-                out, conv_cache = self._programs.run(program, step, self._weights, chunk, conv_cache, *extra)
-            outputs.append(out)
-            self._ran_batch(out)
-        return outputs
-
-    def _staged_batch(self, name, chunk, conv_cache, extra):
-        """One frame batch as one program per stage (torchax_vae/staging.py); conv_cache is a list per stage."""
-        role = name.partition("/")[0]
-        step = self._lowered.encode_stage if role == "encoder" else self._lowered.decode_stage
-        stages = self._lowered.stages[role]
-        caches = conv_cache or [None] * len(stages)
-        given = handed = None  # the previous top-level stage's output; the previous sub-stage's
-        new_caches = []
-        for stage, cache in zip(stages, caches):
-            program = f"{name}/{stage.name}" + ("" if conv_cache is None else "+conv_cache")
-            weights = self._lowered.stage_weights(role, stage, self._weights)
-            out, cache = self._programs.run(program, functools.partial(step, stage), weights, chunk, cache, (given, handed), *extra)
-            new_caches.append(cache)
-            given, handed = (out, None) if stage.last_sub else (given, out)
-        return given, new_caches
-
-    def _tiled(self, name, step, source, batch_size, lay: tiling.TileLayout) -> jax.Array:
-        """diffusers' tiled_encode/tiled_decode, then the tiles blended on the device.
-
-        With uniform_tiles (the default) every tile runs through the same
-        programs at the full tile size; otherwise each tile shape (interior,
-        right, bottom, corner) has its own.
-        """
-        grid = lay.tiles(*source.shape[3:])
-        if self.uniform_tiles:
-            source.pad_to(grid[-1][0].row + lay.tile_height, grid[0][-1].col + lay.tile_width)
-
-        def run(tile: tiling.Tile):
-            if self.uniform_tiles:  # the full-size, zero-padded block, told its valid extent
-                size, valid = (lay.tile_height, lay.tile_width), tile.valid
-            else:  # the tile cut to its own size, as diffusers does
-                size, valid = tile.valid, None
-            batches = self._frames(name, step, source, batch_size, (tile.row, tile.col, *size), valid)
-            out_size = batches[0].shape[3:]
-            # the output diffusers' tile would have had
-            crop = tuple(tiling.extent_at(v, n, o) for v, n, o in zip(tile.valid, size, out_size))
-            return batches, crop
-
-        results = [[run(tile) for tile in row] for row in grid]
-        outputs = [[batches for batches, _ in row] for row in results]
-        crops = tuple(tuple(crop for _, crop in row) for row in results)
-        return apply(tiling.assemble, outputs, lay=lay, crops=crops)
-
-    def _untiled_bytes(self, name, step, source, batch_size) -> int:
-        """Device memory the untiled first frame batch needs (`memory.call_bytes`: the rule every family uses)."""
-        first = frame_batches(source.shape[2], batch_size)[0]
-        block = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement).take(first)
-        if self._layered:
-            with self._programs.recording() as used:
-                _, caches = self._staged_batch(name, block, None, ())
-            # the largest program with its inputs (the hand-over from the one before), and the new
-            # conv_cache of every layer, which stays live from its program to the next frame batch
-            carried = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(caches))
-            return memory.call_bytes(used, carried)
-        return memory.call_bytes([self._programs.compile(name, step, self._weights, block, None)])
 
 
 def video_channels(config) -> int:

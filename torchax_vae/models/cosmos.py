@@ -22,7 +22,7 @@ from diffusers import AutoencoderKLCosmos, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_cosmos import CosmosCausalConv3d, CosmosCausalGroupNorm
 from diffusers.models.autoencoders.vae import IdentityDistribution
 
-from .windows import WindowVAE
+from .windows import Windows, WindowVAE
 
 __all__ = ["CosmosVAE", "SIGMA_DATA", "latent_shape", "video_channels"]
 
@@ -40,8 +40,8 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
     return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
 
 
-class CosmosVAE(WindowVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLCosmos`, as diffusers runs it (module docstring)."""
+class Cosmos(Windows):
+    """diffusers' `AutoencoderKLCosmos`, as diffusers runs it (module docstring)."""
 
     model_class = AutoencoderKLCosmos
     posterior_class = IdentityDistribution
@@ -49,16 +49,12 @@ class CosmosVAE(WindowVAE):
     # whose grouped convolutions run on the video's own few channels
     marked = (CosmosCausalConv3d, CosmosCausalGroupNorm)
     frame_windows = False
-    _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_min_num_frames",
-                 "tile_sample_stride_height", "tile_sample_stride_width", "tile_sample_stride_num_frames")
+    settings = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_min_num_frames",
+                "tile_sample_stride_height", "tile_sample_stride_width", "tile_sample_stride_num_frames")
 
     @property
     def video_channels(self) -> int:
         return video_channels(self.config)
-
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -71,7 +67,7 @@ class CosmosVAE(WindowVAE):
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
 
-    _check_video = WindowVAE._check_clip
+    check_video = Windows._check_clip
 
     def _normalization(self, latents: torch.Tensor):
         """The pipelines' per-channel, per-latent-frame mean and std, or None where the config has none."""
@@ -100,6 +96,11 @@ class CosmosVAE(WindowVAE):
 
     def _tile_threshold(self, kind: str) -> tuple[float, float]:
         return (float("inf"), float("inf"))  # diffusers' class never tiles
+
+class CosmosVAE(WindowVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLCosmos` (module docstring)."""
+
+    family = Cosmos
 
     def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
         raise AttributeError("AutoencoderKLCosmos has no tiled_encode: diffusers' class encodes whole clips only")

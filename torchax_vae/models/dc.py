@@ -30,9 +30,9 @@ from diffusers.models.autoencoders.autoencoder_dc import DCDownBlock2d, DCUpBloc
 from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput, IdentityDistribution
 
 from .. import tiling
-from .kl import KLVAE
+from .kl import KL, KLVAE
 
-__all__ = ["DCVAE", "latent_shape", "video_channels"]
+__all__ = ["DC", "DCVAE", "latent_shape", "video_channels"]
 
 
 def video_channels(config) -> int:
@@ -50,16 +50,16 @@ def latent_shape(config, image_shape) -> tuple[int, ...]:
     return (batch, config.latent_channels, height // ratio, width // ratio)
 
 
-class DCVAE(KLVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderDC`, as diffusers runs it (the module docstring)."""
+class DC(KL):
+    """diffusers' `AutoencoderDC`, as diffusers runs it (the module docstring)."""
 
     model_class = AutoencoderDC
     # the encoder's output is the latents: no distribution (what the command and the service sample from)
     posterior_class = IdentityDistribution
     marked = (ResBlock, EfficientViTBlock, DCDownBlock2d, DCUpBlock2d)
     _multiples_because = "its shortcuts unshuffle pixels 2x2 at every block"
-    _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
-                 "tile_sample_stride_width")
+    settings = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
+                "tile_sample_stride_width")
 
     # ----- what the family says -----
 
@@ -78,7 +78,56 @@ class DCVAE(KLVAE):
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
 
-    # ----- diffusers' interface where AutoencoderDC's differs -----
+    # ----- tiles: diffusers' strided arithmetic -----
+
+    def _tile_sizes(self, kind: str) -> tuple[int, int]:
+        if kind == "encode":
+            return self.tile_sample_min_height, self.tile_sample_min_width
+        return self.tile_latent_min_height, self.tile_latent_min_width
+
+    def _tile_layout(self, kind: str) -> tiling.TileLayout:
+        ratio = self.spatial_compression_ratio
+        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
+        stride = (self.tile_sample_stride_height, self.tile_sample_stride_width)
+        if kind == "encode":
+            return tiling.strided(*sample, *stride, out_scale=ratio)
+        latent = (sample[0] // ratio, sample[1] // ratio)
+        return tiling.strided(*latent, stride[0] // ratio, stride[1] // ratio, out_scale=1, out_tile=sample,
+                              out_stride=stride)
+
+    def _call(self, kind: str, source, block=None) -> jax.Array:
+        """One encoder or decoder program on the source, or on a block of it ((row, col, height, width)); an
+        encoder's block zero-padded to a multiple of the compression, as diffusers pads it (`take` pads)."""
+        encode = kind == "encode"
+        if encode and block is not None:
+            ratio = self.spatial_compression_ratio
+            block = (*block[:2], *(-(-size // ratio) * ratio for size in block[2:]))
+        images = source.take() if block is None else source.take(None, block[::2], block[1::2])
+        child = "encoder" if encode else "decoder"
+        name = child + ("" if block is None else "/tile")
+        step = self.lowered.encode_step if encode else self.lowered.decode_step
+        return self.engine.programs.run(name, step, {child: self.engine.weights[child]}, images)
+
+    def _tiled(self, kind: str, source) -> jax.Array:
+        out = super()._tiled(kind, source)
+        if kind != "encode":
+            return out
+        ratio = self.spatial_compression_ratio
+        return out[..., : source.shape[-2] // ratio, : source.shape[-1] // ratio]
+
+
+class DCVAE(KLVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderDC`, as diffusers runs it (the module docstring)."""
+
+    family = DC
+
+    @property
+    def tile_latent_min_height(self) -> int:
+        return self._family.tile_latent_min_height
+
+    @property
+    def tile_latent_min_width(self) -> int:
+        return self._family.tile_latent_min_width
 
     def encode(self, x: torch.Tensor, return_dict: bool = True):
         """Encodes images [B, C, H, W] into latents, `EncoderOutput(latent=...)` as diffusers (no posterior)."""
@@ -112,40 +161,3 @@ class DCVAE(KLVAE):
         self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
         self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
         self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
-
-    # ----- tiles: diffusers' strided arithmetic -----
-
-    def _tile_sizes(self, kind: str) -> tuple[int, int]:
-        if kind == "encode":
-            return self.tile_sample_min_height, self.tile_sample_min_width
-        return self.tile_latent_min_height, self.tile_latent_min_width
-
-    def _tile_layout(self, kind: str) -> tiling.TileLayout:
-        ratio = self.spatial_compression_ratio
-        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
-        stride = (self.tile_sample_stride_height, self.tile_sample_stride_width)
-        if kind == "encode":
-            return tiling.strided(*sample, *stride, out_scale=ratio)
-        latent = (sample[0] // ratio, sample[1] // ratio)
-        return tiling.strided(*latent, stride[0] // ratio, stride[1] // ratio, out_scale=1, out_tile=sample,
-                              out_stride=stride)
-
-    def _call(self, kind: str, source, block=None) -> jax.Array:
-        """One encoder or decoder program on the source, or on a block of it ((row, col, height, width)); an
-        encoder's block zero-padded to a multiple of the compression, as diffusers pads it (`take` pads)."""
-        encode = kind == "encode"
-        if encode and block is not None:
-            ratio = self.spatial_compression_ratio
-            block = (*block[:2], *(-(-size // ratio) * ratio for size in block[2:]))
-        images = source.take() if block is None else source.take(None, block[::2], block[1::2])
-        child = "encoder" if encode else "decoder"
-        name = child + ("" if block is None else "/tile")
-        step = self._lowered.encode_step if encode else self._lowered.decode_step
-        return self._programs.run(name, step, {child: self._weights[child]}, images)
-
-    def _tiled(self, kind: str, source) -> jax.Array:
-        out = super()._tiled(kind, source)
-        if kind != "encode":
-            return out
-        ratio = self.spatial_compression_ratio
-        return out[..., : source.shape[-2] // ratio, : source.shape[-1] // ratio]

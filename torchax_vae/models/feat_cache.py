@@ -30,10 +30,12 @@ How diffusers runs them, and how these adapters do:
 - Latent normalization, as the pipelines apply it: `latents_mean` and
   `latents_std` from the config.
 
-What a family of this kind says (`FeatCacheVAE`'s class attributes and
+What a family of this kind says (`FeatCache`'s class attributes and
 properties): its diffusers class, its resample layer (whose "Rep" entry
 needs a shape), whether the decoder takes diffusers' `first_chunk` flag, its
-patch size, its channels and compression ratios.
+patch size, its channels and compression ratios. `FeatCacheVAE` is the facade
+these families share: diffusers' `enable_tiling` arguments, `clear_cache`,
+and the attributes pipelines read (`z_dim`, `temperal_downsample`).
 """
 
 import functools
@@ -44,9 +46,9 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchify
 from jax.sharding import Mesh
 
-from .. import convert, memory, patches, tiling
-from ..lowering import Lowered, jax_weights
-from ..sources import ShapeSource
+from .. import memory, patches, tiling
+from ..family import Family
+from ..lowering import Lowered
 from ..vae import TorchaxVAE, apply, join
 
 # diffusers' encoder chunking: the first frame, then this many frames per call
@@ -146,36 +148,25 @@ def finish_decoded(out, patch):
     return torch.clamp(out, min=-1.0, max=1.0)
 
 
-class FeatCacheVAE(TorchaxVAE):
-    """The shared part of the feat_cache families' `TorchaxVAE`s (see the module docstring).
+class FeatCache(Family):
+    """The shared part of the feat_cache families (see the module docstring).
 
     Each encoder or decoder call of diffusers' loop is one program; a video of
     any length compiles two per resolution for decode and two for encode (the
     first call, and the rest). Tiling and slicing follow diffusers' own
-    `enable_tiling(tile_sample_min_height, tile_sample_min_width,
-    tile_sample_stride_height, tile_sample_stride_width)` and `enable_slicing()`;
-    by default (`tiling_mode` "auto") an input larger than a tile is tiled only
-    when its untiled chunk programs would need more memory than is free.
+    settings; by default (`tiling_mode` "auto") an input larger than a tile is
+    tiled only when its untiled chunk programs would need more memory than is free.
     """
 
     resample_class: type = None  # the family's resample layer (its first upsampling call stores "Rep")
     first_chunk: bool = False  # whether the family's decoder takes diffusers' first_chunk flag
-    marked: tuple = ()  # the family's layers whose activations get sharding marks (patches/sharding_marks.py)
-    _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
-                 "tile_sample_stride_width")
+    settings = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
+                "tile_sample_stride_width")
 
-    def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
-        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = FeatCacheLowered(vae, self.resample_class, self.first_chunk, self.patch_size, mesh,
-                                         self._placement.platform, self.marked,
-                                         self.spatial_compression_ratio)
-        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
-        # What diffusers' pipelines and users read off the model.
-        self.z_dim = vae.z_dim
-        self.temperal_downsample = list(vae.temperal_downsample)
-        self.temperal_upsample = list(vae.temperal_upsample)
-        for name in self._SETTINGS:  # diffusers' tiling settings, as the wrapped instance has them
-            setattr(self, name, getattr(vae, name))
+    def lower(self, vae):
+        placement = self.engine.placement
+        return FeatCacheLowered(vae, self.resample_class, self.first_chunk, self.patch_size, placement.mesh,
+                                placement.platform, self.marked, self.spatial_compression_ratio)
 
     @property
     def patch_size(self) -> int | None:
@@ -200,44 +191,25 @@ class FeatCacheVAE(TorchaxVAE):
         mean, inv_std = self._normalization(latents)
         return latents / inv_std + mean  # as WanPipeline and QwenImagePipeline before decoding
 
-    # ----- tiling, with diffusers' arguments -----
-
-    def enable_tiling(
-        self,
-        tile_sample_min_height: int | None = None,
-        tile_sample_min_width: int | None = None,
-        tile_sample_stride_height: int | None = None,
-        tile_sample_stride_width: int | None = None,
-    ) -> None:
-        """Tiled encode and decode (mode "on"), with the same arguments and meaning as diffusers'."""
-        self.tiling_mode = "on"
-        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
-        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
-        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
-        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
-
-    def clear_cache(self) -> None:
-        """diffusers keeps its feat_cache on the model between calls; here each call carries its own. Nothing to clear."""
-
     # ----- encode / decode -----
 
-    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
+    def encode(self, source, tiled: bool | None = None) -> jax.Array:
         height, width = source.shape[3:]
         if tiled is None:
             tile = (self.tile_sample_min_height, self.tile_sample_min_width)
             need = functools.partial(self._untiled_bytes, "encode", source)
-            tiled = (height > tile[0] or width > tile[1]) and self._should_tile("encoder", need, source.shape, tile)
+            tiled = (height > tile[0] or width > tile[1]) and self.engine.should_tile("encoder", need, source.shape, tile)
         if tiled:
             return self._tiled_encode(source)
         return apply(join, self._calls("encode", source), axis=2)
 
-    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
+    def decode(self, source, tiled: bool | None = None) -> jax.Array:
         height, width = source.shape[3:]
         if tiled is None:
             ratio = self.spatial_compression_ratio
             tile = (self.tile_sample_min_height // ratio, self.tile_sample_min_width // ratio)
             need = functools.partial(self._untiled_bytes, "decode", source)
-            tiled = (height > tile[0] or width > tile[1]) and self._should_tile("decoder", need, source.shape, tile)
+            tiled = (height > tile[0] or width > tile[1]) and self.engine.should_tile("decoder", need, source.shape, tile)
         if tiled:
             return self._tiled_decode(source)
         return apply(join, self._calls("decode", source), axis=2)
@@ -251,8 +223,8 @@ class FeatCacheVAE(TorchaxVAE):
         """
         encode = kind == "encode"
         name = "encoder" if encode else "decoder"
-        weights = {k: self._weights[k] for k in (("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv"))}
-        step = self._lowered.encode_step if encode else self._lowered.decode_step
+        weights = {k: self.engine.weights[k] for k in (("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv"))}
+        step = self.lowered.encode_step if encode else self.lowered.decode_step
         if block is not None:
             name += "/tile"
             step = step if encode else functools.partial(step, finish=False)
@@ -264,16 +236,16 @@ class FeatCacheVAE(TorchaxVAE):
         for chunk_frames in chunks[:count]:
             chunk = source.take(chunk_frames) if block is None else source.take(chunk_frames, block[::2], block[1::2])
             program = name if cache is None else f"{name}+feat_cache"
-            out, cache = self._programs.run(program, step, weights, chunk, cache)
+            out, cache = self.engine.programs.run(program, step, weights, chunk, cache)
             outputs.append(out)
             if count is None:
-                self._ran_batch(out)
+                self.engine.ran_batch(out)
         return outputs
 
     def _untiled_bytes(self, kind: str, source) -> int:
         """Device memory of the largest untiled chunk program (first or steady) with its arguments and outputs."""
-        shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
-        with self._programs.recording() as used:
+        shapes = self.engine.shapes(source.shape)
+        with self.engine.programs.recording() as used:
             self._calls(kind, shapes, count=2)
         return memory.call_bytes(used)
 
@@ -308,6 +280,35 @@ class FeatCacheVAE(TorchaxVAE):
         ]
         size = (height * ratio // patch, width * ratio // patch)
         return apply(_assemble, tiles, lay=lay, size=size, patch=self.patch_size or 0)
+
+
+class FeatCacheVAE(TorchaxVAE):
+    """The facade of the feat_cache families: diffusers' `enable_tiling(tile_sample_min_height,
+    tile_sample_min_width, tile_sample_stride_height, tile_sample_stride_width)`, `enable_slicing()`,
+    `clear_cache()`, and what pipelines read off the model (`z_dim`, `temperal_downsample`)."""
+
+    def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
+        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
+        self.z_dim = vae.z_dim
+        self.temperal_downsample = list(vae.temperal_downsample)
+        self.temperal_upsample = list(vae.temperal_upsample)
+
+    def enable_tiling(
+        self,
+        tile_sample_min_height: int | None = None,
+        tile_sample_min_width: int | None = None,
+        tile_sample_stride_height: int | None = None,
+        tile_sample_stride_width: int | None = None,
+    ) -> None:
+        """Tiled encode and decode (mode "on"), with the same arguments and meaning as diffusers'."""
+        self.tiling_mode = "on"
+        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
+        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
+        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
+        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
+
+    def clear_cache(self) -> None:
+        """diffusers keeps its feat_cache on the model between calls; here each call carries its own. Nothing to clear."""
 
 
 @functools.partial(jax.jit, static_argnames=("lay", "size", "patch"))

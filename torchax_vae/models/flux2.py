@@ -17,9 +17,10 @@ import torch
 # class up in this module.
 from diffusers import AutoencoderKLFlux2, ModelMixin  # noqa: F401
 
-from .kl import KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
+from .. import convert
+from .kl import KL, KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
 
-__all__ = ["Flux2VAE", "latent_shape", "video_channels"]
+__all__ = ["Flux2", "Flux2VAE", "latent_shape", "video_channels"]
 
 
 def patchify(latents: torch.Tensor) -> torch.Tensor:
@@ -36,20 +37,20 @@ def unpatchify(latents: torch.Tensor) -> torch.Tensor:
     return latents.reshape(batch, channels // 4, height * 2, width * 2)
 
 
-class Flux2VAE(KLVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLFlux2`: `KLVAE`'s calls, Flux.2's latent normalization."""
+class Flux2(KL):
+    """diffusers' `AutoencoderKLFlux2`: `KL`'s calls, Flux.2's latent normalization."""
 
     model_class = AutoencoderKLFlux2
     # encode and decode never run `bn` (the pipelines read its statistics), so its training mode changes nothing
-    _not_run = ("bn",)
+    not_run = ("bn",)
 
     def _statistics(self, latents: torch.Tensor):
         """The `bn` running mean and standard deviation, [1, C x 4, 1, 1] as the pipelines shape them."""
-        bn = self.bn
+        bn = self.engine.weights["bn"]
         shape = (1, -1, 1, 1)
-        mean = bn.running_mean.view(shape).to(latents.device, latents.dtype)
-        std = torch.sqrt(bn.running_var.view(shape) + self.config.batch_norm_eps).to(latents.device, latents.dtype)
-        return mean, std
+        mean, var = (convert.to_torch(bn[name]).view(shape) for name in ("running_mean", "running_var"))
+        std = torch.sqrt(var + self.config.batch_norm_eps)
+        return mean.to(latents.device, latents.dtype), std.to(latents.device, latents.dtype)
 
     def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         """Encoded latents [B, C, h, w] normalized as Flux2Pipeline normalizes them (`_encode_vae_image`: patchify,
@@ -61,6 +62,12 @@ class Flux2VAE(KLVAE):
         """`scale_latents` undone, as Flux2Pipeline de-normalizes latents before `decode`."""
         mean, std = self._statistics(latents)
         return unpatchify(patchify(latents) * std + mean)
+
+
+class Flux2VAE(KLVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLFlux2` (the module docstring)."""
+
+    family = Flux2
 
     def unpack_latents(self, latents: torch.Tensor, height: int, width: int) -> torch.Tensor:
         """Flux2Pipeline's `output_type="latent"` [B, tokens, C x 4] of a height x width image as [B, C, h, w]: the

@@ -31,9 +31,9 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanimage import (
 
 from ..patches.group_norm import TorchaxGroupNorm
 from ..vae import TorchaxVAE
-from .kl import KLVAE
+from .kl import KL, KLVAE
 
-__all__ = ["HunyuanImageVAE", "latent_shape", "video_channels"]
+__all__ = ["HunyuanImage", "HunyuanImageVAE", "latent_shape", "video_channels"]
 
 
 def video_channels(config) -> int:
@@ -47,8 +47,8 @@ def latent_shape(config, image_shape) -> tuple[int, ...]:
     return (batch, config.latent_channels, height // ratio, width // ratio)
 
 
-class HunyuanImageVAE(KLVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanImage`, as diffusers runs it (the module docstring)."""
+class HunyuanImage(KL):
+    """diffusers' `AutoencoderKLHunyuanImage`, as diffusers runs it (the module docstring)."""
 
     model_class = AutoencoderKLHunyuanImage
     marked = (HunyuanImageResnetBlock, HunyuanImageAttentionBlock, HunyuanImageDownsample, HunyuanImageUpsample,
@@ -61,6 +61,12 @@ class HunyuanImageVAE(KLVAE):
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
+
+
+class HunyuanImageVAE(KLVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanImage` (the module docstring)."""
+
+    family = HunyuanImage
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, H, W] into images, as diffusers does."""

@@ -18,7 +18,7 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuan_video import (
 )
 
 from ..patches.group_norm import TorchaxGroupNorm
-from .windows import WindowVAE
+from .windows import Windows, WindowVAE
 
 
 def video_channels(config) -> int:
@@ -32,8 +32,8 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
     return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
 
 
-class HunyuanVideoVAE(WindowVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanVideo`, as diffusers runs it (see `torchax_vae.models.windows`)."""
+class HunyuanVideo(Windows):
+    """diffusers' `AutoencoderKLHunyuanVideo`, as diffusers runs it (see `torchax_vae.models.windows`)."""
 
     model_class = AutoencoderKLHunyuanVideo
     marked = (HunyuanVideoCausalConv3d, TorchaxGroupNorm, HunyuanVideoUpsampleCausal3D, HunyuanVideoDownsampleCausal3D)
@@ -41,10 +41,6 @@ class HunyuanVideoVAE(WindowVAE):
     @property
     def video_channels(self) -> int:
         return video_channels(self.config)
-
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -62,3 +58,9 @@ class HunyuanVideoVAE(WindowVAE):
 
     def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         return latents / self.config.scaling_factor  # as HunyuanVideoPipeline before decoding
+
+
+class HunyuanVideoVAE(WindowVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanVideo` (the module docstring)."""
+
+    family = HunyuanVideo

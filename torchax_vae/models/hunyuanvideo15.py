@@ -24,27 +24,45 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import (
 
 from .. import tiling
 # the same config fields (in_channels, latent_channels, the two compression ratios, scaling_factor)
-from .hunyuanvideo import HunyuanVideoVAE, latent_shape, video_channels
-from .windows import WindowVAE
+from .hunyuanvideo import HunyuanVideo, latent_shape, video_channels  # noqa: F401
+from .windows import Windows, WindowVAE
 
 __all__ = ["HunyuanVideo15VAE", "latent_shape", "video_channels"]
 
 
-class HunyuanVideo15VAE(HunyuanVideoVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanVideo15`, as diffusers runs it (module docstring).
+class HunyuanVideo15(HunyuanVideo):
+    """diffusers' `AutoencoderKLHunyuanVideo15`, as diffusers runs it (module docstring).
 
-    HunyuanVideo's adapter with this class's layers, whole clips, and its tiling arguments; the channels, ratios,
+    HunyuanVideo's family with this class's layers, whole clips, and its tiling arguments; the channels, ratios,
     latent shape and `scaling_factor` normalization (as HunyuanVideo15Pipeline applies it) are HunyuanVideo's.
     """
 
     model_class = AutoencoderKLHunyuanVideo15
     marked = (HunyuanVideo15CausalConv3d, HunyuanVideo15RMS_norm, HunyuanVideo15Upsample, HunyuanVideo15Downsample)
     frame_windows = False
-    _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_latent_min_height", "tile_latent_min_width",
-                 "tile_overlap_factor")
-    _check_video = WindowVAE._check_clip
+    settings = ("tile_sample_min_height", "tile_sample_min_width", "tile_latent_min_height", "tile_latent_min_width",
+                "tile_overlap_factor")
+    check_video = Windows._check_clip
 
-    # ----- tiling, with this class's arguments -----
+    def _tile_threshold(self, kind: str) -> tuple[int, int]:
+        if kind == "encode":
+            return (self.tile_sample_min_height, self.tile_sample_min_width)
+        return (self.tile_latent_min_height, self.tile_latent_min_width)
+
+    def _tile_layout(self, kind: str, size: tuple[int, int]) -> tiling.TileLayout:
+        """diffusers' tiled_encode / tiled_decode arithmetic: input tiles every int(tile * (1 - overlap)),
+        outputs blended over int(output tile * overlap) and cut to the rest."""
+        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
+        latent = (self.tile_latent_min_height, self.tile_latent_min_width)
+        tile, out = (sample, latent) if kind == "encode" else (latent, sample)
+        overlap = self.tile_overlap_factor
+        return tiling.layout(*tile, *out, overlap, overlap)
+
+
+class HunyuanVideo15VAE(WindowVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanVideo15` (the module docstring)."""
+
+    family = HunyuanVideo15
 
     def enable_tiling(
         self,
@@ -61,17 +79,3 @@ class HunyuanVideo15VAE(HunyuanVideoVAE):
         self.tile_latent_min_height = tile_latent_min_height or self.tile_latent_min_height
         self.tile_latent_min_width = tile_latent_min_width or self.tile_latent_min_width
         self.tile_overlap_factor = tile_overlap_factor or self.tile_overlap_factor
-
-    def _tile_threshold(self, kind: str) -> tuple[int, int]:
-        if kind == "encode":
-            return (self.tile_sample_min_height, self.tile_sample_min_width)
-        return (self.tile_latent_min_height, self.tile_latent_min_width)
-
-    def _tile_layout(self, kind: str, size: tuple[int, int]) -> tiling.TileLayout:
-        """diffusers' tiled_encode / tiled_decode arithmetic: input tiles every int(tile * (1 - overlap)),
-        outputs blended over int(output tile * overlap) and cut to the rest."""
-        sample = (self.tile_sample_min_height, self.tile_sample_min_width)
-        latent = (self.tile_latent_min_height, self.tile_latent_min_width)
-        tile, out = (sample, latent) if kind == "encode" else (latent, sample)
-        overlap = self.tile_overlap_factor
-        return tiling.layout(*tile, *out, overlap, overlap)

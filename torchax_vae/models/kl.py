@@ -31,16 +31,14 @@ import torch
 from diffusers import AutoencoderKL, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl import AutoencoderKLOutput
 from diffusers.models.resnet import Downsample2D, ResnetBlock2D, Upsample2D
-from jax.sharding import Mesh
 
-from .. import convert, memory, tiling
-from ..lowering import jax_weights
+from .. import memory, tiling
+from ..family import Family
 from ..patches.group_norm import TorchaxGroupNorm
-from ..sources import ShapeSource
 from ..vae import TorchaxVAE, apply
 from .windows import WindowLowered
 
-__all__ = ["KLVAE", "latent_shape", "video_channels"]
+__all__ = ["KL", "KLVAE", "latent_shape", "video_channels"]
 
 
 def video_channels(config) -> int:
@@ -77,8 +75,8 @@ class _where_diffusers_has:
         return self.method if instance is None else self.method.__get__(instance, owner)
 
 
-class KLVAE(TorchaxVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKL`, as diffusers runs it (the module docstring)."""
+class KL(Family):
+    """diffusers' `AutoencoderKL`, as diffusers runs it (the module docstring)."""
 
     model_class = AutoencoderKL
     rank = 4
@@ -86,16 +84,13 @@ class KLVAE(TorchaxVAE):
     decoded_layout = "BCHW"
     # the layers whose activations get sharding marks on a mesh (patches/sharding_marks.py)
     marked = (ResnetBlock2D, Downsample2D, Upsample2D, TorchaxGroupNorm)
-    _SETTINGS = ("tile_sample_min_size", "tile_latent_min_size", "tile_overlap_factor")
+    settings = ("tile_sample_min_size", "tile_latent_min_size", "tile_overlap_factor")
     _multiples_because: str | None = None  # why images must be whole multiples of the compression, where they must
 
-    def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
-        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = WindowLowered(vae, mesh, self._placement.platform, self.marked,
-                                      self.spatial_compression_ratio, rank=4)
-        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
-        for name in self._SETTINGS:  # diffusers' settings, as the wrapped instance has them
-            setattr(self, name, getattr(vae, name))
+    def lower(self, vae):
+        placement = self.engine.placement
+        return WindowLowered(vae, placement.mesh, placement.platform, self.marked, self.spatial_compression_ratio,
+                             rank=4)
 
     # ----- what the family says -----
 
@@ -104,17 +99,13 @@ class KLVAE(TorchaxVAE):
         return video_channels(self.config)
 
     @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
-
-    @property
     def spatial_compression_ratio(self) -> int:
         return spatial_ratio(self.config)
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
 
-    def _check_video(self, shape, name: str) -> None:
+    def check_video(self, shape, name: str) -> None:
         """Classes whose downsampling folds 2x2 pixels into channels (`_multiples_because`) take only multiples of
         their compression; AutoencoderKL's strided convolutions round down instead."""
         ratio = self.spatial_compression_ratio
@@ -148,6 +139,82 @@ class KLVAE(TorchaxVAE):
         shape = (1, self.latent_channels, 1, 1)
         as_tensor = functools.partial(torch.tensor, device=latents.device, dtype=latents.dtype)
         return as_tensor(self.config.latents_mean).view(shape), as_tensor(self.config.latents_std).view(shape)
+
+    # ----- encode / decode: one call, or tiles -----
+
+    def encode(self, source, tiled: bool | None = None) -> jax.Array:
+        return self._run("encode", source, tiled)
+
+    def decode(self, source, tiled: bool | None = None) -> jax.Array:
+        return self._run("decode", source, tiled)
+
+    def _run(self, kind: str, source, tiled: bool | None) -> jax.Array:
+        """One encoder or decoder call on the batch, or diffusers' tiles of it (`tiled`, or the tiling mode)."""
+        if tiled is None:
+            need = functools.partial(self._untiled_bytes, kind, source)
+            name = "encoder" if kind == "encode" else "decoder"
+            tiled = self._beyond_a_tile(kind, source.shape) and \
+                self.engine.should_tile(name, need, source.shape, self._tile_sizes(kind))
+        if tiled:
+            return self._tiled(kind, source)
+        out = self._call(kind, source)
+        self.engine.ran_batch(out)
+        return out
+
+    def _tile_sizes(self, kind: str) -> tuple[int, int]:
+        """(height, width) of an input tile."""
+        tile = self.tile_sample_min_size if kind == "encode" else self.tile_latent_min_size
+        return tile, tile
+
+    def _beyond_a_tile(self, kind: str, shape) -> bool:
+        """Whether an input of `shape` is one that tiling tiles: larger than a tile, as diffusers decides."""
+        tile = self._tile_sizes(kind)
+        return shape[-2] > tile[0] or shape[-1] > tile[1]
+
+    def _call(self, kind: str, source, block=None) -> jax.Array:
+        """One encoder (+ quant_conv) or (post_quant_conv +) decoder program on the source, or on a block of it
+        ((row, col, height, width))."""
+        encode = kind == "encode"
+        images = source.take() if block is None else source.take(None, block[::2], block[1::2])
+        children = ("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv")
+        weights = {k: self.engine.weights[k] for k in children if k in self.engine.weights}
+        name = ("encoder" if encode else "decoder") + ("" if block is None else "/tile")
+        step = self.lowered.encode_step if encode else self.lowered.decode_step
+        return self.engine.programs.run(name, step, weights, images)
+
+    def _untiled_bytes(self, kind: str, source) -> int:
+        """Device memory of the untiled call: XLA's temp + argument + output bytes (`memory.call_bytes`)."""
+        shapes = self.engine.shapes(source.shape)
+        with self.engine.programs.recording() as used:
+            self._call(kind, shapes)
+        return memory.call_bytes(used)
+
+    def _tile_layout(self, kind: str) -> tiling.TileLayout:
+        """diffusers' arithmetic: input tiles of the minimum size every (1 - overlap) of it; outputs blended over
+        overlap x the output tile, keeping the rest."""
+        sample, latent, overlap = self.tile_sample_min_size, self.tile_latent_min_size, self.tile_overlap_factor
+        tile, out_tile = (sample, latent) if kind == "encode" else (latent, sample)
+        stride, blend = int(tile * (1 - overlap)), int(out_tile * overlap)
+        return tiling.TileLayout(tile, tile, stride, stride, blend, blend, out_tile - blend, out_tile - blend)
+
+    def _tiled(self, kind: str, source) -> jax.Array:
+        """diffusers' tiled encode or decode: each tile at its own shape, blended and kept as diffusers does."""
+        lay = self._tile_layout(kind)
+        rows = []
+        for row in lay.tiles(*source.shape[-2:]):
+            rows.append([])
+            for t in row:
+                out = self._call(kind, source, (t.row, t.col, t.valid_height, t.valid_width))
+                self.engine.ran_batch(out)
+                rows[-1].append([out])
+        crops = tuple(tuple(tuple(calls[0].shape[-2:]) for calls in row) for row in rows)
+        return apply(tiling.assemble, rows, lay=lay, crops=crops)
+
+
+class KLVAE(TorchaxVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKL`, as diffusers runs it (the module docstring)."""
+
+    family = KL
 
     def unpack_latents(self, latents: torch.Tensor, height: int, width: int) -> torch.Tensor:
         """Flux's packed latents [B, tokens, C x 4] (2x2 patches) of a height x width image as [B, C, h, w].
@@ -207,74 +274,3 @@ class KLVAE(TorchaxVAE):
         if other:
             raise NotImplementedError(f"a TorchaxVAE computes its attention as {self.SAME_ATTENTION[0]} does; {other} "
                                       "would compute otherwise, which it cannot: run the diffusers model for that")
-
-    # ----- encode / decode: one call, or tiles -----
-
-    def _encode(self, source, tiled: bool | None = None) -> jax.Array:
-        return self._run("encode", source, tiled)
-
-    def _decode(self, source, tiled: bool | None = None) -> jax.Array:
-        return self._run("decode", source, tiled)
-
-    def _run(self, kind: str, source, tiled: bool | None) -> jax.Array:
-        """One encoder or decoder call on the batch, or diffusers' tiles of it (`tiled`, or the tiling mode)."""
-        if tiled is None:
-            need = functools.partial(self._untiled_bytes, kind, source)
-            name = "encoder" if kind == "encode" else "decoder"
-            tiled = self._beyond_a_tile(kind, source.shape) and \
-                self._should_tile(name, need, source.shape, self._tile_sizes(kind))
-        if tiled:
-            return self._tiled(kind, source)
-        out = self._call(kind, source)
-        self._ran_batch(out)
-        return out
-
-    def _tile_sizes(self, kind: str) -> tuple[int, int]:
-        """(height, width) of an input tile."""
-        tile = self.tile_sample_min_size if kind == "encode" else self.tile_latent_min_size
-        return tile, tile
-
-    def _beyond_a_tile(self, kind: str, shape) -> bool:
-        """Whether an input of `shape` is one that tiling tiles: larger than a tile, as diffusers decides."""
-        tile = self._tile_sizes(kind)
-        return shape[-2] > tile[0] or shape[-1] > tile[1]
-
-    def _call(self, kind: str, source, block=None) -> jax.Array:
-        """One encoder (+ quant_conv) or (post_quant_conv +) decoder program on the source, or on a block of it
-        ((row, col, height, width))."""
-        encode = kind == "encode"
-        images = source.take() if block is None else source.take(None, block[::2], block[1::2])
-        children = ("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv")
-        weights = {k: self._weights[k] for k in children if k in self._weights}
-        name = ("encoder" if encode else "decoder") + ("" if block is None else "/tile")
-        step = self._lowered.encode_step if encode else self._lowered.decode_step
-        return self._programs.run(name, step, weights, images)
-
-    def _untiled_bytes(self, kind: str, source) -> int:
-        """Device memory of the untiled call: XLA's temp + argument + output bytes (`memory.call_bytes`)."""
-        shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
-        with self._programs.recording() as used:
-            self._call(kind, shapes)
-        return memory.call_bytes(used)
-
-    def _tile_layout(self, kind: str) -> tiling.TileLayout:
-        """diffusers' arithmetic: input tiles of the minimum size every (1 - overlap) of it; outputs blended over
-        overlap x the output tile, keeping the rest."""
-        sample, latent, overlap = self.tile_sample_min_size, self.tile_latent_min_size, self.tile_overlap_factor
-        tile, out_tile = (sample, latent) if kind == "encode" else (latent, sample)
-        stride, blend = int(tile * (1 - overlap)), int(out_tile * overlap)
-        return tiling.TileLayout(tile, tile, stride, stride, blend, blend, out_tile - blend, out_tile - blend)
-
-    def _tiled(self, kind: str, source) -> jax.Array:
-        """diffusers' tiled encode or decode: each tile at its own shape, blended and kept as diffusers does."""
-        lay = self._tile_layout(kind)
-        rows = []
-        for row in lay.tiles(*source.shape[-2:]):
-            rows.append([])
-            for t in row:
-                out = self._call(kind, source, (t.row, t.col, t.valid_height, t.valid_width))
-                self._ran_batch(out)
-                rows[-1].append([out])
-        crops = tuple(tuple(tuple(calls[0].shape[-2:]) for calls in row) for row in rows)
-        return apply(tiling.assemble, rows, lay=lay, crops=crops)
-

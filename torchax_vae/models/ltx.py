@@ -35,7 +35,7 @@ from diffusers.models.autoencoders.vae import DecoderOutput
 from .. import convert, validation
 from ..lowering import private_copy
 from ..patches import ltx_noise
-from .windows import WindowLowered, WindowVAE
+from .windows import WindowLowered, Windows, WindowVAE
 
 
 def video_channels(config) -> int:
@@ -88,14 +88,10 @@ class LTXLowered(WindowLowered):
         return self.env.t2j_iso(out)
 
 
-class TimestepWindowVAE(WindowVAE):
+class TimestepWindows(Windows):
     """What diffusers' LTX classes share (AutoencoderKLLTXVideo here, AutoencoderKLLTX2Video in ltx2.py):
     a decoder that may take a timestep and inject noise, `use_framewise_decoding` for both directions, a
-    later decoded window dropping its last frame, and `latents_mean` / `latents_std` buffers.
-
-    `decode(z, temb=None)` takes the timestep as diffusers' does: a tensor of
-    one value per video, required when the decoder is timestep-conditioned.
-    """
+    later decoded window dropping its last frame, and `latents_mean` / `latents_std` buffers."""
 
     decode_draws_noise = True
 
@@ -106,10 +102,6 @@ class TimestepWindowVAE(WindowVAE):
     @property
     def video_channels(self) -> int:
         return video_channels(self.config)
-
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -124,24 +116,20 @@ class TimestepWindowVAE(WindowVAE):
 
     # ----- the latents' normalization (the model's buffers) -----
 
-    @property
-    def latents_mean(self) -> torch.Tensor:
-        """The `latents_mean` buffer (a copy), which `LTXPipeline` reads as `pipe.vae.latents_mean`."""
-        return self._buffer("latents_mean")
+    def buffer(self, name: str) -> torch.Tensor:
+        """A top-level buffer of the model (`latents_mean`, `latents_std`) as a CPU tensor of its own."""
+        return convert.to_torch(self.engine.weights[name][""]).clone()
 
-    @property
-    def latents_std(self) -> torch.Tensor:
-        return self._buffer("latents_std")
-
-    def _buffer(self, name: str) -> torch.Tensor:
-        return convert.to_torch(self._weights[name][""]).clone().to(self.device)
+    def _statistics(self, latents: torch.Tensor):
+        return tuple(self.buffer(name).view(1, -1, 1, 1, 1).to(latents.device, latents.dtype)
+                     for name in ("latents_mean", "latents_std"))
 
     def _normalize(self, latents: torch.Tensor) -> torch.Tensor:
-        mean, std = (t.view(1, -1, 1, 1, 1).to(latents.device, latents.dtype) for t in (self.latents_mean, self.latents_std))
+        mean, std = self._statistics(latents)
         return (latents - mean) * self.config.scaling_factor / std
 
     def _denormalize(self, latents: torch.Tensor) -> torch.Tensor:
-        mean, std = (t.view(1, -1, 1, 1, 1).to(latents.device, latents.dtype) for t in (self.latents_mean, self.latents_std))
+        mean, std = self._statistics(latents)
         return latents * std / self.config.scaling_factor + mean
 
     def _decode_noise(self, latents: torch.Tensor, timestep, noise_scale, seed: int):
@@ -155,7 +143,69 @@ class TimestepWindowVAE(WindowVAE):
         noise = randn_tensor(latents.shape, generator=torch.Generator().manual_seed(seed), dtype=latents.dtype)
         scale = torch.tensor([noise_scale] * batch, dtype=latents.dtype)[:, None, None, None, None]
         latents = (1 - scale) * latents + scale * noise
-        return latents, torch.tensor([timestep] * batch, dtype=self.dtype)
+        return latents, torch.tensor([timestep] * batch, dtype=self.engine.dtype)
+
+    def _decoder_args(self, chunk, timestep=None, generator=None) -> tuple:
+        """(timestep, noise) for one decoder call on `chunk`: the noise drawn now from `generator` (None: torch's
+        global one), as PyTorch would draw it."""
+        abstract = isinstance(chunk, jax.ShapeDtypeStruct)
+        dtype, replicated = self.engine.dtype, self.engine.placement.replicated
+        if timestep is None and self.config.timestep_conditioning:  # precompile / lower: the shape only
+            timestep = torch.empty(chunk.shape[0], dtype=dtype, device="meta")
+        temb = None if timestep is None else _as_jax(timestep, abstract, replicated)
+        shapes = self.lowered.noise_shapes(tuple(chunk.shape), dtype) if self._injects_noise else ()
+        if abstract:
+            noise = tuple(jax.ShapeDtypeStruct(s, convert.jax_dtype(dtype), sharding=replicated) for s in shapes)
+        else:  # the call's generator, or torch's global one on the CPU as diffusers' decoder draws (generator=None)
+            noise = tuple(convert.to_jax(torch.randn(s, dtype=dtype, generator=generator), None, replicated)
+                          for s in shapes)
+        return temb, noise
+
+    @functools.cached_property
+    def _injects_noise(self) -> bool:
+        inject = self.config.decoder_inject_noise
+        return inject if isinstance(inject, bool) else any(inject)
+
+
+class LTXVideo(TimestepWindows):
+    """diffusers' `AutoencoderKLLTXVideo`, as diffusers runs it (module docstring)."""
+
+    model_class = AutoencoderKLLTXVideo
+    marked = (LTXVideoCausalConv3d, LTXVideoResnetBlock3d)
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """As `LTXPipeline._normalize_latents`: (latents - mean) * scaling_factor / std, per channel."""
+        return self._normalize(latents)
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """As `LTXPipeline._denormalize_latents`, before decoding."""
+        return self._denormalize(latents)
+
+    def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
+        """As `LTXPipeline` before `vae.decode` (denormalized latents in): the decoder's timestep, and the latents
+        mixed with `noise_scale` (default: the timestep) of noise from a generator seeded with `seed`.
+
+        Without timestep conditioning (0.9.0) nothing changes and a timestep is refused, as the pipeline
+        ignores it. The timestep (default 0.0, the pipeline's) is made in this VAE's dtype.
+        """
+        if not self.config.timestep_conditioning:
+            return super().decode_inputs(latents, timestep=timestep, noise_scale=noise_scale)
+        latents, timestep = self._decode_noise(latents, timestep, noise_scale, seed)
+        return latents, (timestep,)
+
+
+class TimestepWindowVAE(WindowVAE):
+    """The facade of diffusers' LTX classes: `decode(z, temb=None)` takes the timestep as diffusers' does, a tensor
+    of one value per video, required when the decoder is timestep-conditioned; `latents_mean` / `latents_std`."""
+
+    @property
+    def latents_mean(self) -> torch.Tensor:
+        """The `latents_mean` buffer (a copy), which `LTXPipeline` reads as `pipe.vae.latents_mean`."""
+        return self._family.buffer("latents_mean").to(self.device)
+
+    @property
+    def latents_std(self) -> torch.Tensor:
+        return self._family.buffer("latents_std").to(self.device)
 
     # ----- decode with a timestep -----
 
@@ -196,7 +246,7 @@ class TimestepWindowVAE(WindowVAE):
             raise TypeError(f"generator must be a CPU torch.Generator (the noise is drawn on the host, as PyTorch "
                             f"draws it on the CPU), got {generator!r}")
         timestep = self._timestep(temb, z.shape[0])
-        decode = functools.partial(self._decode, generator=generator, **options)
+        decode = functools.partial(self._family.decode, generator=generator, **options)
         if tiled:
             return self._compute(functools.partial(decode, tiled=True, timestep=timestep), z)
         return self._compute(functools.partial(self._per_sample, decode, timestep=timestep), z)
@@ -218,41 +268,11 @@ class TimestepWindowVAE(WindowVAE):
             )
         return temb.detach().reshape(batch).cpu()
 
-    def _decoder_args(self, chunk, timestep=None, generator=None) -> tuple:
-        """(timestep, noise) for one decoder call on `chunk`: the noise drawn now from `generator` (None: torch's
-        global one), as PyTorch would draw it."""
-        abstract = isinstance(chunk, jax.ShapeDtypeStruct)
-        replicated = self._placement.replicated
-        if timestep is None and self.config.timestep_conditioning:  # precompile / lower: the shape only
-            timestep = torch.empty(chunk.shape[0], dtype=self._dtype, device="meta")
-        temb = None if timestep is None else _as_jax(timestep, abstract, replicated)
-        shapes = self._lowered.noise_shapes(tuple(chunk.shape), self._dtype) if self._injects_noise else ()
-        if abstract:
-            noise = tuple(jax.ShapeDtypeStruct(s, convert.jax_dtype(self._dtype), sharding=replicated) for s in shapes)
-        else:  # the call's generator, or torch's global one on the CPU as diffusers' decoder draws (generator=None)
-            noise = tuple(convert.to_jax(torch.randn(s, dtype=self._dtype, generator=generator), None, replicated)
-                          for s in shapes)
-        return temb, noise
-
-    @functools.cached_property
-    def _injects_noise(self) -> bool:
-        inject = self.config.decoder_inject_noise
-        return inject if isinstance(inject, bool) else any(inject)
-
 
 class LTXVideoVAE(TimestepWindowVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLLTXVideo`, as diffusers runs it (module docstring)."""
+    """`TorchaxVAE` for diffusers' `AutoencoderKLLTXVideo` (module docstring)."""
 
-    model_class = AutoencoderKLLTXVideo
-    marked = (LTXVideoCausalConv3d, LTXVideoResnetBlock3d)
-
-    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """As `LTXPipeline._normalize_latents`: (latents - mean) * scaling_factor / std, per channel."""
-        return self._normalize(latents)
-
-    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """As `LTXPipeline._denormalize_latents`, before decoding."""
-        return self._denormalize(latents)
+    family = LTXVideo
 
     def unpack_latents(self, latents: torch.Tensor, height: int, width: int) -> torch.Tensor:
         """The pipelines' packed latents [B, frames x h x w, C] of height x width videos as [B, C, frames, h, w].
@@ -271,17 +291,6 @@ class LTXVideoVAE(TimestepWindowVAE):
             )
         return LTXPipeline._unpack_latents(latents, tokens // (rows * cols), rows, cols, 1, 1)
 
-    def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
-        """As `LTXPipeline` before `vae.decode` (denormalized latents in): the decoder's timestep, and the latents
-        mixed with `noise_scale` (default: the timestep) of noise from a generator seeded with `seed`.
-
-        Without timestep conditioning (0.9.0) nothing changes and a timestep is refused, as the pipeline
-        ignores it. The timestep (default 0.0, the pipeline's) is made in this VAE's dtype.
-        """
-        if not self.config.timestep_conditioning:
-            return super().decode_inputs(latents, timestep=timestep, noise_scale=noise_scale)
-        latents, timestep = self._decode_noise(latents, timestep, noise_scale, seed)
-        return latents, (timestep,)
 
 def _as_jax(tensor: torch.Tensor, abstract: bool, sharding):
     if abstract or tensor.is_meta:

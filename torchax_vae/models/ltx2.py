@@ -32,8 +32,7 @@ from diffusers.models.autoencoders.autoencoder_kl_ltx2 import LTX2VideoCausalCon
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
-from .ltx import TimestepWindowVAE
-from .ltx import video_channels  # noqa: F401  (models.input_shape reads the family's module functions)
+from .ltx import TimestepWindows, TimestepWindowVAE
 
 _SPATIAL = {"spatial": 1, "temporal": 0, "spatiotemporal": 1, "conv": 1}  # downsample_type -> halves H and W
 _TEMPORAL = {"spatial": 0, "temporal": 1, "spatiotemporal": 1, "conv": 1}  # ... halves the frames
@@ -57,14 +56,43 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
     return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
 
 
-class LTX2VideoVAE(TimestepWindowVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLLTX2Video`, as diffusers runs it (module docstring)."""
+class LTX2Video(TimestepWindows):
+    """diffusers' `AutoencoderKLLTX2Video`, as diffusers runs it (module docstring)."""
 
     model_class = AutoencoderKLLTX2Video
     marked = (LTX2VideoCausalConv3d, LTX2VideoResnetBlock3d)
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
+
+    def _program_options(self, kind: str, conditioning: dict) -> dict:
+        return {"causal": conditioning.pop("causal")} if "causal" in conditioning else {}
+
+    # ----- the latents: its pipelines hand over the VAE's own (denormalized) latents -----
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """Unchanged: `LTX2Pipeline` takes 5-D `latents=` denormalized (it normalizes them itself)."""
+        return latents
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        """Unchanged: `LTX2Pipeline(output_type="latent")` returns them denormalized."""
+        return latents
+
+    def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
+        """As `LTX2Pipeline` before `vae.decode`, on its denormalized latents: the decoder's timestep, and the
+        latents normalized, mixed with `noise_scale` (default: the timestep) of noise from a generator seeded
+        with `seed`, and denormalized again. Without timestep conditioning nothing changes and a timestep is
+        refused. The timestep (default 0.0) is made in this VAE's dtype."""
+        if not self.config.timestep_conditioning:
+            return super().decode_inputs(latents, timestep=timestep, noise_scale=noise_scale)
+        mixed, timestep = self._decode_noise(self._normalize(latents), timestep, noise_scale, seed)
+        return self._denormalize(mixed), (timestep,)
+
+
+class LTX2VideoVAE(TimestepWindowVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLLTX2Video` (module docstring)."""
+
+    family = LTX2Video
 
     # ----- encode / decode with diffusers' `causal` -----
 
@@ -104,26 +132,3 @@ class LTX2VideoVAE(TimestepWindowVAE):
         or is_causal`: asking for False changes nothing); else {} (the default programs)."""
         default = self.config.encoder_causal if kind == "encode" else self.config.decoder_causal
         return {"causal": True} if (causal or default) and not default else {}
-
-    def _program_options(self, kind: str, conditioning: dict) -> dict:
-        return {"causal": conditioning.pop("causal")} if "causal" in conditioning else {}
-
-    # ----- the latents: its pipelines hand over the VAE's own (denormalized) latents -----
-
-    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """Unchanged: `LTX2Pipeline` takes 5-D `latents=` denormalized (it normalizes them itself)."""
-        return latents
-
-    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
-        """Unchanged: `LTX2Pipeline(output_type="latent")` returns them denormalized."""
-        return latents
-
-    def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
-        """As `LTX2Pipeline` before `vae.decode`, on its denormalized latents: the decoder's timestep, and the
-        latents normalized, mixed with `noise_scale` (default: the timestep) of noise from a generator seeded
-        with `seed`, and denormalized again. Without timestep conditioning nothing changes and a timestep is
-        refused. The timestep (default 0.0) is made in this VAE's dtype."""
-        if not self.config.timestep_conditioning:
-            return super().decode_inputs(latents, timestep=timestep, noise_scale=noise_scale)
-        mixed, timestep = self._decode_noise(self._normalize(latents), timestep, noise_scale, seed)
-        return self._denormalize(mixed), (timestep,)

@@ -38,7 +38,7 @@ from .. import tiling
 from ..patches.group_norm import TorchaxGroupNorm
 from ..patches.sharding_marks import mark
 from ..vae import apply, join
-from .windows import WindowLowered, WindowVAE
+from .windows import WindowLowered, Windows, WindowVAE
 
 __all__ = ["MagvitVAE", "frame_batches", "latent_shape", "video_channels"]
 
@@ -111,8 +111,8 @@ class MagvitLowered(WindowLowered):
         return self.env.t2j_iso((out, cache))
 
 
-class MagvitVAE(WindowVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLMagvit`, as diffusers runs it (module docstring)."""
+class Magvit(Windows):
+    """diffusers' `AutoencoderKLMagvit`, as diffusers runs it (module docstring)."""
 
     model_class = AutoencoderKLMagvit
     lowered_class = MagvitLowered
@@ -120,16 +120,12 @@ class MagvitVAE(WindowVAE):
     # padded by one row and column (a level's 32 x 128 as 33 x 129, which no grid divides)
     marked = (EasyAnimateResidualBlock3D, EasyAnimateDownsampler3D, EasyAnimateUpsampler3D, TorchaxGroupNorm)
     frame_windows = False
-    _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
-                 "tile_sample_stride_width", "num_sample_frames_batch_size", "num_latent_frames_batch_size")
+    settings = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
+                "tile_sample_stride_width", "num_sample_frames_batch_size", "num_latent_frames_batch_size")
 
     @property
     def video_channels(self) -> int:
         return video_channels(self.config)
-
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -148,24 +144,7 @@ class MagvitVAE(WindowVAE):
     def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         return latents / self.config.scaling_factor  # as EasyAnimatePipeline before decoding
 
-    _check_video = WindowVAE._check_clip
-
-    def enable_tiling(
-        self,
-        tile_sample_min_height: int | None = None,
-        tile_sample_min_width: int | None = None,
-        tile_sample_min_num_frames: int | None = None,
-        tile_sample_stride_height: float | None = None,
-        tile_sample_stride_width: float | None = None,
-        tile_sample_stride_num_frames: float | None = None,
-    ) -> None:
-        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers' for this class (the frame
-        arguments are stored there and never read)."""
-        self.tiling_mode = "on"
-        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
-        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
-        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
-        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
+    check_video = Windows._check_clip
 
     def _tile_threshold(self, kind: str) -> tuple[int, int]:
         # diffusers compares the width (shape[-1]) with the minimum height and the height with the minimum width
@@ -183,8 +162,8 @@ class MagvitVAE(WindowVAE):
         the modules' cache carried on the device; the batches' outputs joined."""
         encode = kind == "encode"
         children = ("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv")
-        weights = {k: self._weights[k] for k in children}
-        step = self._lowered.encode_step if encode else self._lowered.decode_step
+        weights = {k: self.engine.weights[k] for k in children}
+        step = self.lowered.encode_step if encode else self.lowered.decode_step
         size = self.num_sample_frames_batch_size if encode else self.num_latent_frames_batch_size
         name = ("encoder" if encode else "decoder") + ("" if block is None else "/tile")
         cache, outs = None, []
@@ -192,6 +171,29 @@ class MagvitVAE(WindowVAE):
             frames = (span[0] + start, span[0] + end)
             chunk = source.take(frames) if block is None else source.take(frames, block[::2], block[1::2])
             program = name if cache is None else f"{name}+cache"
-            out, cache = self._programs.run(program, step, weights, chunk, cache)
+            out, cache = self.engine.programs.run(program, step, weights, chunk, cache)
             outs.append(out)
         return outs[0] if len(outs) == 1 else apply(join, outs, axis=2)
+
+
+class MagvitVAE(WindowVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLMagvit` (module docstring)."""
+
+    family = Magvit
+
+    def enable_tiling(
+        self,
+        tile_sample_min_height: int | None = None,
+        tile_sample_min_width: int | None = None,
+        tile_sample_min_num_frames: int | None = None,
+        tile_sample_stride_height: float | None = None,
+        tile_sample_stride_width: float | None = None,
+        tile_sample_stride_num_frames: float | None = None,
+    ) -> None:
+        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers' for this class (the frame
+        arguments are stored there and never read)."""
+        self.tiling_mode = "on"
+        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
+        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
+        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
+        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width

@@ -29,7 +29,7 @@ from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCaus
 from diffusers.models.autoencoders.autoencoder_kl_mochi import FourierFeatures
 
 from ..patches.group_norm import TorchaxFrameGroupNorm
-from .windows import WindowLowered, WindowVAE
+from .windows import WindowLowered, Windows, WindowVAE
 
 __all__ = ["MochiVAE", "latent_shape", "video_channels"]
 
@@ -77,8 +77,8 @@ class MochiLowered(WindowLowered):
         return self.env.t2j_iso(out)
 
 
-class MochiVAE(WindowVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLMochi`, as diffusers runs it (module docstring)."""
+class Mochi(Windows):
+    """diffusers' `AutoencoderKLMochi`, as diffusers runs it (module docstring)."""
 
     model_class = AutoencoderKLMochi
     lowered_class = MochiLowered
@@ -86,23 +86,19 @@ class MochiVAE(WindowVAE):
     # Linear layers, which work channels-last
     marked = (CogVideoXCausalConv3d, TorchaxFrameGroupNorm)
     frame_windows = False
-    _SETTINGS = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
-                 "tile_sample_stride_width", "drop_last_temporal_frames")
+    settings = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
+                "tile_sample_stride_width", "drop_last_temporal_frames")
 
-    def __init__(self, vae, **kwargs):
+    def __init__(self, vae, engine=None):
         if vae.use_framewise_encoding or vae.use_framewise_decoding:
             raise ValueError("this AutoencoderKLMochi has framewise encoding or decoding on (diffusers' private "
                              "_enable_framewise_decoding); TorchaxVAE runs Mochi's default whole-clip calls only: "
                              "use a model without it")
-        super().__init__(vae, **kwargs)
+        super().__init__(vae, engine)
 
     @property
     def video_channels(self) -> int:
         return video_channels(self.config)
-
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -133,6 +129,17 @@ class MochiVAE(WindowVAE):
         mean, std = self._normalization(latents)
         return latents * std / self.config.scaling_factor + mean  # as MochiPipeline before decoding
 
+    def _program_options(self, kind: str, conditioning: dict) -> dict:
+        if kind == "decode" and self.drop_last_temporal_frames:
+            return {"drop": self.temporal_compression_ratio - 1}
+        return {}
+
+
+class MochiVAE(WindowVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLMochi` (module docstring)."""
+
+    family = Mochi
+
     def enable_tiling(
         self,
         tile_sample_min_height: int | None = None,
@@ -146,8 +153,3 @@ class MochiVAE(WindowVAE):
         self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
         self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
         self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
-
-    def _program_options(self, kind: str, conditioning: dict) -> dict:
-        if kind == "decode" and self.drop_last_temporal_frames:
-            return {"drop": self.temporal_compression_ratio - 1}
-        return {}

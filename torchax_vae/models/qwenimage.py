@@ -18,7 +18,7 @@ from diffusers.models.autoencoders.autoencoder_kl_qwenimage import (
     QwenImageResample,
 )
 
-from .feat_cache import FeatCacheVAE
+from .feat_cache import FeatCache, FeatCacheVAE
 
 
 def video_channels(config) -> int:
@@ -32,8 +32,8 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
     return (batch, config.z_dim, (frames - 1) // temporal + 1, height // spatial, width // spatial)
 
 
-class QwenImageVAE(FeatCacheVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLQwenImage`, as diffusers runs it (see `torchax_vae.models.feat_cache`)."""
+class QwenImage(FeatCache):
+    """diffusers' `AutoencoderKLQwenImage`, as diffusers runs it (see `torchax_vae.models.feat_cache`)."""
 
     model_class = AutoencoderKLQwenImage
     resample_class = QwenImageResample
@@ -50,6 +50,12 @@ class QwenImageVAE(FeatCacheVAE):
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
+
+
+class QwenImageVAE(FeatCacheVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLQwenImage` (the module docstring)."""
+
+    family = QwenImage
 
     def unpack_latents(self, latents: torch.Tensor, height: int, width: int) -> torch.Tensor:
         """The pipelines' packed latents [B, tokens, C x 4] (2x2 patches) of a height x width image as [B, C, 1, h, w].

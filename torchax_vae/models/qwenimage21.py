@@ -23,14 +23,14 @@ from diffusers.models.autoencoders.autoencoder_kl_qwenimage21 import (
     QwenImage21Resample,
 )
 
-from .feat_cache import FeatCacheVAE
+from .feat_cache import FeatCache, FeatCacheVAE
 from .wan import latent_shape, video_channels  # the same config fields (in_channels, patch_size, scale_factor_*)
 
 __all__ = ["QwenImage21VAE", "latent_shape", "video_channels"]
 
 
-class QwenImage21VAE(FeatCacheVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLQwenImage21`, as diffusers runs it (see `torchax_vae.models.feat_cache`)."""
+class QwenImage21(FeatCache):
+    """diffusers' `AutoencoderKLQwenImage21`, as diffusers runs it (see `torchax_vae.models.feat_cache`)."""
 
     model_class = AutoencoderKLQwenImage21
     resample_class = QwenImage21Resample
@@ -53,7 +53,7 @@ class QwenImage21VAE(FeatCacheVAE):
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
 
-    def _check_video(self, shape, name: str) -> None:
+    def check_video(self, shape, name: str) -> None:
         if shape[2] != 1:
             raise ValueError(f"{name} has {shape[2]} frames (shape {tuple(shape)}); AutoencoderKLQwenImage21 encodes "
                              "images: one frame, [B, C, 1, H, W]")
@@ -62,10 +62,16 @@ class QwenImage21VAE(FeatCacheVAE):
             raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); this VAE's encoder needs a "
                              f"height and width divisible by {multiple}")
 
-    def _check_latents(self, shape, name: str) -> None:
+    def check_latents(self, shape, name: str) -> None:
         if shape[2] != 1:
             raise ValueError(f"{name} has {shape[2]} latent frames (shape {tuple(shape)}); AutoencoderKLQwenImage21 "
                              "decodes images: one latent frame, [B, C, 1, h, w]")
+
+
+class QwenImage21VAE(FeatCacheVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLQwenImage21` (the module docstring)."""
+
+    family = QwenImage21
 
     def unpack_latents(self, latents: torch.Tensor, height: int, width: int) -> torch.Tensor:
         """The pipeline's packed latents [B, tokens, C] (one token per latent pixel) of a height x width image as

@@ -29,17 +29,17 @@ from diffusers.models.autoencoders.vae import DecoderOutput
 
 from .. import validation
 from ..patches.group_norm import TorchaxGroupNorm
-from .kl import KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
+from .kl import KL, KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
 
-__all__ = ["TemporalDecoderVAE", "latent_shape", "video_channels"]
+__all__ = ["TemporalDecoder", "TemporalDecoderVAE", "latent_shape", "video_channels"]
 
 
-class TemporalDecoderVAE(KLVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLTemporalDecoder`, as diffusers runs it (the module docstring)."""
+class TemporalDecoder(KL):
+    """diffusers' `AutoencoderKLTemporalDecoder`, as diffusers runs it (the module docstring)."""
 
     model_class = AutoencoderKLTemporalDecoder
     marked = (ResnetBlock2D, Downsample2D, SpatioTemporalResBlock, TorchaxGroupNorm)
-    _SETTINGS = ()  # no tiling attributes in diffusers' class
+    settings = ()  # no tiling attributes in diffusers' class
     batch_is_frames = True  # the command's latents [F, C, h, w] are one video: it writes them as one MP4
 
     def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
@@ -47,14 +47,36 @@ class TemporalDecoderVAE(KLVAE):
         latents, _ = super().decode_inputs(latents, timestep=timestep, noise_scale=noise_scale, seed=seed)
         return latents, (latents.shape[0],)
 
-    # ----- diffusers' interface where this class's differs -----
+    # ----- the calls -----
+
+    def _beyond_a_tile(self, kind: str, shape) -> bool:
+        return False  # nothing to tile with
+
+    def decode(self, source, tiled: bool | None = None, num_frames: int | None = None) -> jax.Array:
+        """One decoder program on [B x F, C, h, w] for `num_frames` (None: the whole batch is one video)."""
+        frames = source.shape[0] if num_frames is None else num_frames
+        step = functools.partial(self._decode_step, num_frames=frames)
+        out = self.engine.programs.run(f"decoder/{frames}f", step, {"decoder": self.engine.weights["decoder"]}, source.take())
+        self.engine.ran_batch(out)
+        return out
+
+    def _decode_step(self, weights, latents, *, num_frames: int):
+        """diffusers' decode: the decoder with `num_frames` and an all-zero `image_only_indicator` [B, F]."""
+        indicator = jnp.zeros((latents.shape[0] // num_frames, num_frames), latents.dtype)
+        return self.lowered.decode_step(weights, latents, indicator, num_frames=num_frames)
+
+
+class TemporalDecoderVAE(KLVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLTemporalDecoder`, as diffusers runs it (the module docstring)."""
+
+    family = TemporalDecoder
 
     def decode(self, z: torch.Tensor, num_frames: int, return_dict: bool = True):
         """Decodes latents [B x num_frames, C, h, w], each run of `num_frames` one video, into frames
         [B x num_frames, C, H, W], as diffusers does."""
         validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank)
         frames = self._num_frames(num_frames, z.shape[0])
-        sample = self._compute(functools.partial(self._decode, num_frames=frames), z)
+        sample = self._compute(functools.partial(self._family.decode, num_frames=frames), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
     def forward(self, sample: torch.Tensor, sample_posterior: bool = False, return_dict: bool = True, generator=None,
@@ -102,21 +124,3 @@ class TemporalDecoderVAE(KLVAE):
             raise ValueError(f"num_frames must be a positive int dividing the latents' batch of {batch} "
                              f"(B videos x num_frames frames), got {num_frames!r}")
         return num_frames
-
-    # ----- the calls -----
-
-    def _beyond_a_tile(self, kind: str, shape) -> bool:
-        return False  # nothing to tile with
-
-    def _decode(self, source, tiled: bool | None = None, num_frames: int | None = None) -> jax.Array:
-        """One decoder program on [B x F, C, h, w] for `num_frames` (None: the whole batch is one video)."""
-        frames = source.shape[0] if num_frames is None else num_frames
-        step = functools.partial(self._decode_step, num_frames=frames)
-        out = self._programs.run(f"decoder/{frames}f", step, {"decoder": self._weights["decoder"]}, source.take())
-        self._ran_batch(out)
-        return out
-
-    def _decode_step(self, weights, latents, *, num_frames: int):
-        """diffusers' decode: the decoder with `num_frames` and an all-zero `image_only_indicator` [B, F]."""
-        indicator = jnp.zeros((latents.shape[0] // num_frames, num_frames), latents.dtype)
-        return self._lowered.decode_step(weights, latents, indicator, num_frames=num_frames)

@@ -38,9 +38,9 @@ from diffusers.models.autoencoders.vae import DecoderOutput, IdentityDistributio
 from diffusers.models.unets.unet_2d_blocks import AutoencoderTinyBlock
 
 from ..vae import TorchaxVAE, apply
-from .kl import KLVAE
+from .kl import KL, KLVAE
 
-__all__ = ["TinyVAE", "latent_shape", "video_channels"]
+__all__ = ["Tiny", "TinyVAE", "latent_shape", "video_channels"]
 
 
 def video_channels(config) -> int:
@@ -84,8 +84,8 @@ def assemble(tiles, *, starts, size, ramp_rows, ramp_cols):
     return out.astype(first.dtype)
 
 
-class TinyVAE(KLVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderTiny`, as diffusers runs it (the module docstring)."""
+class Tiny(KL):
+    """diffusers' `AutoencoderTiny`, as diffusers runs it (the module docstring)."""
 
     model_class = AutoencoderTiny
     marked = (AutoencoderTinyBlock,)
@@ -116,7 +116,39 @@ class TinyVAE(KLVAE):
         """diffusers' AutoencoderTiny.unscale_latents: [0, 1] -> raw latents."""
         return x.sub(self.config.latent_shift).mul(2 * self.config.latent_magnitude)
 
-    # ----- diffusers' interface where AutoencoderTiny's differs -----
+    # ----- tiles: diffusers' masked writes -----
+
+    def _beyond_a_tile(self, kind: str, shape) -> bool:
+        return True  # diffusers tiles every input when tiling is on, one tile or more
+
+    def _tiled(self, kind: str, source) -> jax.Array:
+        """diffusers' `_tiled_encode` / `_tiled_decode`: tiles every (tile - blend), written through the masks."""
+        encode = kind == "encode"
+        ratio = self.spatial_compression_ratio  # diffusers' spatial_scale_factor, 2 ** out_channels: 8, as here
+        tile = self.tile_sample_min_size if encode else self.tile_latent_min_size
+        blend = int(tile * self.tile_overlap_factor)
+        traverse = tile - blend
+        height, width = source.shape[-2:]
+        outputs, starts = [], []
+        for i in range(0, height, traverse):
+            for j in range(0, width, traverse):
+                block = (i, j, min(tile, height - i), min(tile, width - j))
+                out = self._call(kind, source, block)
+                self.engine.ran_batch(out)
+                outputs.append(out)
+                starts.append((i // ratio, j // ratio) if encode else (i * ratio, j * ratio))
+        if encode:  # diffusers' output size, and its ramp over the output tile
+            size, ramp = (height // ratio, width // ratio), blend_mask(tile / ratio, blend / ratio)
+        else:
+            size, ramp = (height * ratio, width * ratio), blend_mask(tile * ratio, blend * ratio)
+        ramp = tuple(float(v) for v in ramp)
+        return apply(assemble, outputs, starts=tuple(starts), size=size, ramp_rows=ramp, ramp_cols=ramp)
+
+
+class TinyVAE(KLVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderTiny`, as diffusers runs it (the module docstring)."""
+
+    family = Tiny
 
     def encode(self, x: torch.Tensor, return_dict: bool = True):
         """Encodes images [B, C, H, W] into latents, `AutoencoderTinyOutput(latents=...)` as diffusers."""
@@ -149,31 +181,3 @@ class TinyVAE(KLVAE):
     def _tiled_decode(self, x: torch.Tensor) -> torch.Tensor:
         """diffusers' `_tiled_decode`: `x` decoded in tiles, whatever its size."""
         return TorchaxVAE.tiled_decode(self, x).sample
-
-    # ----- tiles: diffusers' masked writes -----
-
-    def _beyond_a_tile(self, kind: str, shape) -> bool:
-        return True  # diffusers tiles every input when tiling is on, one tile or more
-
-    def _tiled(self, kind: str, source) -> jax.Array:
-        """diffusers' `_tiled_encode` / `_tiled_decode`: tiles every (tile - blend), written through the masks."""
-        encode = kind == "encode"
-        ratio = self.spatial_compression_ratio  # diffusers' spatial_scale_factor, 2 ** out_channels: 8, as here
-        tile = self.tile_sample_min_size if encode else self.tile_latent_min_size
-        blend = int(tile * self.tile_overlap_factor)
-        traverse = tile - blend
-        height, width = source.shape[-2:]
-        outputs, starts = [], []
-        for i in range(0, height, traverse):
-            for j in range(0, width, traverse):
-                block = (i, j, min(tile, height - i), min(tile, width - j))
-                out = self._call(kind, source, block)
-                self._ran_batch(out)
-                outputs.append(out)
-                starts.append((i // ratio, j // ratio) if encode else (i * ratio, j * ratio))
-        if encode:  # diffusers' output size, and its ramp over the output tile
-            size, ramp = (height // ratio, width // ratio), blend_mask(tile / ratio, blend / ratio)
-        else:
-            size, ramp = (height * ratio, width * ratio), blend_mask(tile * ratio, blend * ratio)
-        ramp = tuple(float(v) for v in ramp)
-        return apply(assemble, outputs, starts=tuple(starts), size=size, ramp_rows=ramp, ramp_cols=ramp)

@@ -21,7 +21,7 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import (
 )
 
 from .. import validation
-from .feat_cache import FeatCacheVAE, encode_chunks  # noqa: F401 (encode_chunks: tests, scripts)
+from .feat_cache import FeatCache, FeatCacheVAE, encode_chunks  # noqa: F401 (encode_chunks: tests, scripts)
 
 
 def video_channels(config) -> int:
@@ -37,8 +37,8 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
     return (batch, config.z_dim, (frames - 1) // temporal + 1, height // spatial, width // spatial)
 
 
-class WanVAE(FeatCacheVAE):
-    """`TorchaxVAE` for diffusers' `AutoencoderKLWan` (Wan 2.1, Wan 2.2), as diffusers runs it.
+class Wan(FeatCache):
+    """diffusers' `AutoencoderKLWan` (Wan 2.1, Wan 2.2), as diffusers runs it.
 
     See `torchax_vae.models.feat_cache` for the programs, the cache and the tiling.
     """
@@ -64,7 +64,7 @@ class WanVAE(FeatCacheVAE):
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         return latent_shape(self.config, video_shape)
 
-    def _check_video(self, shape, name: str) -> None:
+    def check_video(self, shape, name: str) -> None:
         # Patchify needs whole patches; Wan 2.2's residual down blocks (AvgDown3D) average whole 2x2 blocks at
         # every spatial downsampling, where diffusers fails with a reshape error deep inside the encoder.
         multiple = self.config.patch_size or 1
@@ -75,6 +75,12 @@ class WanVAE(FeatCacheVAE):
                 f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); this Wan VAE's encoder needs a height "
                 f"and width divisible by {multiple}"
             )
+
+
+class WanVAE(FeatCacheVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLWan` (Wan 2.1, Wan 2.2), as diffusers runs it."""
+
+    family = Wan
 
     def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
         """diffusers' `tiled_encode`: the moments of `x`, which is patchified for Wan 2.2 (`patchify(video, 2)`), as there."""

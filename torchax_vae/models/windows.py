@@ -20,22 +20,22 @@ How diffusers runs them, and how these adapters do:
   at its own exact shape (the mid block's attention sees the whole tile), and
   the blend of torchax_vae.tiling.
 
-What a family of this kind says (`WindowVAE`'s attributes and methods): its
+What a family of this kind says (`Windows`' attributes and methods): its
 diffusers class and lowering (`lowered_class`), which flag turns on framewise
 encoding and which frame a later decoded window drops (diffusers' classes
 differ), the arguments its decoder takes besides the latents
 (`_decoder_args`: LTX's timestep and injected noise), and its channels,
-ratios and latent scaling.
+ratios and latent scaling. `WindowVAE` is the facade such families share:
+diffusers' `enable_tiling` arguments and `temporal_compression_ratio`.
 """
 
 import functools
 
 import jax
-from jax.sharding import Mesh
 
-from .. import convert, memory, tiling
-from ..lowering import Lowered, jax_weights
-from ..sources import ShapeSource
+from .. import memory, tiling
+from ..family import Family
+from ..lowering import Lowered
 from ..vae import TorchaxVAE, apply
 
 
@@ -72,16 +72,9 @@ class WindowLowered(Lowered):
         return self.env.t2j_iso(out)
 
 
-class WindowVAE(TorchaxVAE):
-    """The shared part of the frame-window families' `TorchaxVAE`s (see the module docstring).
+class Windows(Family):
+    """The shared part of the frame-window families (see the module docstring)."""
 
-    Tiling follows diffusers' `enable_tiling(tile_sample_min_height,
-    tile_sample_min_width, tile_sample_min_num_frames, tile_sample_stride_height,
-    tile_sample_stride_width, tile_sample_stride_num_frames)`, framewise calls
-    `use_framewise_encoding` / `use_framewise_decoding`, slicing `enable_slicing()`.
-    """
-
-    marked: tuple = ()  # the family's layers whose activations get sharding marks (patches/sharding_marks.py)
     lowered_class = WindowLowered
     frame_windows = True  # False: diffusers' class has no frame windows, every call sees the whole clip
     # diffusers' LTX classes test `use_framewise_decoding` in `_encode` too; HunyuanVideo its own flag
@@ -89,19 +82,16 @@ class WindowVAE(TorchaxVAE):
     # the frame each decoded window after the first drops, the one it shares with the window before:
     # HunyuanVideo's first (decoded[:, :, 1:]), LTX's last (decoded[:, :, :-1])
     decode_window_drop = "first"
-    _SETTINGS = (
+    settings = (
         "use_framewise_encoding", "use_framewise_decoding", "tile_sample_min_height", "tile_sample_min_width",
         "tile_sample_min_num_frames", "tile_sample_stride_height", "tile_sample_stride_width",
         "tile_sample_stride_num_frames",
     )
 
-    def __init__(self, vae, *, dtype=None, memory_budget: int | None = None, mesh: Mesh | None = None):
-        super().__init__(vae, dtype=dtype, memory_budget=memory_budget, mesh=mesh)
-        self._lowered = self.lowered_class(vae, mesh, self._placement.platform, self.marked,
-                                           self.spatial_compression_ratio)
-        self._weights = jax_weights(vae, convert.jax_dtype(self._dtype), self._placement.replicated)
-        for name in self._SETTINGS:  # diffusers' settings, as the wrapped instance has them
-            setattr(self, name, getattr(vae, name))
+    def lower(self, vae):
+        engine = self.engine
+        return self.lowered_class(vae, engine.placement.mesh, engine.placement.platform, self.marked,
+                                  self.spatial_compression_ratio)
 
     # ----- what the family says -----
 
@@ -124,7 +114,7 @@ class WindowVAE(TorchaxVAE):
     def _check_clip(self, shape, name: str) -> None:
         """A whole-clip encoder's input: 1 + k x the temporal ratio frames, height and width divisible by the
         spatial ratio (what HunyuanVideo 1.5's, Cosmos's and EasyAnimate's encoders need; diffusers fails deep
-        inside them otherwise). Families set `_check_video = WindowVAE._check_clip`."""
+        inside them otherwise). Families set `check_video = Windows._check_clip`."""
         temporal, spatial = self.temporal_compression_ratio, self.spatial_compression_ratio
         model = self.model_class.__name__
         if (shape[2] - 1) % temporal:
@@ -133,26 +123,6 @@ class WindowVAE(TorchaxVAE):
         if shape[3] % spatial or shape[4] % spatial:
             raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); {model} needs a height and "
                              f"width divisible by {spatial}")
-
-    # ----- tiling, with diffusers' arguments -----
-
-    def enable_tiling(
-        self,
-        tile_sample_min_height: int | None = None,
-        tile_sample_min_width: int | None = None,
-        tile_sample_min_num_frames: int | None = None,
-        tile_sample_stride_height: int | None = None,
-        tile_sample_stride_width: int | None = None,
-        tile_sample_stride_num_frames: int | None = None,
-    ) -> None:
-        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers'."""
-        self.tiling_mode = "on"
-        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
-        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
-        self.tile_sample_min_num_frames = tile_sample_min_num_frames or self.tile_sample_min_num_frames
-        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
-        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
-        self.tile_sample_stride_num_frames = tile_sample_stride_num_frames or self.tile_sample_stride_num_frames
 
     # ----- encode / decode -----
 
@@ -172,7 +142,7 @@ class WindowVAE(TorchaxVAE):
         return tiling.strided(sample[0] // ratio, sample[1] // ratio, stride[0] // ratio, stride[1] // ratio,
                               out_scale=ratio, out_tile=sample, out_stride=stride)
 
-    def _encode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
+    def encode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
         frames = source.shape[2]
         if not self.frame_windows:
             return self._clip("encode", source, (0, frames), tiled, conditioning)
@@ -184,7 +154,7 @@ class WindowVAE(TorchaxVAE):
             return self._blend_windows(outs, extent=size - stride, stride=stride, frames=(frames - 1) // ratio + 1)
         return self._clip("encode", source, (0, frames), tiled, conditioning)
 
-    def _decode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
+    def decode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
         frames = source.shape[2]
         if not self.frame_windows:
             return self._clip("decode", source, (0, frames), tiled, conditioning)
@@ -210,11 +180,11 @@ class WindowVAE(TorchaxVAE):
         if tiled is None:
             need = functools.partial(self._untiled_bytes, kind, source, span, conditioning)
             name = "encoder" if kind == "encode" else "decoder"
-            tiled = (height > tile[0] or width > tile[1]) and self._should_tile(name, need, source.shape, tile)
+            tiled = (height > tile[0] or width > tile[1]) and self.engine.should_tile(name, need, source.shape, tile)
         if tiled:
             return self._tiled(kind, source, span, conditioning)
         out = self._call(kind, source, span, conditioning=conditioning)
-        self._ran_batch(out)
+        self.engine.ran_batch(out)
         return out
 
     def _call(self, kind: str, source, span, block=None, conditioning=None):
@@ -222,22 +192,22 @@ class WindowVAE(TorchaxVAE):
         encode = kind == "encode"
         chunk = source.take(span) if block is None else source.take(span, block[::2], block[1::2])
         children = ("encoder", "quant_conv") if encode else ("decoder", "post_quant_conv")
-        weights = {k: self._weights[k] for k in children if k in self._weights}
+        weights = {k: self.engine.weights[k] for k in children if k in self.engine.weights}
         conditioning = dict(conditioning or {})
         options = self._program_options(kind, conditioning)
         name = ("encoder" if encode else "decoder") + ("" if block is None else "/tile")
         name += "".join(f"+{key}={value}" for key, value in sorted(options.items()))
-        step = self._lowered.encode_step if encode else self._lowered.decode_step
+        step = self.lowered.encode_step if encode else self.lowered.decode_step
         step = functools.partial(step, **options) if options else step
         if encode:
-            return self._programs.run(name, step, weights, chunk)
+            return self.engine.programs.run(name, step, weights, chunk)
         extra = self._decoder_args(chunk, **conditioning)
-        return self._programs.run(name, step, weights, chunk, *extra)
+        return self.engine.programs.run(name, step, weights, chunk, *extra)
 
     def _untiled_bytes(self, kind: str, source, span, conditioning) -> int:
         """Device memory of the untiled call on a clip of `span`: XLA's temp + argument + output bytes."""
-        shapes = ShapeSource(source.shape, convert.jax_dtype(self._dtype), self._placement)
-        with self._programs.recording() as used:
+        shapes = self.engine.shapes(source.shape)
+        with self.engine.programs.recording() as used:
             self._call(kind, shapes, span, conditioning=conditioning)
         return memory.call_bytes(used)
 
@@ -253,8 +223,37 @@ class WindowVAE(TorchaxVAE):
             for t in row:
                 block = (t.row, t.col, t.valid_height, t.valid_width)
                 tiles[-1].append([self._call(kind, source, span, block, conditioning)])
-                self._ran_batch(tiles[-1][-1])
+                self.engine.ran_batch(tiles[-1][-1])
         return apply(_assemble, tiles, lay=lay, size=size)
+
+
+class WindowVAE(TorchaxVAE):
+    """The facade of the frame-window families: diffusers' `enable_tiling(tile_sample_min_height,
+    tile_sample_min_width, tile_sample_min_num_frames, tile_sample_stride_height, tile_sample_stride_width,
+    tile_sample_stride_num_frames)`, framewise calls `use_framewise_encoding` / `use_framewise_decoding`,
+    slicing `enable_slicing()`."""
+
+    @property
+    def temporal_compression_ratio(self) -> int:
+        return self._family.temporal_compression_ratio
+
+    def enable_tiling(
+        self,
+        tile_sample_min_height: int | None = None,
+        tile_sample_min_width: int | None = None,
+        tile_sample_min_num_frames: int | None = None,
+        tile_sample_stride_height: int | None = None,
+        tile_sample_stride_width: int | None = None,
+        tile_sample_stride_num_frames: int | None = None,
+    ) -> None:
+        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers'."""
+        self.tiling_mode = "on"
+        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
+        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
+        self.tile_sample_min_num_frames = tile_sample_min_num_frames or self.tile_sample_min_num_frames
+        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
+        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
+        self.tile_sample_stride_num_frames = tile_sample_stride_num_frames or self.tile_sample_stride_num_frames
 
 
 def _drop_first(out):

@@ -189,5 +189,5 @@ class DeviceWorker:
 
 
 def _dp(vae) -> int:
-    mesh = vae._placement.mesh
+    mesh = vae.mesh
     return 1 if mesh is None else mesh.shape["dp"]
