@@ -328,9 +328,10 @@ def _stopping_on_ctrl_c(command: str):
     def watch():
         while data := os.read(read, 64):  # b"": the block ended and closed the pipe
             if signal.SIGINT in data:
-                files = sys.modules.get("torchax_vae.files")  # not imported yet: nothing is being written
-                if files is not None:
-                    files.discard_partials()
+                # not imported yet, or still being imported (a Ctrl-C during start-up): nothing is being written
+                discard = getattr(sys.modules.get("torchax_vae.files"), "discard_partials", None)
+                if discard is not None:
+                    discard()
                 print(f"torchax-vae {command}: interrupted; no output written", file=sys.stderr, flush=True)
                 os._exit(130)
 
