@@ -34,9 +34,11 @@ def _tiny_torchax_module(tiny_vae):
 def tiny_torchax(_tiny_torchax_module):
     """One wrapper for the test module (compiled programs are shared), reset to defaults for each test."""
     vae = _tiny_torchax_module
-    settings = {k: v for k, v in vars(vae).items() if k.startswith(("use_", "tile_", "_tiling", "_split", "memory_budget", "uniform_tiles"))}
+    names = ("tiling_mode", "use_slicing", "memory_budget", "compile_effort") + vae.family.settings
+    settings = {name: getattr(vae, name) for name in names}  # the engine's and the family's
     yield vae
-    vars(vae).update(settings)
+    for name, value in settings.items():
+        setattr(vae, name, value)
 
 
 @pytest.fixture(scope="session")

@@ -181,7 +181,8 @@ def test_auto_tiles_what_would_not_fit_as_diffusers_tiles(caplog):
     ours = TorchaxVAE(vae)
     assert ours.tiling_mode == "auto" and not ours.use_tiling
     tiles = dict(tile_sample_min_height=32, tile_sample_min_width=32, tile_sample_stride_height=24, tile_sample_stride_width=24)
-    vars(ours).update(tiles)  # tile sizes, without enable_tiling (which forces tiling on)
+    for name, value in tiles.items():  # tile sizes, without enable_tiling (which forces tiling on)
+        setattr(ours, name, value)
     z = torch.randn(1, 16, 2, 6, 5)
     ours.memory_budget = 1 << 40
     assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "auto, fits: untiled decode")
