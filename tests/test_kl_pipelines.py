@@ -79,6 +79,24 @@ def test_stable_diffusion_img2img():
           "SD img2img")
 
 
+def test_from_pipe_keeps_a_wrapped_vae_when_it_is_passed():
+    """diffusers' `from_pipe` carries a model component over only when its type is exactly the new pipeline's type hint
+    (`type(component) in component_types[name]`), which a TorchaxVAE's type is not (docs/limits.md): without it the
+    vae is missing and diffusers raises; passed (`from_pipe(pipe, vae=pipe.vae)`) it is shared, and the pipeline
+    made so gives plain diffusers' images."""
+    image = torch.rand(1, 3, 32, 32, generator=torch.Generator().manual_seed(3))
+    prompt = {"prompt_embeds": _embeds(1, 6, 8, seed=1), "negative_prompt_embeds": _embeds(1, 6, 8, seed=2)}
+    components = _sd_components()
+    plain = _images(StableDiffusionImg2ImgPipeline.from_pipe(StableDiffusionPipeline(**components)), image=image,
+                    strength=0.75, **prompt)
+    pipe = StableDiffusionPipeline(**dict(components, vae=TorchaxVAE(copy.deepcopy(components["vae"]))))
+    with pytest.raises(ValueError, match="vae"):
+        StableDiffusionImg2ImgPipeline.from_pipe(pipe)
+    img2img = StableDiffusionImg2ImgPipeline.from_pipe(pipe, vae=pipe.vae)
+    assert img2img.vae is pipe.vae
+    check(plain, _images(img2img, image=image, strength=0.75, **prompt), "SD img2img from_pipe")
+
+
 def test_stable_diffusion_xl_fp16_vae_upcasts():
     """SDXL with an fp16 VAE and force_upcast: it casts the VAE to fp32 (`vae.to`), reads
     `next(iter(vae.post_quant_conv.parameters())).dtype` for the latents, decodes, and casts back to fp16."""

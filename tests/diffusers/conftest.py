@@ -110,6 +110,12 @@ for _stem, _cls, _checkpointing in (("dc", "TestAutoencoderDCTraining", False),
     if _checkpointing:  # (diffusers skips these two for AutoencoderDC)
         EXPECTED_FAILURES[_node + "test_gradient_checkpointing_equivalence"] = WEIGHTS_ARE_CONSTANTS
         EXPECTED_FAILURES[_node + "test_gradient_checkpointing_is_applied"] = WHOLE_PROGRAMS
+FROM_PIPE = ("diffusers' `from_pipe` carries a model component over only when its type is exactly the new pipeline's "
+             "type hint, which a TorchaxVAE's is not, so the vae is missing (docs/limits.md, 'The pipeline drop-in': pass "
+             "it, `from_pipe(pipe, vae=pipe.vae)`; tests/test_kl_pipelines.py checks that)")
+for _path, _cls in (("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests"),
+                    ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests")):
+    EXPECTED_FAILURES[f"tests/pipelines/{_path}::{_cls}::test_from_pipe_consistent_forward_pass"] = FROM_PIPE
 _DC = "tests/models/autoencoders/test_models_autoencoder_dc.py::TestAutoencoderDC::"
 EXPECTED_FAILURES[_DC + "test_from_save_pretrained_dtype_inference[fp16]"] = PARAMETERS_ARE_COPIES
 EXPECTED_FAILURES[_DC + "test_from_save_pretrained_dtype_inference[bf16]"] = PARAMETERS_ARE_COPIES
@@ -140,9 +146,58 @@ _SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that com
     # test_ip_adapter compares its output without an adapter with a hard-coded slice
     ("stable_diffusion_xl/test_stable_diffusion_xl.py", "StableDiffusionXLPipelineFastTests"): (
         "test_ip_adapter", "test_stable_diffusion_xl_euler"),
+    # the second batch (SECOND_BATCH below)
+    ("stable_diffusion/test_stable_diffusion_inpaint.py", "TestStableDiffusionInpaintPipeline"): (
+        "test_stable_diffusion_inpaint",),
+    ("stable_diffusion/test_stable_diffusion_inpaint.py", "TestStableDiffusionSimpleInpaintPipeline"): (
+        "test_stable_diffusion_inpaint", "test_stable_diffusion_inpaint_euler"),
+    ("stable_diffusion/test_stable_diffusion_instruction_pix2pix.py", "TestStableDiffusionInstructPix2PixPipeline"): (
+        "test_stable_diffusion_pix2pix_default_case", "test_stable_diffusion_pix2pix_euler",
+        "test_stable_diffusion_pix2pix_multiple_init_images", "test_stable_diffusion_pix2pix_negative_prompt"),
+    ("stable_diffusion_xl/test_stable_diffusion_xl_img2img.py", "StableDiffusionXLImg2ImgPipelineFastTests"): (
+        "test_ip_adapter",),
+    ("stable_diffusion_xl/test_stable_diffusion_xl_img2img.py", "StableDiffusionXLImg2ImgRefinerOnlyPipelineFastTests"): (
+        "test_stable_diffusion_xl_img2img_euler",),
+    ("stable_diffusion_xl/test_stable_diffusion_xl_inpaint.py", "StableDiffusionXLInpaintPipelineFastTests"): (
+        "test_ip_adapter", "test_stable_diffusion_xl_inpaint_euler", "test_stable_diffusion_xl_refiner"),
+    ("stable_diffusion_3/test_pipeline_stable_diffusion_3_img2img.py", "StableDiffusion3Img2ImgPipelineFastTests"): (
+        "test_inference",),
+    ("stable_diffusion_3/test_pipeline_stable_diffusion_3_inpaint.py", "StableDiffusion3InpaintPipelineFastTests"): (
+        "test_inference",),
+    ("controlnet/test_controlnet_img2img.py", "ControlNetImg2ImgPipelineFastTests"): ("test_ip_adapter",),
+    ("controlnet/test_controlnet_img2img.py", "StableDiffusionMultiControlNetPipelineFastTests"): ("test_ip_adapter",),
+    ("controlnet_sd3/test_controlnet_sd3.py", "StableDiffusion3ControlNetPipelineFastTests"): (
+        "test_controlnet_sd3", "test_controlnet_sd35"),
+    ("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests"): ("test_pag_inference",),
+    ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests"): ("test_pag_inference",),
+    ("latent_consistency_models/test_latent_consistency_models.py", "LatentConsistencyModelPipelineFastTests"): (
+        "test_ip_adapter", "test_lcm_custom_timesteps", "test_lcm_multistep", "test_lcm_onestep"),
+    ("hunyuan_video/test_hunyuan_image2video.py", "HunyuanVideoImageToVideoPipelineFastTests"): ("test_inference",),
+    ("flux2/test_pipeline_flux2_klein.py", "TestFlux2KleinPipeline"): ("test_image_input",),
+    ("ltx2/test_ltx2.py", "LTX2PipelineFastTests"): ("test_inference", "test_two_stages_inference"),
+    ("ltx2/test_ltx2_image2video.py", "LTX2ImageToVideoPipelineFastTests"): (
+        "test_inference", "test_two_stages_inference", "test_two_stages_inference_with_upsampler"),
 }
 FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
                      for (path, cls), tests in _SLICE_TESTS.items() for test in tests}
+# Tests of the second batch that fail on plain diffusers here for other reasons, each its own.
+HUB_PIPELINE = ("`from_pipe` of a whole tiny pipeline loaded from the hub (hf-internal-testing/tiny-stable-diffusion-*), "
+                "which is out of reach here; it fails on plain diffusers too")
+NO_TORCHSDE = ("DPMSolverSDEScheduler needs the torchsde package, which neither diffusers nor this project installs; it "
+               "fails on plain diffusers too")
+RELOAD_TOLERANCE = ("a pipeline saved and loaded again with device_map differs from the one saved by 2.1e-4 on plain "
+                    "diffusers here (the test allows 1e-4; the stand-in Gemma 3 text encoder), and so with the VAE wrapped")
+for _path, _cls, _test, _reason in (
+        ("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests", "test_from_pipe_consistent_config", HUB_PIPELINE),
+        ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests", "test_from_pipe_consistent_config",
+         HUB_PIPELINE),
+        ("controlnet/test_controlnet_img2img.py", "ControlNetImg2ImgPipelineFastTests", "test_karras_schedulers_shape",
+         NO_TORCHSDE),
+        ("controlnet/test_controlnet_img2img.py", "StableDiffusionMultiControlNetPipelineFastTests",
+         "test_karras_schedulers_shape", NO_TORCHSDE),
+        ("ltx2/test_ltx2_hdr.py", "LTX2HDRPipelineFastTests", "test_pipeline_with_accelerator_device_map",
+         RELOAD_TOLERANCE)):
+    FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::{_test}"] = _reason
 
 # diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
 # Allegro's and SanaVideo's, which once failed wrapped): the first 22 files take about 20 minutes wrapped and 15 on
@@ -151,9 +206,9 @@ FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
 PIPELINE_FILES_IN_CI = ("stable_diffusion/test_stable_diffusion.py", "stable_video_diffusion/test_stable_video_diffusion.py",
                         "allegro/test_allegro.py", "sana_video/test_sana_video.py")
 
-# diffusers' pipeline test files vendored second (SOURCE.md): test_pipeline_outputs.py builds their pipelines from their
-# own components and compares the outputs with plain diffusers'; their own tests are not collected until they have been
-# run both ways here (wrapped and plain, the slices of each listed), as the first 22 files were.
+# diffusers' pipeline test files vendored second (SOURCE.md): heavy, as the first batch's files outside CI; run both ways
+# (wrapped and plain) before each stop, their failures on plain diffusers listed above; test_pipeline_outputs.py compares
+# their pipelines' outputs with plain diffusers' in the slow set.
 SECOND_BATCH = (
     "stable_diffusion/test_stable_diffusion_inpaint.py",
     "stable_diffusion/test_stable_diffusion_instruction_pix2pix.py",
@@ -199,7 +254,7 @@ SECOND_BATCH = (
 # Modules of diffusers' tests that the vendored pipeline tests import (helpers and mixins); their own tests are
 # diffusers' model tests of UNets and transformers, not of a VAE, so they are not collected here.
 collect_ignore = ["tests/models/test_modeling_common.py", "tests/models/unets", "tests/models/transformers",
-                  "tests/others"] + [f"tests/pipelines/{path}" for path in SECOND_BATCH]
+                  "tests/others"]
 
 
 @pytest.fixture(scope="session", autouse=True)
