@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import torch
 from diffusers import ConfigMixin, ModelMixin
-from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution
+from diffusers.models.autoencoders.vae import DecoderOutput
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
@@ -109,13 +109,6 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
     # The family this facade class holds (torchax_vae/family.py); each adapter's class names its own, and gets
     # the family's FAMILY_FACTS as class attributes.
     family: type[Family] = None
-    model_class: type = None
-    rank: int = 5
-    pipeline_layout: str = "BCFHW"
-    decoded_layout: str = "BCFHW"
-    posterior_class: type = DiagonalGaussianDistribution
-    decode_draws_noise: bool = False
-    batch_is_frames: bool = False
     config_name = "config.json"  # ConfigMixin: the wrapped model's config, in diffusers' file
     # enable_gradient_checkpointing works for every family (jax.checkpoint on each program), whatever the
     # wrapped class says (diffusers' AutoencoderKLWan and AutoencoderKLQwenImage say False)
@@ -377,6 +370,10 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
     def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
         """(latents, decode's further arguments) as the family's pipeline hands them to `decode` (`Family.decode_inputs`)."""
         return self._family.decode_inputs(latents, timestep=timestep, noise_scale=noise_scale, seed=seed)
+
+
+for _name in FAMILY_FACTS:  # TorchaxVAE itself reports the base Family's (its facade classes: their family's)
+    setattr(TorchaxVAE, _name, getattr(Family, _name))
 
 
 @functools.cache
