@@ -49,3 +49,16 @@ def _all_finite(x: torch.Tensor) -> bool:
     if jax_array is not None:
         return bool(jnp.isfinite(jax_array).all())
     return bool(torch.isfinite(x).all())
+
+
+def packed_grid(latents, height: int, width: int, ratio: int, latent_channels: int) -> tuple[int, int]:
+    """(rows, cols) of 2x2 latent patches of a height x width image, as the Flux, Flux.2 and Qwen-Image pipelines pack
+    latents into tokens [B, rows x cols, latent_channels x 4]; ValueError where `latents` do not fit that."""
+    _, tokens, channels = latents.shape
+    rows, cols = int(height) // (ratio * 2), int(width) // (ratio * 2)
+    if rows * cols != tokens or channels != 4 * latent_channels:
+        raise ValueError(
+            f"packed latents {tuple(latents.shape)} do not fit a {height}x{width} image: expected "
+            f"[B, {rows * cols}, {4 * latent_channels}] ({rows}x{cols} patches of 2x2 latents)"
+        )
+    return rows, cols

@@ -17,7 +17,7 @@ import torch
 # class up in this module.
 from diffusers import AutoencoderKLFlux2, ModelMixin  # noqa: F401
 
-from .. import convert
+from .. import convert, validation
 from .kl import KL, KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
 
 __all__ = ["Flux2", "Flux2VAE", "latent_shape", "video_channels"]
@@ -73,12 +73,7 @@ class Flux2VAE(KLVAE):
         """Flux2Pipeline's `output_type="latent"` [B, tokens, C x 4] of a height x width image as [B, C, h, w]: the
         tokens in row order (`_unpack_latents_with_ids` with the pipeline's own ids), unpatchified; still
         normalized (`unscale_latents` undoes that)."""
-        batch, tokens, channels = latents.shape
-        ratio = self.spatial_compression_ratio
-        rows, cols = int(height) // (ratio * 2), int(width) // (ratio * 2)
-        if rows * cols != tokens or channels != 4 * self.latent_channels:
-            raise ValueError(
-                f"packed latents {tuple(latents.shape)} do not fit a {height}x{width} image: expected "
-                f"[B, {rows * cols}, {4 * self.latent_channels}] ({rows}x{cols} patches of 2x2 latents)"
-            )
+        rows, cols = validation.packed_grid(latents, height, width, self.spatial_compression_ratio,
+                                            self.latent_channels)
+        batch, _, channels = latents.shape
         return unpatchify(latents.view(batch, rows, cols, channels).permute(0, 3, 1, 2))

@@ -32,7 +32,7 @@ from diffusers import AutoencoderKL, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl import AutoencoderKLOutput
 from diffusers.models.resnet import Downsample2D, ResnetBlock2D, Upsample2D
 
-from .. import memory, tiling
+from .. import memory, tiling, validation
 from ..family import Family
 from ..patches.group_norm import TorchaxGroupNorm
 from ..vae import TorchaxVAE, apply
@@ -222,14 +222,9 @@ class KLVAE(TorchaxVAE):
         `FluxPipeline._unpack_latents`' arithmetic (tests/test_kl.py compares the two); importing the pipeline
         would import transformers, which a service of VAEs does not need.
         """
-        batch, tokens, channels = latents.shape
-        ratio = self.spatial_compression_ratio
-        rows, cols = int(height) // (ratio * 2), int(width) // (ratio * 2)
-        if rows * cols != tokens or channels != 4 * self.latent_channels:
-            raise ValueError(
-                f"packed latents {tuple(latents.shape)} do not fit a {height}x{width} image: expected "
-                f"[B, {rows * cols}, {4 * self.latent_channels}] ({rows}x{cols} patches of 2x2 latents)"
-            )
+        rows, cols = validation.packed_grid(latents, height, width, self.spatial_compression_ratio,
+                                            self.latent_channels)
+        batch, _, channels = latents.shape
         latents = latents.view(batch, rows, cols, channels // 4, 2, 2).permute(0, 3, 1, 4, 2, 5)
         return latents.reshape(batch, channels // 4, rows * 2, cols * 2)
 

@@ -18,6 +18,7 @@ from diffusers.models.autoencoders.autoencoder_kl_qwenimage import (
     QwenImageResample,
 )
 
+from .. import validation
 from .feat_cache import FeatCache, FeatCacheVAE
 
 
@@ -64,12 +65,6 @@ class QwenImageVAE(FeatCacheVAE):
         """
         from diffusers import QwenImagePipeline
 
-        batch, tokens, channels = latents.shape
         ratio = self.spatial_compression_ratio
-        rows, cols = int(height) // (ratio * 2), int(width) // (ratio * 2)
-        if rows * cols != tokens or channels != 4 * self.latent_channels:
-            raise ValueError(
-                f"packed latents {tuple(latents.shape)} do not fit a {height}x{width} image: expected "
-                f"[B, {rows * cols}, {4 * self.latent_channels}] ({rows}x{cols} patches of 2x2 latents)"
-            )
+        validation.packed_grid(latents, height, width, ratio, self.latent_channels)
         return QwenImagePipeline._unpack_latents(latents, height, width, ratio)
