@@ -63,10 +63,11 @@ def compile_only(case: Case) -> dict:
     """Compiles (in this process) every program the case's call needs; what XLA says about them."""
     import jax
 
-    from torchax_vae import cache
+    from torchax_vae import cache, process
     from torchax_vae.mesh import make_mesh
     from torchax_vae.vae import TorchaxVAE
 
+    process.start()  # before the device count below: quiet where no accelerator is visible
     cache.enable(cache.resolve())  # run_case sets the folder: a new one (--cache-start), else off
     if len(jax.devices()) != case.devices:
         raise RuntimeError(f"case wants {case.devices} devices, JAX has {len(jax.devices())}")
@@ -145,8 +146,9 @@ def environment() -> dict:
     import jax
     import torch
 
-    from torchax_vae import patches
+    from torchax_vae import patches, process
 
+    process.start()  # JAX's platforms first: a machine without an accelerator stays quiet whatever is installed
     torchax = patches.import_torchax()
     return {
         "machine": platform.machine(),

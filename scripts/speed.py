@@ -44,6 +44,7 @@ from vaes import configure, decode_args, input_shape, random_vae
 # Dense peak TFLOP/s per device by dtype, from the vendors' data sheets; matched against jax's device_kind.
 PEAK_TFLOPS = {
     "H100": {"bf16": 989.0, "fp32": 494.0},  # SXM; fp32 as TF32
+    "H200": {"bf16": 989.0, "fp32": 494.0},  # the H100's compute with more, faster memory
     "H200": {"bf16": 989.0, "fp32": 494.0},
     "A100": {"bf16": 312.0, "fp32": 156.0},
     "TPU v4": {"bf16": 275.0, "fp32": 275.0},  # TPUs run fp32 convolutions in bf16 passes by default
@@ -363,6 +364,9 @@ def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False) -> d
 def device_kind() -> str:
     import jax
 
+    from torchax_vae import process
+
+    process.start()  # JAX's platforms first: a machine without a GPU stays quiet with .[plan-gpu] installed
     return jax.devices()[0].device_kind
 
 
