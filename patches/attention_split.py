@@ -41,7 +41,7 @@ import torch
 from jax.sharding import NamedSharding, PartitionSpec
 
 from ..mesh import attention_axes, fine_mesh
-from .attention_blocks import in_blocks
+from .attention_blocks import blockable_rows, in_blocks, run_blocked
 from .options import current
 from .torchax_torch213 import import_torchax
 
@@ -78,6 +78,11 @@ def split_attention(stock_func, whole_func=None):
         fine = fine_mesh(options.mesh)
         rows = _constrain(NamedSharding(fine, spec))
         whole = _constrain(NamedSharding(fine, PartitionSpec(spec[0])))
+        sdpa = _sdpa_arguments(args, kwargs)
+        block = blockable_rows(query, key, sdpa["attn_mask"], sdpa["dropout_p"], sdpa["is_causal"], sdpa["enable_gqa"],
+                               shards=_devices(fine, spec[2]))
+        if block is not None:  # long: the same query blocks as on one device, each block's rows split over the devices
+            return run_blocked(query, whole(key), whole(value), sdpa["scale"], block, NamedSharding(fine, spec))
         tokens = query.shape[2]
         if padded > tokens:  # extra query rows (zeros) make the split even; their outputs are dropped
             query = torch.nn.functional.pad(query, (0, 0, 0, padded - tokens))
@@ -87,6 +92,24 @@ def split_attention(stock_func, whole_func=None):
 
     lowering.torchax_vae_stock = stock_func
     return lowering
+
+
+_SDPA_ARGUMENTS = (("attn_mask", None), ("dropout_p", 0.0), ("is_causal", False), ("scale", None), ("enable_gqa", False))
+
+
+def _sdpa_arguments(args, kwargs) -> dict:
+    """F.scaled_dot_product_attention's arguments after query, key and value, by name, given or default."""
+    return {name: args[i] if i < len(args) else kwargs.get(name, default)
+            for i, (name, default) in enumerate(_SDPA_ARGUMENTS)}
+
+
+def _devices(mesh, axes) -> int:
+    """How many devices a PartitionSpec entry (an axis name, a tuple of them, or None) splits over."""
+    names = () if axes is None else (axes,) if isinstance(axes, str) else tuple(axes)
+    count = 1
+    for name in names:
+        count *= mesh.shape[name]
+    return count
 
 
 def _masked(args, kwargs) -> bool:

@@ -649,6 +649,43 @@ def test_attention_split_gives_each_device_its_share_of_the_queries():
     assert "sharding_constraint" not in _sdpa_lowered_for(None, (1, 1, 1024, 8))  # no mesh: torchax's lowering
 
 
+def test_attention_split_on_a_mesh_keeps_one_devices_query_blocks_and_splits_each(monkeypatch):
+    """Long attention on a mesh: the same query blocks as on one device (a `while`), each block's rows split over the
+    8 devices (so each holds 1/8 of a block's scores, where before the split attention held its whole share), and
+    the values of the whole attention. 1024 queries, a limit of 128 queries' scores: 8 blocks of 128 rows."""
+    from torchax_vae import make_mesh
+    from torchax_vae.patches.options import TraceOptions, tracing
+    from torchax_vae.targets import target
+
+    env = patches.import_torchax().default_env()
+    patches.attention_split.patch()
+    limit = 128 * 1024 * 4
+
+    def lowered(mesh, limit):
+        def f(q):
+            with env, tracing(TraceOptions(mesh=mesh, attention_score_limit=limit)):
+                t = env.j2t_iso(q)
+                return env.t2j_iso(nn.functional.scaled_dot_product_attention(t, t, t))
+        return jax.jit(f).lower(jax.ShapeDtypeStruct((1, 1, 1024, 8), jnp.float32)).as_text()
+
+    mesh = make_mesh(target("v6e-8").devices())
+    blocked = lowered(mesh, limit)
+    assert "stablehlo.while" in blocked and "tensor<1x1x128x1024xf32>" in blocked, "one device's blocks of 128 rows"
+    assert blocked.count("sharding_constraint") >= 4
+    assert "stablehlo.while" not in lowered(mesh, None)  # under the limit: the split alone, as before
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 300, 8, generator=gen) for _ in range(3))
+    want = nn.functional.scaled_dot_product_attention(q, k, v)
+
+    def run(a, b, c):  # one CPU device here: the blocks (3 of 128 rows, padded) with the split's constraints
+        with env, tracing(TraceOptions(mesh=make_mesh(), attention_score_limit=128 * 300 * 2 * 4)):
+            return env.t2j_iso(nn.functional.scaled_dot_product_attention(env.j2t_iso(a), env.j2t_iso(b), env.j2t_iso(c)))
+
+    got = np.asarray(jax.jit(run)(*(jnp.asarray(t.numpy()) for t in (q, k, v))))
+    assert np.abs(got - want.numpy()).max() < 1e-5, f"max |Δ| {np.abs(got - want.numpy()).max()}"
+
+
 def test_attention_split_pads_a_mask_with_rows_that_mask_nothing():
     from torchax_vae.patches.attention_split import _padded_mask
 
