@@ -177,10 +177,20 @@ _SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that com
     ("ltx2/test_ltx2.py", "LTX2PipelineFastTests"): ("test_inference", "test_two_stages_inference"),
     ("ltx2/test_ltx2_image2video.py", "LTX2ImageToVideoPipelineFastTests"): (
         "test_inference", "test_two_stages_inference", "test_two_stages_inference_with_upsampler"),
+    # the third batch (THIRD_BATCH below)
+    ("controlnet_flux/test_controlnet_flux.py", "FluxControlNetPipelineFastTests"): ("test_controlnet_flux",),
+    ("stable_diffusion_2/test_stable_diffusion_latent_upscale.py", "StableDiffusionLatentUpscalePipelineFastTests"): (
+        "test_inference", "test_stable_diffusion_latent_upscaler_multiple_init_images",
+        "test_stable_diffusion_latent_upscaler_negative_prompt"),
+    ("stable_diffusion_2/test_stable_diffusion_upscale.py", "StableDiffusionUpscalePipelineFastTests"): (
+        "test_stable_diffusion_upscale", "test_stable_diffusion_upscale_prompt_embeds"),
+    ("stable_diffusion_2/test_stable_diffusion_depth.py", "StableDiffusionDepth2ImgPipelineFastTests"): (
+        "test_stable_diffusion_depth2img_default_case", "test_stable_diffusion_depth2img_multiple_init_images",
+        "test_stable_diffusion_depth2img_negative_prompt", "test_stable_diffusion_depth2img_pil"),
 }
 FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
                      for (path, cls), tests in _SLICE_TESTS.items() for test in tests}
-# Tests of the second batch that fail on plain diffusers here for other reasons, each its own.
+# Tests of the second and third batches that fail on plain diffusers here for other reasons, each its own.
 HUB_PIPELINE = ("`from_pipe` of a whole tiny pipeline loaded from the hub (hf-internal-testing/tiny-stable-diffusion-*), "
                 "which is out of reach here; it fails on plain diffusers too")
 NO_TORCHSDE = ("DPMSolverSDEScheduler needs the torchsde package, which neither diffusers nor this project installs; it "
@@ -196,7 +206,11 @@ for _path, _cls, _test, _reason in (
         ("controlnet/test_controlnet_img2img.py", "StableDiffusionMultiControlNetPipelineFastTests",
          "test_karras_schedulers_shape", NO_TORCHSDE),
         ("ltx2/test_ltx2_hdr.py", "LTX2HDRPipelineFastTests", "test_pipeline_with_accelerator_device_map",
-         RELOAD_TOLERANCE)):
+         RELOAD_TOLERANCE),
+        ("stable_diffusion_xl/test_stable_diffusion_xl_instruction_pix2pix.py",
+         "StableDiffusionXLInstructPix2PixPipelineFastTests", "test_karras_schedulers_shape", NO_TORCHSDE),
+        ("stable_diffusion_2/test_stable_diffusion_depth.py", "StableDiffusionDepth2ImgPipelineFastTests",
+         "test_karras_schedulers_shape", NO_TORCHSDE)):
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::{_test}"] = _reason
 
 # diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
@@ -249,6 +263,23 @@ SECOND_BATCH = (
     "ltx2/test_ltx2_hdr.py",
     "ltx2/test_ltx2_in_context.py",
     "easyanimate/test_easyanimate.py",
+)
+
+# diffusers' pipeline test files vendored third (SOURCE.md): heavy, run both ways before each stop as the second's are.
+THIRD_BATCH = (
+    "flux2/test_pipeline_flux2.py",
+    "ledits_pp/test_ledits_pp_stable_diffusion.py",
+    "ledits_pp/test_ledits_pp_stable_diffusion_xl.py",
+    "stable_diffusion_xl/test_stable_diffusion_xl_instruction_pix2pix.py",
+    "stable_diffusion_2/test_stable_diffusion_upscale.py",
+    "stable_diffusion_2/test_stable_diffusion_latent_upscale.py",
+    "stable_diffusion_2/test_stable_diffusion_depth.py",
+    "anyflow/test_anyflow_far.py",
+    "animatediff/test_animatediff_sdxl.py",
+    "controlnet_flux/test_controlnet_flux.py",
+    "wan/test_wan_animate.py",
+    "lumina2/test_pipeline_lumina2.py",
+    "pixart_alpha/test_pixart.py",
 )
 
 # Modules of diffusers' tests that the vendored pipeline tests import (helpers and mixins); their own tests are
@@ -317,15 +348,29 @@ def wrapped_components(get_dummy_components):
 
 @pytest.fixture(scope="class", autouse=True)
 def _torchax_pipeline_vae(request):
-    """diffusers' pipeline tests: the test class's `get_dummy_components()` gives a TorchaxVAE as "vae"."""
+    """diffusers' pipeline tests: the test class's `get_dummy_components()` gives a TorchaxVAE as "vae"; a class that
+    builds its components inline from a `dummy_vae` property (SD 2's upscaler) gets that VAE wrapped instead."""
     cls = request.cls
-    if PLAIN or cls is None or "tests/pipelines/" not in request.node.nodeid or \
-            not hasattr(cls, "get_dummy_components"):
+    if PLAIN or cls is None or "tests/pipelines/" not in request.node.nodeid:
         yield
         return
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cls, "get_dummy_components", wrapped_components(cls.get_dummy_components))
+        if hasattr(cls, "get_dummy_components"):
+            patch.setattr(cls, "get_dummy_components", wrapped_components(cls.get_dummy_components))
+        elif isinstance(getattr(cls, "dummy_vae", None), property):
+            patch.setattr(cls, "dummy_vae", property(wrapped_vae(cls.dummy_vae.fget)))
         yield
+
+
+def wrapped_vae(dummy_vae):
+    """A `dummy_vae` property's getter whose VAE comes wrapped."""
+
+    def wrapped(self):
+        from torchax_vae import TorchaxVAE
+
+        return TorchaxVAE(dummy_vae(self))
+
+    return wrapped
 
 
 def pytest_configure(config):

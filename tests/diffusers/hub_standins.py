@@ -28,6 +28,14 @@ CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\
           "{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}"
           "{% endif %}{{ '<|im_end|>\\n' }}"
           "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+# Mistral 3's chat format (a system prompt, then user turns of text and image parts)
+MISTRAL = ("{{ bos_token }}{% for message in messages %}"
+           "{% if message['role'] == 'system' %}{{ '[SYSTEM_PROMPT]' }}{% elif message['role'] == 'user' %}{{ '[INST]' }}"
+           "{% endif %}{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+           "{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}"
+           "{% elif part['type'] == 'image' %}{{ '[IMG]' }}{% endif %}{% endfor %}{% endif %}"
+           "{% if message['role'] == 'system' %}{{ '[/SYSTEM_PROMPT]' }}{% elif message['role'] == 'user' %}{{ '[/INST]' }}"
+           "{% else %}{{ eos_token }}{% endif %}{% endfor %}")
 
 
 def _snapshot(root: pathlib.Path, repo_id: str) -> pathlib.Path:
@@ -37,6 +45,15 @@ def _snapshot(root: pathlib.Path, repo_id: str) -> pathlib.Path:
     path = repo / "snapshots" / REVISION
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _absent(root: pathlib.Path, repo_id: str, names: list[str]) -> None:
+    """Records files as absent from a stand-in, as huggingface_hub's cache does (`.no_exist/<revision>/<name>`), so
+    that offline lookups of them return nothing instead of raising."""
+    folder = root / ("models--" + repo_id.replace("/", "--")) / ".no_exist" / REVISION
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / name).touch()
 
 
 def _byte_chars() -> list[str]:
@@ -133,6 +150,23 @@ def _qwen2vl(tokenizer, path: pathlib.Path) -> None:
     Qwen2VLForConditionalGeneration(config).save_pretrained(path)
 
 
+def _mistral_processor_tokenizer():
+    """hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor's kind (the Flux.2 tests' `tokenizer`),
+    as its tokenizer alone: transformers' PixtralProcessor needs torchvision, which cannot be installed beside this
+    torch build, and a repository without a processor config makes `AutoProcessor.from_pretrained` return its
+    tokenizer. Flux2Pipeline's text prompts take the same path through it (`apply_chat_template` of system and user
+    messages, padded and truncated); a test that passes images to the processor fails on plain diffusers here too.
+    Mistral's chat format; a byte-level vocabulary whose ids stay below the tests' Mistral 3 vocabulary (32000)."""
+    from transformers import LlamaTokenizer
+
+    specials = ["<unk>", "[IMG]", "<s>", "</s>", "<pad>", "[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+                "[IMG_BREAK]", "[IMG_END]"]
+    tokenizer = _bpe_tokenizer(LlamaTokenizer, specials, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+                               pad_token="<pad>")
+    tokenizer.chat_template = MISTRAL
+    return tokenizer
+
+
 def build(root: pathlib.Path) -> pathlib.Path:
     """Writes every stand-in under `root` (a hub cache folder) and returns it."""
     from transformers import GemmaTokenizer, LlamaTokenizer, Qwen2Tokenizer, T5EncoderModel
@@ -148,6 +182,7 @@ def build(root: pathlib.Path) -> pathlib.Path:
     # Gemma 2 with a vocabulary of 8 in the Sana tests: pad, eos, bos, unk, mask and nothing else, so all text is unk
     _bpe_tokenizer(GemmaTokenizer, ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"], with_bytes=False,
                    ).save_pretrained(_snapshot(root, "hf-internal-testing/dummy-gemma"))
+    _absent(root, "hf-internal-testing/dummy-gemma", ["config.json"])  # Lumina 2's AutoTokenizer asks for it
     qwen_specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                      "<|image_pad|>", "<|video_pad|>"]
     qwen = _bpe_tokenizer(Qwen2Tokenizer, qwen_specials)
@@ -159,4 +194,13 @@ def build(root: pathlib.Path) -> pathlib.Path:
         _snapshot(root, "finetrainers/dummy-hunyaunvideo") / "tokenizer")
     (_snapshot(root, "finetrainers/dummy-hunyaunvideo") / "README.md").write_text(json.dumps({"stand-in": True}))
     _gemma3(_snapshot(root, "hf-internal-testing/tiny-gemma3"))
+    # SD 2 depth-to-image's feature extractor: a DPT image processor at its tiny depth estimator's 32x32
+    from transformers import DPTImageProcessor
+
+    DPTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(
+        _snapshot(root, "hf-internal-testing/tiny-random-DPTForDepthEstimation"))
+    mistral = "hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor"
+    _mistral_processor_tokenizer().save_pretrained(_snapshot(root, mistral))
+    _absent(root, mistral, ["config.json", "processor_config.json", "preprocessor_config.json",
+                            "video_preprocessor_config.json", "chat_template.json", "audio_tokenizer_config.json"])
     return root

@@ -93,10 +93,24 @@ SECOND = [
     ("ltx2.test_ltx2_in_context", "LTX2InContextPipelineFastTests"),
     ("easyanimate.test_easyanimate", "EasyAnimatePipelineFastTests"),
 ]
+# Pipelines of the files vendored third (SOURCE.md): heavy, as the second's. (SD 2's upscaler test class builds its
+# components inside each test, with no get_dummy_components(): its own tests run it wrapped, through `dummy_vae`.)
+THIRD = [
+    ("stable_diffusion_xl.test_stable_diffusion_xl_instruction_pix2pix", "StableDiffusionXLInstructPix2PixPipelineFastTests"),
+    ("stable_diffusion_2.test_stable_diffusion_depth", "StableDiffusionDepth2ImgPipelineFastTests"),
+    ("stable_diffusion_2.test_stable_diffusion_latent_upscale", "StableDiffusionLatentUpscalePipelineFastTests"),
+    ("controlnet_flux.test_controlnet_flux", "FluxControlNetPipelineFastTests"),
+    ("flux2.test_pipeline_flux2", "TestFlux2Pipeline"),
+    ("lumina2.test_pipeline_lumina2", "Lumina2PipelineFastTests"),
+    ("pixart_alpha.test_pixart", "PixArtAlphaPipelineFastTests"),
+    ("wan.test_wan_animate", "TestWanAnimatePipeline"),
+    ("animatediff.test_animatediff_sdxl", "AnimateDiffPipelineSDXLFastTests"),
+    ("anyflow.test_anyflow_far", "AnyFlowFARPipelineFastTests"),
+]
 CASES = [pytest.param(module, name, id=name) for module, name in CLASSES] + [
     pytest.param("stable_diffusion.test_stable_diffusion_inpaint", "TestStableDiffusionInpaintPipeline",
                  id="TestStableDiffusionInpaintPipeline")
-] + [pytest.param(module, name, id=name, marks=pytest.mark.heavy) for module, name in SECOND]
+] + [pytest.param(module, name, id=name, marks=pytest.mark.heavy) for module, name in SECOND + THIRD]
 
 
 def _tester(module: str, name: str):
