@@ -65,7 +65,7 @@ def split_attention(stock_func, whole_func=None):
 
     def lowering(query, key, value, *args, **kwargs):
         options = current()
-        if query.ndim == key.ndim == value.ndim == 3 and not _masked(args, kwargs):
+        if query.ndim == key.ndim == value.ndim == 3 and _sdpa_arguments(args, kwargs)["attn_mask"] is None:
             # one head without a heads axis (AutoencoderKLHunyuanImage's [B, tokens, C]): split and block it as
             # [B, 1, tokens, C]
             return lowering(query[:, None], key[:, None], value[:, None], *args, **kwargs)[:, 0]
@@ -110,11 +110,6 @@ def _devices(mesh, axes) -> int:
     for name in names:
         count *= mesh.shape[name]
     return count
-
-
-def _masked(args, kwargs) -> bool:
-    """Whether the call passes an attention mask (positionally first, or by name)."""
-    return (bool(args) and args[0] is not None) or kwargs.get("attn_mask") is not None
 
 
 def _padded_mask(args, kwargs, tokens: int, padded: int):
