@@ -45,7 +45,6 @@ from vaes import configure, decode_args, input_shape, random_vae
 PEAK_TFLOPS = {
     "H100": {"bf16": 989.0, "fp32": 494.0},  # SXM; fp32 as TF32
     "H200": {"bf16": 989.0, "fp32": 494.0},  # the H100's compute with more, faster memory
-    "H200": {"bf16": 989.0, "fp32": 494.0},
     "A100": {"bf16": 312.0, "fp32": 156.0},
     "TPU v4": {"bf16": 275.0, "fp32": 275.0},  # TPUs run fp32 convolutions in bf16 passes by default
     "TPU v5 lite": {"bf16": 197.0, "fp32": 197.0},
