@@ -9,7 +9,7 @@ of the tests (plain diffusers and TorchaxVAE) use the same stand-ins.
 
 The tokenizers are made with the `tokenizers`-backed classes of transformers 5 from small vocabularies: every id
 they give is below the vocabulary sizes the tests give their text encoders (CLIP 1000, T5 1103, Llama 1000, Gemma
-8, and tiny-gemma3's own, sized to its tokenizer: diffusers' dummy-gemma maps all text to a handful of ids, and so does this one). Tests that compare hard-coded
+8, and the stand-in text encoders' own (Bert, UMT5), and tiny-gemma3's own, sized to its tokenizer: diffusers' dummy-gemma maps all text to a handful of ids, and so does this one). Tests that compare hard-coded
 value slices of the real tiny repos' outputs fail on plain diffusers here too; the harness lists them.
 """
 
@@ -93,6 +93,35 @@ def _t5_config():
     return T5Config(vocab_size=1103, d_model=32, d_kv=8, d_ff=37, num_layers=5, num_decoder_layers=5, num_heads=4,
                     relative_attention_num_buckets=8, dropout_rate=0.1, initializer_factor=0.002, eos_token_id=1,
                     pad_token_id=0, decoder_start_token_id=0)
+
+
+def _bert(path: pathlib.Path) -> None:
+    """hf-internal-testing/tiny-random-BertModel's kind (HunyuanDiT's first text encoder: the tests give its
+    transformer `cross_attention_dim=32`): a seeded BertModel of width 32 and a WordPiece tokenizer of characters,
+    whose ids stay below its vocabulary."""
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    chars = string.ascii_lowercase + string.digits + string.punctuation
+    vocab = {token: i for i, token in enumerate(specials + list(chars) + ["##" + char for char in chars])}
+    tokenizer = BertTokenizer(vocab=vocab, model_max_length=512)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, max_position_embeddings=512, pad_token_id=0)
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+def _umt5(path: pathlib.Path) -> None:
+    """hf-internal-testing/tiny-random-umt5's kind (AuraFlow's text encoder, beside tiny-random-t5's tokenizer: the
+    tests give its transformer `joint_attention_dim=32`): a seeded UMT5 encoder of width 32 over T5's vocabulary."""
+    from transformers import UMT5Config, UMT5EncoderModel
+
+    t5 = _t5_config()
+    config = UMT5Config(vocab_size=t5.vocab_size, d_model=32, d_kv=8, d_ff=37, num_layers=2, num_heads=4,
+                        relative_attention_num_buckets=8, eos_token_id=1, pad_token_id=0, decoder_start_token_id=0)
+    torch.manual_seed(0)
+    UMT5EncoderModel(config).save_pretrained(path)
 
 
 def _bpe_tokenizer(cls, specials: list[str], with_bytes: bool = True, **kwargs):
@@ -194,6 +223,8 @@ def build(root: pathlib.Path) -> pathlib.Path:
         _snapshot(root, "finetrainers/dummy-hunyaunvideo") / "tokenizer")
     (_snapshot(root, "finetrainers/dummy-hunyaunvideo") / "README.md").write_text(json.dumps({"stand-in": True}))
     _gemma3(_snapshot(root, "hf-internal-testing/tiny-gemma3"))
+    _bert(_snapshot(root, "hf-internal-testing/tiny-random-BertModel"))
+    _umt5(_snapshot(root, "hf-internal-testing/tiny-random-umt5"))
     # SD 2 depth-to-image's feature extractor: a DPT image processor at its tiny depth estimator's 32x32
     from transformers import DPTImageProcessor
 
