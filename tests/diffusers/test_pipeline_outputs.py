@@ -107,10 +107,50 @@ THIRD = [
     ("animatediff.test_animatediff_sdxl", "AnimateDiffPipelineSDXLFastTests"),
     ("anyflow.test_anyflow_far", "AnyFlowFARPipelineFastTests"),
 ]
+# Pipelines of the files vendored fourth (SOURCE.md): heavy, as the second's.
+FOURTH = [
+    ("controlnet.test_controlnet", "ControlNetPipelineFastTests"),
+    ("controlnet.test_controlnet", "StableDiffusionMultiControlNetPipelineFastTests"),
+    ("controlnet.test_controlnet", "StableDiffusionMultiControlNetOneModelPipelineFastTests"),
+    ("controlnet_flux.test_controlnet_flux_img2img", "FluxControlNetImg2ImgPipelineFastTests"),
+    ("controlnet_flux.test_controlnet_flux_inpaint", "FluxControlNetInpaintPipelineTests"),
+    ("controlnet_sd3.test_controlnet_inpaint_sd3", "StableDiffusion3ControlInpaintNetPipelineFastTests"),
+    ("flux.test_pipeline_flux_control_img2img", "FluxControlImg2ImgPipelineFastTests"),
+    ("flux.test_pipeline_flux_control_inpaint", "FluxControlInpaintPipelineFastTests"),
+    ("flux.test_pipeline_flux_kontext_inpaint", "FluxKontextInpaintPipelineFastTests"),
+    ("chroma.test_pipeline_chroma_img2img", "ChromaImg2ImgPipelineFastTests"),
+    ("pag.test_pag_sd_img2img", "StableDiffusionPAGImg2ImgPipelineFastTests"),
+    ("pag.test_pag_sd_inpaint", "StableDiffusionPAGInpaintPipelineFastTests"),
+    ("pag.test_pag_sd3", "StableDiffusion3PAGPipelineFastTests"),
+    ("latent_consistency_models.test_latent_consistency_models_img2img",
+     "LatentConsistencyModelImg2ImgPipelineFastTests"),
+    ("stable_diffusion_2.test_stable_diffusion", "StableDiffusion2PipelineFastTests"),
+    ("skyreels_v2.test_skyreels_v2_image_to_video", "SkyReelsV2ImageToVideoPipelineFastTests"),
+    ("z_image.test_z_image_img2img", "ZImageImg2ImgPipelineFastTests"),
+    ("qwenimage.test_qwenimage_controlnet", "TestQwenImageControlNetPipeline"),
+    ("controlnet.test_controlnet_inpaint", "ControlNetInpaintPipelineFastTests"),
+    ("controlnet.test_controlnet_inpaint", "MultiControlNetInpaintPipelineFastTests"),
+    ("controlnet.test_controlnet_sdxl", "StableDiffusionXLControlNetPipelineFastTests"),
+    ("controlnet.test_controlnet_sdxl", "StableDiffusionXLMultiControlNetPipelineFastTests"),
+    ("controlnet.test_controlnet_sdxl", "StableDiffusionSSD1BControlNetPipelineFastTests"),
+    ("controlnet.test_controlnet_sdxl_img2img", "ControlNetPipelineSDXLImg2ImgFastTests"),
+    ("controlnet.test_controlnet_inpaint_sdxl", "ControlNetPipelineSDXLFastTests"),
+    ("pag.test_pag_sdxl_img2img", "StableDiffusionXLPAGImg2ImgPipelineFastTests"),
+    ("pag.test_pag_sdxl_inpaint", "StableDiffusionXLPAGInpaintPipelineFastTests"),
+    ("pag.test_pag_sd3_img2img", "StableDiffusion3PAGImg2ImgPipelineFastTests"),
+    ("pag.test_pag_controlnet_sd", "StableDiffusionControlNetPAGPipelineFastTests"),
+    ("pag.test_pag_pixart_sigma", "PixArtSigmaPAGPipelineFastTests"),
+    ("stable_diffusion_2.test_stable_diffusion_inpaint", "StableDiffusion2InpaintPipelineFastTests"),
+    # with the Bert and UMT5 stand-ins (hub_standins.py)
+    ("aura_flow.test_pipeline_aura_flow", "AuraFlowPipelineFastTests"),
+    ("hunyuandit.test_hunyuan_dit", "HunyuanDiTPipelineFastTests"),
+    ("pag.test_pag_hunyuan_dit", "HunyuanDiTPAGPipelineFastTests"),
+    ("controlnet_hunyuandit.test_controlnet_hunyuandit", "HunyuanDiTControlNetPipelineFastTests"),
+]
 CASES = [pytest.param(module, name, id=name) for module, name in CLASSES] + [
     pytest.param("stable_diffusion.test_stable_diffusion_inpaint", "TestStableDiffusionInpaintPipeline",
                  id="TestStableDiffusionInpaintPipeline")
-] + [pytest.param(module, name, id=name, marks=pytest.mark.heavy) for module, name in SECOND + THIRD]
+] + [pytest.param(module, name, id=name, marks=pytest.mark.heavy) for module, name in SECOND + THIRD + FOURTH]
 
 
 def _tester(module: str, name: str):

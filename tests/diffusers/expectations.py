@@ -1,0 +1,331 @@
+"""Which of diffusers' vendored tests run where, and which are expected to fail, each with its reason.
+
+- `EXPECTED_FAILURES`: tests that fail with the VAE wrapped in a TorchaxVAE (strict xfails in that run only), each
+  with the docs/limits.md section that says why.
+- `FAIL_IN_BOTH_RUNS`: pipeline tests that fail on plain diffusers here too (hard-coded value slices made with the
+  hub's real tiny repositories, `torchsde`, whole pipelines loaded from the hub): strict xfails in both runs.
+- `PIPELINE_FILES_IN_CI` and the batches of pipeline test files vendored since (SOURCE.md): all but the first are
+  `heavy`, run both ways by hand before each stop.
+
+conftest.py applies them; nothing else here runs.
+"""
+
+# node id (relative to this folder) -> reason, with the docs/limits.md section it belongs to
+WEIGHTS_ARE_CONSTANTS = ("the weights are constants of the JAX programs: gradients reach inputs only "
+                         "(docs/limits.md, 'The torch module surface': train the diffusers model in PyTorch)")
+WHOLE_PROGRAMS = ("a TorchaxVAE checkpoints whole JAX programs (jax.checkpoint), not diffusers' submodules; its "
+                  "modules() is the wrapper alone (docs/limits.md, 'The torch module surface')")
+_TRAINING = {  # file stem -> the test classes of its training tests
+    "hunyuan_video": ["TestAutoencoderKLHunyuanVideoTraining"],
+    "kl_cogvideox": ["TestAutoencoderKLCogVideoXTraining"],
+    "ltx2_video": ["TestAutoencoderKLLTX2VideoTraining"],
+    "ltx_video": ["TestAutoencoderKLLTXVideo090Training", "TestAutoencoderKLLTXVideo091Training"],
+    "wan": ["TestAutoencoderKLWanTraining"],
+}
+EXPECTED_FAILURES: dict[str, str] = {}
+for _stem, _classes in _TRAINING.items():
+    for _cls in _classes:
+        _node = f"tests/models/autoencoders/test_models_autoencoder_{_stem}.py::{_cls}::"
+        EXPECTED_FAILURES[_node + "test_training"] = WEIGHTS_ARE_CONSTANTS
+        EXPECTED_FAILURES[_node + "test_training_with_ema"] = WEIGHTS_ARE_CONSTANTS
+        if _stem != "wan":  # diffusers skips these two for Wan
+            EXPECTED_FAILURES[_node + "test_gradient_checkpointing_equivalence"] = WEIGHTS_ARE_CONSTANTS
+            EXPECTED_FAILURES[_node + "test_gradient_checkpointing_is_applied"] = WHOLE_PROGRAMS
+for _test in ("test_training", "test_training_with_ema"):
+    EXPECTED_FAILURES[f"test_qwenimage_as_wan.py::TestAutoencoderKLQwenImageTraining::{_test}"] = WEIGHTS_ARE_CONSTANTS
+# AutoencoderKL's (issue 39); its training tests sit in the main class
+PARAMETERS_ARE_COPIES = ("it casts the reference model by assigning `param.data` of each named parameter; a "
+                         "TorchaxVAE's parameters are copies of its JAX weights, so that cast changes nothing "
+                         "(docs/limits.md, 'The torch module surface': cast with .to(dtype))")
+OFFLINE = "loads fusing/autoencoder-kl-dummy from the hub, which is out of reach here (it fails on plain diffusers too)"
+_KL = "tests/models/autoencoders/test_models_autoencoder_kl.py::TestAutoencoderKL::"
+EXPECTED_FAILURES.update({
+    _KL + "test_training": WEIGHTS_ARE_CONSTANTS, _KL + "test_training_with_ema": WEIGHTS_ARE_CONSTANTS,
+    _KL + "test_gradient_checkpointing_equivalence": WEIGHTS_ARE_CONSTANTS,
+    _KL + "test_gradient_checkpointing_is_applied": WHOLE_PROGRAMS,
+    _KL + "test_from_save_pretrained_dtype_inference[fp16]": PARAMETERS_ARE_COPIES,
+    _KL + "test_from_save_pretrained_dtype_inference[bf16]": PARAMETERS_ARE_COPIES,
+    _KL + "test_from_pretrained_hub": OFFLINE, _KL + "test_output_pretrained": OFFLINE,
+})
+# the other image classes (issue 39): training, and for two of them diffusers' checkpointing tests
+for _stem, _cls, _checkpointing in (("dc", "TestAutoencoderDCTraining", False),
+                                    ("tiny", "TestAutoencoderTinyTraining", True),
+                                    ("kl_temporal_decoder", "TestAutoencoderKLTemporalDecoderTraining", True)):
+    _node = f"tests/models/autoencoders/test_models_autoencoder_{_stem}.py::{_cls}::"
+    EXPECTED_FAILURES[_node + "test_training"] = WEIGHTS_ARE_CONSTANTS
+    EXPECTED_FAILURES[_node + "test_training_with_ema"] = WEIGHTS_ARE_CONSTANTS
+    if _checkpointing:  # (diffusers skips these two for AutoencoderDC)
+        EXPECTED_FAILURES[_node + "test_gradient_checkpointing_equivalence"] = WEIGHTS_ARE_CONSTANTS
+        EXPECTED_FAILURES[_node + "test_gradient_checkpointing_is_applied"] = WHOLE_PROGRAMS
+FROM_PIPE = ("diffusers' `from_pipe` carries a model component over only when its type is exactly the new pipeline's "
+             "type hint, which a TorchaxVAE's is not, so the vae is missing (docs/limits.md, 'The pipeline drop-in': pass "
+             "it, `from_pipe(pipe, vae=pipe.vae)`; tests/test_kl_pipelines.py checks that)")
+for _path, _cls in (("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests"),
+                    ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests"),
+                    ("pag/test_pag_sd_inpaint.py", "StableDiffusionPAGInpaintPipelineFastTests"),
+                    ("pag/test_pag_sdxl_img2img.py", "StableDiffusionXLPAGImg2ImgPipelineFastTests"),
+                    ("pag/test_pag_sdxl_inpaint.py", "StableDiffusionXLPAGInpaintPipelineFastTests"),
+                    ("pag/test_pag_controlnet_sd.py", "StableDiffusionControlNetPAGPipelineFastTests")):
+    EXPECTED_FAILURES[f"tests/pipelines/{_path}::{_cls}::test_from_pipe_consistent_forward_pass"] = FROM_PIPE
+_DC = "tests/models/autoencoders/test_models_autoencoder_dc.py::TestAutoencoderDC::"
+EXPECTED_FAILURES[_DC + "test_from_save_pretrained_dtype_inference[fp16]"] = PARAMETERS_ARE_COPIES
+EXPECTED_FAILURES[_DC + "test_from_save_pretrained_dtype_inference[bf16]"] = PARAMETERS_ARE_COPIES
+
+
+# diffusers' pipeline fast tests (tests/pipelines) that compare a hard-coded value slice of the output made with the
+# hub's real tiny tokenizers and text encoder configs: with hub_standins.py's they fail on plain diffusers too (their
+# outputs are compared with plain diffusers' in test_pipeline_outputs.py instead). Expected failures in both runs.
+STANDIN_SLICES = ("compares a hard-coded value slice of the output made with the hub's tiny tokenizers and text "
+                  "encoders; with the offline stand-ins (hub_standins.py) it fails on plain diffusers too")
+_SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that compare such slices
+    ("cogvideo/test_cogvideox.py", "TestCogVideoXPipeline"): ("test_inference",),
+    ("hunyuan_image_21/test_hunyuanimage.py", "HunyuanImagePipelineFastTests"): ("test_inference_guider",),
+    ("hunyuan_video/test_hunyuan_video.py", "HunyuanVideoPipelineFastTests"): ("test_inference",),
+    ("hunyuan_video1_5/test_hunyuan_1_5.py", "HunyuanVideo15PipelineFastTests"): ("test_inference",),
+    ("qwenimage/test_qwenimage.py", "TestQwenImagePipeline"): ("test_inference",),
+    ("stable_diffusion/test_stable_diffusion.py", "TestStableDiffusionPipeline"): (
+        "test_pipeline_accept_tuple_type_unet_sample_size", "test_stable_diffusion_ddim",
+        "test_stable_diffusion_ddim_factor_8", "test_stable_diffusion_k_euler", "test_stable_diffusion_k_euler_ancestral",
+        "test_stable_diffusion_k_lms", "test_stable_diffusion_negative_prompt", "test_stable_diffusion_no_safety_checker",
+        "test_stable_diffusion_pndm"),
+    ("stable_diffusion/test_stable_diffusion_img2img.py", "TestStableDiffusionImg2ImgPipeline"): (
+        "test_stable_diffusion_img2img_default_case", "test_stable_diffusion_img2img_default_case_lcm",
+        "test_stable_diffusion_img2img_default_case_lcm_custom_timesteps", "test_stable_diffusion_img2img_k_lms",
+        "test_stable_diffusion_img2img_multiple_init_images", "test_stable_diffusion_img2img_negative_prompt",
+        "test_stable_diffusion_img2img_tiny_autoencoder"),
+    ("stable_diffusion_3/test_pipeline_stable_diffusion_3.py", "StableDiffusion3PipelineFastTests"): ("test_inference",),
+    # test_ip_adapter compares its output without an adapter with a hard-coded slice
+    ("stable_diffusion_xl/test_stable_diffusion_xl.py", "StableDiffusionXLPipelineFastTests"): (
+        "test_ip_adapter", "test_stable_diffusion_xl_euler"),
+    # the second batch (SECOND_BATCH below)
+    ("stable_diffusion/test_stable_diffusion_inpaint.py", "TestStableDiffusionInpaintPipeline"): (
+        "test_stable_diffusion_inpaint",),
+    ("stable_diffusion/test_stable_diffusion_inpaint.py", "TestStableDiffusionSimpleInpaintPipeline"): (
+        "test_stable_diffusion_inpaint", "test_stable_diffusion_inpaint_euler"),
+    ("stable_diffusion/test_stable_diffusion_instruction_pix2pix.py", "TestStableDiffusionInstructPix2PixPipeline"): (
+        "test_stable_diffusion_pix2pix_default_case", "test_stable_diffusion_pix2pix_euler",
+        "test_stable_diffusion_pix2pix_multiple_init_images", "test_stable_diffusion_pix2pix_negative_prompt"),
+    ("stable_diffusion_xl/test_stable_diffusion_xl_img2img.py", "StableDiffusionXLImg2ImgPipelineFastTests"): (
+        "test_ip_adapter",),
+    ("stable_diffusion_xl/test_stable_diffusion_xl_img2img.py", "StableDiffusionXLImg2ImgRefinerOnlyPipelineFastTests"): (
+        "test_stable_diffusion_xl_img2img_euler",),
+    ("stable_diffusion_xl/test_stable_diffusion_xl_inpaint.py", "StableDiffusionXLInpaintPipelineFastTests"): (
+        "test_ip_adapter", "test_stable_diffusion_xl_inpaint_euler", "test_stable_diffusion_xl_refiner"),
+    ("stable_diffusion_3/test_pipeline_stable_diffusion_3_img2img.py", "StableDiffusion3Img2ImgPipelineFastTests"): (
+        "test_inference",),
+    ("stable_diffusion_3/test_pipeline_stable_diffusion_3_inpaint.py", "StableDiffusion3InpaintPipelineFastTests"): (
+        "test_inference",),
+    ("controlnet/test_controlnet_img2img.py", "ControlNetImg2ImgPipelineFastTests"): ("test_ip_adapter",),
+    ("controlnet/test_controlnet_img2img.py", "StableDiffusionMultiControlNetPipelineFastTests"): ("test_ip_adapter",),
+    ("controlnet_sd3/test_controlnet_sd3.py", "StableDiffusion3ControlNetPipelineFastTests"): (
+        "test_controlnet_sd3", "test_controlnet_sd35"),
+    ("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests"): ("test_pag_inference",),
+    ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests"): ("test_pag_inference",),
+    ("latent_consistency_models/test_latent_consistency_models.py", "LatentConsistencyModelPipelineFastTests"): (
+        "test_ip_adapter", "test_lcm_custom_timesteps", "test_lcm_multistep", "test_lcm_onestep"),
+    ("hunyuan_video/test_hunyuan_image2video.py", "HunyuanVideoImageToVideoPipelineFastTests"): ("test_inference",),
+    ("flux2/test_pipeline_flux2_klein.py", "TestFlux2KleinPipeline"): ("test_image_input",),
+    ("ltx2/test_ltx2.py", "LTX2PipelineFastTests"): ("test_inference", "test_two_stages_inference"),
+    ("ltx2/test_ltx2_image2video.py", "LTX2ImageToVideoPipelineFastTests"): (
+        "test_inference", "test_two_stages_inference", "test_two_stages_inference_with_upsampler"),
+    # the third batch (THIRD_BATCH below)
+    ("controlnet_flux/test_controlnet_flux.py", "FluxControlNetPipelineFastTests"): ("test_controlnet_flux",),
+    ("stable_diffusion_2/test_stable_diffusion_latent_upscale.py", "StableDiffusionLatentUpscalePipelineFastTests"): (
+        "test_inference", "test_stable_diffusion_latent_upscaler_multiple_init_images",
+        "test_stable_diffusion_latent_upscaler_negative_prompt"),
+    ("stable_diffusion_2/test_stable_diffusion_upscale.py", "StableDiffusionUpscalePipelineFastTests"): (
+        "test_stable_diffusion_upscale", "test_stable_diffusion_upscale_prompt_embeds"),
+    ("stable_diffusion_2/test_stable_diffusion_depth.py", "StableDiffusionDepth2ImgPipelineFastTests"): (
+        "test_stable_diffusion_depth2img_default_case", "test_stable_diffusion_depth2img_multiple_init_images",
+        "test_stable_diffusion_depth2img_negative_prompt", "test_stable_diffusion_depth2img_pil"),
+    # the fourth batch (FOURTH_BATCH below)
+    ("controlnet/test_controlnet.py", "ControlNetPipelineFastTests"): ("test_ip_adapter",),
+    ("controlnet/test_controlnet.py", "StableDiffusionMultiControlNetOneModelPipelineFastTests"): ("test_ip_adapter",),
+    ("controlnet/test_controlnet.py", "StableDiffusionMultiControlNetPipelineFastTests"): ("test_ip_adapter",),
+    ("controlnet/test_controlnet_inpaint_sdxl.py", "ControlNetPipelineSDXLFastTests"): ("test_controlnet_sdxl_guess",),
+    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionSSD1BControlNetPipelineFastTests"): (
+        "test_controlnet_sdxl_guess", "test_ip_adapter"),
+    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionXLControlNetPipelineFastTests"): (
+        "test_controlnet_sdxl_guess", "test_ip_adapter"),
+    ("controlnet/test_controlnet_sdxl_img2img.py", "ControlNetPipelineSDXLImg2ImgFastTests"): ("test_ip_adapter",),
+    ("controlnet_sd3/test_controlnet_inpaint_sd3.py", "StableDiffusion3ControlInpaintNetPipelineFastTests"): (
+        "test_controlnet_inpaint_sd3",),
+    ("latent_consistency_models/test_latent_consistency_models_img2img.py", "LatentConsistencyModelImg2ImgPipelineFastTests"): (
+        "test_ip_adapter", "test_lcm_custom_timesteps", "test_lcm_multistep", "test_lcm_onestep"),
+    ("pag/test_pag_controlnet_sd.py", "StableDiffusionControlNetPAGPipelineFastTests"): (
+        "test_pag_cfg", "test_pag_uncond"),
+    ("pag/test_pag_sd3_img2img.py", "StableDiffusion3PAGImg2ImgPipelineFastTests"): ("test_pag_inference",),
+    ("pag/test_pag_sd_img2img.py", "StableDiffusionPAGImg2ImgPipelineFastTests"): ("test_pag_inference",),
+    ("pag/test_pag_sd_inpaint.py", "StableDiffusionPAGInpaintPipelineFastTests"): ("test_pag_inference",),
+    ("pag/test_pag_sdxl_img2img.py", "StableDiffusionXLPAGImg2ImgPipelineFastTests"): ("test_pag_inference",),
+    ("pag/test_pag_sdxl_inpaint.py", "StableDiffusionXLPAGInpaintPipelineFastTests"): ("test_pag_inference",),
+    ("qwenimage/test_qwenimage_controlnet.py", "TestQwenImageControlNetPipeline"): (
+        "test_qwen_controlnet_multicondition",),
+    ("stable_diffusion_2/test_stable_diffusion.py", "StableDiffusion2PipelineFastTests"): (
+        "test_stable_diffusion_ddim", "test_stable_diffusion_k_euler",
+        "test_stable_diffusion_k_euler_ancestral", "test_stable_diffusion_k_lms", "test_stable_diffusion_pndm",
+        "test_stable_diffusion_unflawed"),
+    ("stable_diffusion_2/test_stable_diffusion_inpaint.py", "StableDiffusion2InpaintPipelineFastTests"): (
+        "test_stable_diffusion_inpaint",),
+    # with the Bert stand-in (hub_standins.py)
+    ("hunyuandit/test_hunyuan_dit.py", "HunyuanDiTPipelineFastTests"): ("test_inference",),
+    ("pag/test_pag_hunyuan_dit.py", "HunyuanDiTPAGPipelineFastTests"): ("test_inference",),
+    ("controlnet_hunyuandit/test_controlnet_hunyuandit.py", "HunyuanDiTControlNetPipelineFastTests"): (
+        "test_controlnet_hunyuandit",),
+}
+FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
+                     for (path, cls), tests in _SLICE_TESTS.items() for test in tests}
+# Tests of the second and third batches that fail on plain diffusers here for other reasons, each its own.
+HUB_PIPELINE = ("`from_pipe` of a whole tiny pipeline loaded from the hub (hf-internal-testing/tiny-stable-diffusion-*), "
+                "which is out of reach here; it fails on plain diffusers too")
+NO_TORCHSDE = ("DPMSolverSDEScheduler needs the torchsde package, which neither diffusers nor this project installs; it "
+               "fails on plain diffusers too")
+RELOAD_TOLERANCE = ("a pipeline saved and loaded again with device_map differs from the one saved by 2.1e-4 on plain "
+                    "diffusers here (the test allows 1e-4; the stand-in Gemma 3 text encoder), and so with the VAE wrapped")
+for _path, _cls, _test, _reason in (
+        ("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests", "test_from_pipe_consistent_config", HUB_PIPELINE),
+        ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests", "test_from_pipe_consistent_config",
+         HUB_PIPELINE),
+        ("controlnet/test_controlnet_img2img.py", "ControlNetImg2ImgPipelineFastTests", "test_karras_schedulers_shape",
+         NO_TORCHSDE),
+        ("controlnet/test_controlnet_img2img.py", "StableDiffusionMultiControlNetPipelineFastTests",
+         "test_karras_schedulers_shape", NO_TORCHSDE),
+        ("ltx2/test_ltx2_hdr.py", "LTX2HDRPipelineFastTests", "test_pipeline_with_accelerator_device_map",
+         RELOAD_TOLERANCE),
+        ("stable_diffusion_xl/test_stable_diffusion_xl_instruction_pix2pix.py",
+         "StableDiffusionXLInstructPix2PixPipelineFastTests", "test_karras_schedulers_shape", NO_TORCHSDE),
+        ("stable_diffusion_2/test_stable_diffusion_depth.py", "StableDiffusionDepth2ImgPipelineFastTests",
+         "test_karras_schedulers_shape", NO_TORCHSDE)):
+    FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::{_test}"] = _reason
+# the fourth batch's (FOURTH_BATCH below), for the same two reasons
+_FOURTH_TORCHSDE = (
+    ("controlnet/test_controlnet.py", "ControlNetPipelineFastTests"),
+    ("controlnet/test_controlnet.py", "StableDiffusionMultiControlNetOneModelPipelineFastTests"),
+    ("controlnet/test_controlnet.py", "StableDiffusionMultiControlNetPipelineFastTests"),
+    ("controlnet/test_controlnet_inpaint.py", "ControlNetInpaintPipelineFastTests"),
+    ("controlnet/test_controlnet_inpaint.py", "ControlNetSimpleInpaintPipelineFastTests"),
+    ("controlnet/test_controlnet_inpaint.py", "MultiControlNetInpaintPipelineFastTests"),
+    ("controlnet/test_controlnet_inpaint_sdxl.py", "ControlNetPipelineSDXLFastTests"),
+    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionSSD1BControlNetPipelineFastTests"),
+    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionXLControlNetPipelineFastTests"),
+    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionXLMultiControlNetOneModelPipelineFastTests"),
+    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionXLMultiControlNetPipelineFastTests"),
+    ("controlnet/test_controlnet_sdxl_img2img.py", "ControlNetPipelineSDXLImg2ImgFastTests"),
+    ("pag/test_pag_sd_img2img.py", "StableDiffusionPAGImg2ImgPipelineFastTests"),
+    ("stable_diffusion_2/test_stable_diffusion.py", "StableDiffusion2PipelineFastTests"),
+    ("stable_diffusion_2/test_stable_diffusion_inpaint.py", "StableDiffusion2InpaintPipelineFastTests"),
+)
+_FOURTH_HUB_PIPELINES = (
+    ("pag/test_pag_controlnet_sd.py", "StableDiffusionControlNetPAGPipelineFastTests"),
+    ("pag/test_pag_sd_inpaint.py", "StableDiffusionPAGInpaintPipelineFastTests"),
+    ("pag/test_pag_sdxl_img2img.py", "StableDiffusionXLPAGImg2ImgPipelineFastTests"),
+    ("pag/test_pag_sdxl_inpaint.py", "StableDiffusionXLPAGInpaintPipelineFastTests"),
+)
+for _path, _cls in _FOURTH_TORCHSDE:
+    FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_karras_schedulers_shape"] = NO_TORCHSDE
+for _path, _cls in _FOURTH_HUB_PIPELINES:
+    FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_from_pipe_consistent_config"] = HUB_PIPELINE
+
+# diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
+# Allegro's and SanaVideo's, which once failed wrapped): the first 22 files take about 20 minutes wrapped and 15 on
+# plain diffusers on 2 cores, more than CI's time allows, so the others are `heavy`, run by hand before each stop with
+# the plain run (SOURCE.md). test_pipeline_outputs.py compares the first 22 files' pipeline outputs in CI.
+PIPELINE_FILES_IN_CI = ("stable_diffusion/test_stable_diffusion.py", "stable_video_diffusion/test_stable_video_diffusion.py",
+                        "allegro/test_allegro.py", "sana_video/test_sana_video.py")
+
+# diffusers' pipeline test files vendored second (SOURCE.md): heavy, as the first batch's files outside CI; run both ways
+# (wrapped and plain) before each stop, their failures on plain diffusers listed above; test_pipeline_outputs.py compares
+# their pipelines' outputs with plain diffusers' in the slow set.
+SECOND_BATCH = (
+    "stable_diffusion/test_stable_diffusion_inpaint.py",
+    "stable_diffusion/test_stable_diffusion_instruction_pix2pix.py",
+    "stable_diffusion_xl/test_stable_diffusion_xl_img2img.py",
+    "stable_diffusion_xl/test_stable_diffusion_xl_inpaint.py",
+    "stable_diffusion_3/test_pipeline_stable_diffusion_3_img2img.py",
+    "stable_diffusion_3/test_pipeline_stable_diffusion_3_inpaint.py",
+    "flux/test_pipeline_flux_inpaint.py",
+    "flux/test_pipeline_flux_fill.py",
+    "flux/test_pipeline_flux_kontext.py",
+    "flux/test_pipeline_flux_control.py",
+    "pag/test_pag_sd.py",
+    "pag/test_pag_sdxl.py",
+    "controlnet/test_controlnet_img2img.py",
+    "controlnet_sd3/test_controlnet_sd3.py",
+    "pixart_sigma/test_pixart.py",
+    "chroma/test_pipeline_chroma.py",
+    "z_image/test_z_image.py",
+    "cogview3/test_cogview3plus.py",
+    "latent_consistency_models/test_latent_consistency_models.py",
+    "wan/test_wan_22.py",
+    "wan/test_wan_vace.py",
+    "wan/test_wan_video_to_video.py",
+    "ltx/test_ltx_image2video.py",
+    "ltx/test_ltx_condition.py",
+    "hunyuan_video/test_hunyuan_image2video.py",
+    "sana_video/test_sana_video_i2v.py",
+    "skyreels_v2/test_skyreels_v2_df.py",
+    "qwenimage/test_qwenimage_img2img.py",
+    "qwenimage/test_qwenimage_inpaint.py",
+    "cogvideo/test_cogvideox_video2video.py",
+    "sana/test_sana_sprint.py",
+    "flux2/test_pipeline_flux2_klein.py",
+    "flux2/test_pipeline_flux2_klein_inpaint.py",
+    "ltx2/test_ltx2.py",
+    "ltx2/test_ltx2_image2video.py",
+    "ltx2/test_ltx2_condition.py",
+    "ltx2/test_ltx2_hdr.py",
+    "ltx2/test_ltx2_in_context.py",
+    "easyanimate/test_easyanimate.py",
+)
+
+# diffusers' pipeline test files vendored third (SOURCE.md): heavy, run both ways before each stop as the second's are.
+THIRD_BATCH = (
+    "flux2/test_pipeline_flux2.py",
+    "ledits_pp/test_ledits_pp_stable_diffusion.py",
+    "ledits_pp/test_ledits_pp_stable_diffusion_xl.py",
+    "stable_diffusion_xl/test_stable_diffusion_xl_instruction_pix2pix.py",
+    "stable_diffusion_2/test_stable_diffusion_upscale.py",
+    "stable_diffusion_2/test_stable_diffusion_latent_upscale.py",
+    "stable_diffusion_2/test_stable_diffusion_depth.py",
+    "anyflow/test_anyflow_far.py",
+    "animatediff/test_animatediff_sdxl.py",
+    "controlnet_flux/test_controlnet_flux.py",
+    "wan/test_wan_animate.py",
+    "lumina2/test_pipeline_lumina2.py",
+    "pixart_alpha/test_pixart.py",
+)
+
+# diffusers' pipeline test files vendored fourth (SOURCE.md): heavy, run both ways before each stop as the second's are.
+FOURTH_BATCH = (
+    "controlnet/test_controlnet.py",
+    "controlnet/test_controlnet_inpaint.py",
+    "controlnet/test_controlnet_sdxl.py",
+    "controlnet/test_controlnet_sdxl_img2img.py",
+    "controlnet/test_controlnet_inpaint_sdxl.py",
+    "controlnet_flux/test_controlnet_flux_img2img.py",
+    "controlnet_flux/test_controlnet_flux_inpaint.py",
+    "controlnet_sd3/test_controlnet_inpaint_sd3.py",
+    "flux/test_pipeline_flux_control_img2img.py",
+    "flux/test_pipeline_flux_control_inpaint.py",
+    "flux/test_pipeline_flux_kontext_inpaint.py",
+    "chroma/test_pipeline_chroma_img2img.py",
+    "pag/test_pag_sd_img2img.py",
+    "pag/test_pag_sd_inpaint.py",
+    "pag/test_pag_sdxl_img2img.py",
+    "pag/test_pag_sdxl_inpaint.py",
+    "pag/test_pag_sd3.py",
+    "pag/test_pag_sd3_img2img.py",
+    "pag/test_pag_controlnet_sd.py",
+    "pag/test_pag_pixart_sigma.py",
+    "latent_consistency_models/test_latent_consistency_models_img2img.py",
+    "stable_diffusion_2/test_stable_diffusion.py",
+    "stable_diffusion_2/test_stable_diffusion_inpaint.py",
+    "skyreels_v2/test_skyreels_v2_image_to_video.py",
+    "z_image/test_z_image_img2img.py",
+    "qwenimage/test_qwenimage_controlnet.py",
+    "aura_flow/test_pipeline_aura_flow.py",
+    "hunyuandit/test_hunyuan_dit.py",
+    "pag/test_pag_hunyuan_dit.py",
+    "controlnet_hunyuandit/test_controlnet_hunyuandit.py",
+)
+
