@@ -182,26 +182,14 @@ NO_TORCHSDE = ("DPMSolverSDEScheduler needs the torchsde package, which neither 
                "fails on plain diffusers too")
 RELOAD_TOLERANCE = ("a pipeline saved and loaded again with device_map differs from the one saved by 2.1e-4 on plain "
                     "diffusers here (the test allows 1e-4; the stand-in Gemma 3 text encoder), and so with the VAE wrapped")
-for _path, _cls, _test, _reason in (
-        ("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests", "test_from_pipe_consistent_config", HUB_PIPELINE),
-        ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests", "test_from_pipe_consistent_config",
-         HUB_PIPELINE),
-        ("controlnet/test_controlnet_img2img.py", "ControlNetImg2ImgPipelineFastTests", "test_karras_schedulers_shape",
-         NO_TORCHSDE),
-        ("controlnet/test_controlnet_img2img.py", "StableDiffusionMultiControlNetPipelineFastTests",
-         "test_karras_schedulers_shape", NO_TORCHSDE),
-        ("ltx2/test_ltx2_hdr.py", "LTX2HDRPipelineFastTests", "test_pipeline_with_accelerator_device_map",
-         RELOAD_TOLERANCE),
-        ("stable_diffusion_xl/test_stable_diffusion_xl_instruction_pix2pix.py",
-         "StableDiffusionXLInstructPix2PixPipelineFastTests", "test_karras_schedulers_shape", NO_TORCHSDE),
-        ("stable_diffusion_2/test_stable_diffusion_depth.py", "StableDiffusionDepth2ImgPipelineFastTests",
-         "test_karras_schedulers_shape", NO_TORCHSDE)):
-    FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::{_test}"] = _reason
-# the fourth batch's (FOURTH_BATCH below), for the same two reasons
-_FOURTH_TORCHSDE = (
+# (file, test class) of every batch whose test_karras_schedulers_shape needs torchsde, and whose
+# test_from_pipe_consistent_config loads a whole pipeline from the hub
+_NEED_TORCHSDE = (
     ("controlnet/test_controlnet.py", "ControlNetPipelineFastTests"),
     ("controlnet/test_controlnet.py", "StableDiffusionMultiControlNetOneModelPipelineFastTests"),
     ("controlnet/test_controlnet.py", "StableDiffusionMultiControlNetPipelineFastTests"),
+    ("controlnet/test_controlnet_img2img.py", "ControlNetImg2ImgPipelineFastTests"),
+    ("controlnet/test_controlnet_img2img.py", "StableDiffusionMultiControlNetPipelineFastTests"),
     ("controlnet/test_controlnet_inpaint.py", "ControlNetInpaintPipelineFastTests"),
     ("controlnet/test_controlnet_inpaint.py", "ControlNetSimpleInpaintPipelineFastTests"),
     ("controlnet/test_controlnet_inpaint.py", "MultiControlNetInpaintPipelineFastTests"),
@@ -213,17 +201,23 @@ _FOURTH_TORCHSDE = (
     ("controlnet/test_controlnet_sdxl_img2img.py", "ControlNetPipelineSDXLImg2ImgFastTests"),
     ("pag/test_pag_sd_img2img.py", "StableDiffusionPAGImg2ImgPipelineFastTests"),
     ("stable_diffusion_2/test_stable_diffusion.py", "StableDiffusion2PipelineFastTests"),
+    ("stable_diffusion_2/test_stable_diffusion_depth.py", "StableDiffusionDepth2ImgPipelineFastTests"),
     ("stable_diffusion_2/test_stable_diffusion_inpaint.py", "StableDiffusion2InpaintPipelineFastTests"),
+    ("stable_diffusion_xl/test_stable_diffusion_xl_instruction_pix2pix.py", "StableDiffusionXLInstructPix2PixPipelineFastTests"),
 )
-_FOURTH_HUB_PIPELINES = (
+_LOAD_HUB_PIPELINES = (
     ("pag/test_pag_controlnet_sd.py", "StableDiffusionControlNetPAGPipelineFastTests"),
+    ("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests"),
     ("pag/test_pag_sd_inpaint.py", "StableDiffusionPAGInpaintPipelineFastTests"),
+    ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests"),
     ("pag/test_pag_sdxl_img2img.py", "StableDiffusionXLPAGImg2ImgPipelineFastTests"),
     ("pag/test_pag_sdxl_inpaint.py", "StableDiffusionXLPAGInpaintPipelineFastTests"),
 )
-for _path, _cls in _FOURTH_TORCHSDE:
+FAIL_IN_BOTH_RUNS["tests/pipelines/ltx2/test_ltx2_hdr.py::LTX2HDRPipelineFastTests::test_pipeline_with_accelerator_device_map"] = (
+    RELOAD_TOLERANCE)
+for _path, _cls in _NEED_TORCHSDE:
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_karras_schedulers_shape"] = NO_TORCHSDE
-for _path, _cls in _FOURTH_HUB_PIPELINES:
+for _path, _cls in _LOAD_HUB_PIPELINES:
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_from_pipe_consistent_config"] = HUB_PIPELINE
 
 # diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
