@@ -14,6 +14,7 @@ failing row exits 1.
     python scripts/gpu_table.py --list
     python scripts/gpu_table.py cogvideox1.5-decode                 # on the GPU box (../shared/gpu/README.md)
     python scripts/gpu_table.py wan2.1-480p-decode --small          # the same sides at a small size and width (CPU)
+    python scripts/gpu_table.py sana-decode --profile-first prof    # where a warm first call's seconds go
 """
 
 import argparse
@@ -61,6 +62,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=2, help="timed calls after the first (median)")
     parser.add_argument("--no-torch-compile", action="store_true", help="leave out the torch.compile side")
     parser.add_argument("--json", default=None, help="also append the row as a JSON line here")
+    parser.add_argument("--profile-first", default=None, metavar="DIR",
+                        help="the warm TorchaxVAE process's first call under JAX's profiler and cProfile, into DIR")
     args = parser.parse_args(argv)
     if args.list or not args.case:
         for name, case in CASES.items():
@@ -69,7 +72,7 @@ def main(argv=None) -> int:
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1 (a median of timed calls), got {args.repeats}")
     case = small(CASES[args.case]) if args.small else CASES[args.case]
-    row = speed.compare(case, args.repeats, torch_compile=not args.no_torch_compile)
+    row = speed.compare(case, args.repeats, torch_compile=not args.no_torch_compile, profile_dir=args.profile_first)
     env = environment()
     if args.json:
         with open(args.json, "a") as f:

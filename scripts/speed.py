@@ -194,8 +194,27 @@ def _side(side: str, case: SpeedCase):
     return vae, model, call
 
 
-def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
-    """In this process: one side's cold and steady seconds for the case; its output goes to out_path (.npy)."""
+def _profiled(call, profile_dir: str):
+    """call() under JAX's profiler (device kernels and XLA's host work) and cProfile (the Python side), both into
+    profile_dir: where a first call's seconds go when they are neither tracing nor compiling."""
+    import cProfile
+
+    import jax
+
+    os.makedirs(profile_dir, exist_ok=True)
+    profile = cProfile.Profile()
+    with jax.profiler.trace(profile_dir):
+        profile.enable()
+        try:
+            return call()
+        finally:
+            profile.disable()
+            profile.dump_stats(os.path.join(profile_dir, "first_call.prof"))
+
+
+def measure(side: str, case: SpeedCase, repeats: int, out_path: str, profile_dir: str | None = None) -> dict:
+    """In this process: one side's cold and steady seconds for the case; its output goes to out_path (.npy).
+    profile_dir: the first call runs profiled (_profiled), its seconds then include the profilers' cost."""
     import torch
 
     start = time.perf_counter()
@@ -204,8 +223,9 @@ def measure(side: str, case: SpeedCase, repeats: int, out_path: str) -> dict:
     with torch.no_grad():
         counter = ConvCounter(vae) if side == "torch" else None
         start = time.perf_counter()
-        out = call()
+        out = _profiled(call, profile_dir) if profile_dir else call()
         row["cold_seconds"] = time.perf_counter() - start
+        row["profiled"] = bool(profile_dir)
         if counter is not None:
             row["conv_flops"] = counter.flops
             counter.remove()
@@ -273,13 +293,15 @@ def _distinct_lines(text: str, limit: int = 6000) -> str:
     return ("\n".join(lines[start:end]) + "\n" + "\n".join(kept)[-limit:]).strip()
 
 
-def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: float = 3600, cache_dir=None) -> dict:
-    """measure() in a fresh subprocess; TorchaxVAE's caches in cache_dir (None: off, never the user's own)."""
+def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: float = 3600, cache_dir=None,
+             profile_dir=None) -> dict:
+    """measure() in a fresh subprocess; TorchaxVAE's caches in cache_dir (None: off, never the user's own);
+    profile_dir: its first call profiled there."""
     env = dict(os.environ)
     env["TORCHAX_VAE_CACHE_DIR"] = str(cache_dir) if cache_dir else "off"
     result = subprocess.run(
         [sys.executable, __file__, "--worker", side, json.dumps(dataclasses.asdict(case)),
-         str(repeats), out_path],
+         str(repeats), out_path, *([profile_dir] if profile_dir else [])],
         capture_output=True, text=True, timeout=timeout, env=env,
     )
     if result.returncode != 0:
@@ -317,13 +339,14 @@ def encoded(model, x):
     return out.latent if hasattr(out, "latent") else out.latent_dist.mode()
 
 
-def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False) -> dict:
+def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False, profile_dir: str | None = None) -> dict:
     """Both sides of one case, numerics checked; one row.
 
     TorchaxVAE runs twice, each in a fresh process: with a new, empty cache folder
     ("cold": tracing and compiling everything), then with that folder ("warm": what
     a new process finds after one earlier run). torch_compile adds diffusers' model
-    under `torch.compile` as a further side.
+    under `torch.compile` as a further side. profile_dir: the warm process's first
+    call runs under JAX's profiler and cProfile, into that folder.
     """
     names = ("torch", "torch.compile", "torchax", "torchax_warm") if torch_compile else ("torch", "torchax", "torchax_warm")
     with tempfile.TemporaryDirectory(prefix="torchax-vae-speed-") as tmp:
@@ -332,7 +355,8 @@ def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False) -> d
         sides = {}
         for name in names:
             side = name.removesuffix("_warm")
-            sides[name] = run_side(side, case, repeats, paths[name], cache_dir=cache_dir if side == "torchax" else None)
+            sides[name] = run_side(side, case, repeats, paths[name], cache_dir=cache_dir if side == "torchax" else None,
+                                   profile_dir=profile_dir if name == "torchax_warm" else None)
         outputs = {name: np.load(path) for name, path in paths.items()}
     torch_out, ours = outputs["torch"], outputs["torchax"]
     row = {"case": dataclasses.asdict(case), "label": case.label, **sides}
@@ -530,8 +554,8 @@ def _case(fields: str) -> SpeedCase:
 
 
 def main_worker(argv) -> int:
-    side, fields, repeats, out_path = argv
-    print(json.dumps(measure(side, _case(fields), int(repeats), out_path)))
+    side, fields, repeats, out_path, *profile_dir = argv
+    print(json.dumps(measure(side, _case(fields), int(repeats), out_path, *profile_dir)))
     return 0
 
 
