@@ -214,19 +214,28 @@ def test_every_gpu_table_case_has_a_small_version_its_tiny_model_takes():
 
 @pytest.mark.slow  # 46 s on 2 cores
 def test_gpu_table_row_runs_end_to_end_at_a_small_size(capsys, tmp_path):
-    """scripts/gpu_table.py: one accelerator-table row (here Wan 2.2's path at 9x32x64 on the CPU), all sides."""
+    """scripts/gpu_table.py: one accelerator-table row (here Wan 2.2's path at 9x32x64 on the CPU), all sides, the
+    warm process's first call profiled (--profile-first: JAX's trace and cProfile's stats)."""
     table = load("gpu_table")
     assert table.main(["--list"]) == 0
     listed = capsys.readouterr().out
     assert "cogvideox1.5-decode: official decode 81x768x1360 bf16" in listed and listed.count("\n") == len(table.CASES)
     out_json = tmp_path / "row.jsonl"
-    assert table.main(["wan2.2-decode", "--small", "--repeats", "1", "--no-torch-compile", "--json", str(out_json)]) == 0
+    profile = tmp_path / "profile"
+    assert table.main(["wan2.2-decode", "--small", "--repeats", "1", "--no-torch-compile", "--json", str(out_json),
+                       "--profile-first", str(profile)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"\| wan2.2-tiny decode 9x32x64 bf16 \| [\d.e+-]+ / [\d.e+-]+ \|", out), out
     assert re.search(r"first call [\d.]+ s cold, [\d.]+ s warm \(\d+ of \d+ programs from the store", out)
     (row,) = [json.loads(line) for line in out_json.read_text().splitlines()]
     assert row["name"] == "wan2.2-decode" and row["numerics_ok"] and row["rel_l2"] > 0
     assert row["torchax_warm"]["first_call"]["from_store"] == row["torchax_warm"]["first_call"]["programs"]
+    assert row["torchax_warm"]["profiled"] and not row["torchax"]["profiled"] and not row["torch"]["profiled"]
+    import pstats
+
+    calls = pstats.Stats(str(profile / "first_call.prof")).stats
+    assert any(name == "decode" and "torchax_vae" in path for path, _, name in calls), sorted(calls)[:5]
+    assert list(profile.glob("plugins/profile/*/*.xplane.pb")), sorted(profile.rglob("*"))
 
 
 def test_bench_speed_rejects_no_repeats(capsys):
