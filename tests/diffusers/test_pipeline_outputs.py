@@ -147,10 +147,39 @@ FOURTH = [
     ("pag.test_pag_hunyuan_dit", "HunyuanDiTPAGPipelineFastTests"),
     ("controlnet_hunyuandit.test_controlnet_hunyuandit", "HunyuanDiTControlNetPipelineFastTests"),
 ]
+# Pipelines of the files vendored fifth (SOURCE.md): heavy, as the second's. (SD 2's v-prediction tests, like its
+# upscaler's, build their components inside each test: their own tests run them wrapped, through `dummy_vae`.)
+FIFTH = [
+    ("animatediff.test_animatediff", "AnimateDiffPipelineFastTests"),
+    ("animatediff.test_animatediff_controlnet", "AnimateDiffControlNetPipelineFastTests"),
+    ("animatediff.test_animatediff_sparsectrl", "AnimateDiffSparseControlNetPipelineFastTests"),
+    ("animatediff.test_animatediff_video2video", "AnimateDiffVideoToVideoPipelineFastTests"),
+    ("animatediff.test_animatediff_video2video_controlnet", "AnimateDiffVideoToVideoControlNetPipelineFastTests"),
+    ("pag.test_pag_animatediff", "AnimateDiffPAGPipelineFastTests"),
+    ("stable_diffusion_adapter.test_stable_diffusion_adapter", "StableDiffusionFullAdapterPipelineFastTests"),
+    ("stable_diffusion_adapter.test_stable_diffusion_adapter", "StableDiffusionLightAdapterPipelineFastTests"),
+    ("stable_diffusion_adapter.test_stable_diffusion_adapter", "StableDiffusionMultiAdapterPipelineFastTests"),
+    ("stable_diffusion_xl.test_stable_diffusion_xl_adapter", "StableDiffusionXLAdapterPipelineFastTests"),
+    ("stable_diffusion_xl.test_stable_diffusion_xl_adapter", "StableDiffusionXLMultiAdapterPipelineFastTests"),
+    ("pag.test_pag_controlnet_sd_inpaint", "StableDiffusionControlNetPAGInpaintPipelineFastTests"),
+    ("pag.test_pag_controlnet_sdxl", "StableDiffusionXLControlNetPAGPipelineFastTests"),
+    ("pag.test_pag_controlnet_sdxl_img2img", "StableDiffusionXLControlNetPAGImg2ImgPipelineFastTests"),
+    ("pag.test_pag_sana", "SanaPAGPipelineFastTests"),
+    ("sana.test_sana_controlnet", "SanaControlNetPipelineFastTests"),
+    ("skyreels_v2.test_skyreels_v2_df_image_to_video", "SkyReelsV2DiffusionForcingImageToVideoPipelineFastTests"),
+    ("skyreels_v2.test_skyreels_v2_df_video_to_video", "SkyReelsV2DiffusionForcingVideoToVideoPipelineFastTests"),
+    ("wan.test_wan_22_image_to_video", "TestWan22ImageToVideoPipeline"),
+    ("wan.test_wan_22_image_to_video", "TestWan225BImageToVideoPipeline"),
+    ("z_image.test_z_image_inpaint", "ZImageInpaintPipelineFastTests"),
+    ("cogvideo.test_cogvideox_fun_control", "TestCogVideoXFunControlPipeline"),
+    ("ltx.test_ltx_latent_upsample", "LTXLatentUpsamplePipelineFastTests"),
+    ("flux2.test_pipeline_flux2_klein_kv", "TestFlux2KleinKVPipeline"),
+    ("hunyuan_video.test_hunyuan_skyreels_image2video", "HunyuanSkyreelsImageToVideoPipelineFastTests"),
+]
 CASES = [pytest.param(module, name, id=name) for module, name in CLASSES] + [
     pytest.param("stable_diffusion.test_stable_diffusion_inpaint", "TestStableDiffusionInpaintPipeline",
                  id="TestStableDiffusionInpaintPipeline")
-] + [pytest.param(module, name, id=name, marks=pytest.mark.heavy) for module, name in SECOND + THIRD + FOURTH]
+] + [pytest.param(module, name, id=name, marks=pytest.mark.heavy) for module, name in SECOND + THIRD + FOURTH + FIFTH]
 
 
 def _tester(module: str, name: str):
