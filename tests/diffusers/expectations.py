@@ -62,24 +62,28 @@ for _stem, _cls, _checkpointing in (("dc", "TestAutoencoderDCTraining", False),
 FROM_PIPE = ("diffusers' `from_pipe` carries a model component over only when its type is exactly the new pipeline's "
              "type hint, which a TorchaxVAE's is not, so the vae is missing (docs/limits.md, 'The pipeline drop-in': pass "
              "it, `from_pipe(pipe, vae=pipe.vae)`; tests/test_kl_pipelines.py checks that)")
-for _path, _cls in (("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests"),
-                    ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests"),
-                    ("pag/test_pag_sd_inpaint.py", "StableDiffusionPAGInpaintPipelineFastTests"),
-                    ("pag/test_pag_sdxl_img2img.py", "StableDiffusionXLPAGImg2ImgPipelineFastTests"),
-                    ("pag/test_pag_sdxl_inpaint.py", "StableDiffusionXLPAGInpaintPipelineFastTests"),
-                    ("pag/test_pag_controlnet_sd.py", "StableDiffusionControlNetPAGPipelineFastTests"),
-                    # the fifth batch
-                    ("animatediff/test_animatediff.py", "AnimateDiffPipelineFastTests"),
-                    ("animatediff/test_animatediff_controlnet.py", "AnimateDiffControlNetPipelineFastTests"),
-                    ("animatediff/test_animatediff_sparsectrl.py", "AnimateDiffSparseControlNetPipelineFastTests"),
-                    ("animatediff/test_animatediff_video2video.py", "AnimateDiffVideoToVideoPipelineFastTests"),
-                    ("animatediff/test_animatediff_video2video_controlnet.py",
-                     "AnimateDiffVideoToVideoControlNetPipelineFastTests"),
-                    ("pag/test_pag_animatediff.py", "AnimateDiffPAGPipelineFastTests"),
-                    ("stable_diffusion_adapter/test_stable_diffusion_adapter.py",
-                     "StableDiffusionFullAdapterPipelineFastTests"),
-                    ("pag/test_pag_controlnet_sdxl.py", "StableDiffusionXLControlNetPAGPipelineFastTests"),
-                    ("pag/test_pag_controlnet_sdxl_img2img.py", "StableDiffusionXLControlNetPAGImg2ImgPipelineFastTests")):
+# (file, test class) of the vendored pipeline tests with diffusers' from_pipe tests that fail here: each one's
+# test_from_pipe_consistent_forward_pass calls `from_pipe` without the vae (wrapped: FROM_PIPE), and its
+# test_from_pipe_consistent_config loads a whole tiny pipeline from the hub (both runs: HUB_PIPELINE, below)
+_FROM_PIPE_TESTERS = (
+    ("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests"),
+    ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests"),
+    ("pag/test_pag_sd_inpaint.py", "StableDiffusionPAGInpaintPipelineFastTests"),
+    ("pag/test_pag_sdxl_img2img.py", "StableDiffusionXLPAGImg2ImgPipelineFastTests"),
+    ("pag/test_pag_sdxl_inpaint.py", "StableDiffusionXLPAGInpaintPipelineFastTests"),
+    ("pag/test_pag_controlnet_sd.py", "StableDiffusionControlNetPAGPipelineFastTests"),
+    # the fifth batch (hf-internal-testing/tinier-stable-diffusion-pipe and the like)
+    ("animatediff/test_animatediff.py", "AnimateDiffPipelineFastTests"),
+    ("animatediff/test_animatediff_controlnet.py", "AnimateDiffControlNetPipelineFastTests"),
+    ("animatediff/test_animatediff_sparsectrl.py", "AnimateDiffSparseControlNetPipelineFastTests"),
+    ("animatediff/test_animatediff_video2video.py", "AnimateDiffVideoToVideoPipelineFastTests"),
+    ("animatediff/test_animatediff_video2video_controlnet.py", "AnimateDiffVideoToVideoControlNetPipelineFastTests"),
+    ("pag/test_pag_animatediff.py", "AnimateDiffPAGPipelineFastTests"),
+    ("stable_diffusion_adapter/test_stable_diffusion_adapter.py", "StableDiffusionFullAdapterPipelineFastTests"),
+    ("pag/test_pag_controlnet_sdxl.py", "StableDiffusionXLControlNetPAGPipelineFastTests"),
+    ("pag/test_pag_controlnet_sdxl_img2img.py", "StableDiffusionXLControlNetPAGImg2ImgPipelineFastTests"),
+)
+for _path, _cls in _FROM_PIPE_TESTERS:
     EXPECTED_FAILURES[f"tests/pipelines/{_path}::{_cls}::test_from_pipe_consistent_forward_pass"] = FROM_PIPE
 _DC = "tests/models/autoencoders/test_models_autoencoder_dc.py::TestAutoencoderDC::"
 EXPECTED_FAILURES[_DC + "test_from_save_pretrained_dtype_inference[fp16]"] = PARAMETERS_ARE_COPIES
@@ -223,14 +227,14 @@ _SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that com
 FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
                      for (path, cls), tests in _SLICE_TESTS.items() for test in tests}
 # Tests of the second and third batches that fail on plain diffusers here for other reasons, each its own.
-HUB_PIPELINE = ("`from_pipe` of a whole tiny pipeline loaded from the hub (hf-internal-testing/tiny-stable-diffusion-*), "
+HUB_PIPELINE = ("`from_pipe` of a whole tiny pipeline loaded from the hub (hf-internal-testing/tiny-stable-diffusion-*, "
+                "tinier-stable-diffusion-pipe), "
                 "which is out of reach here; it fails on plain diffusers too")
 NO_TORCHSDE = ("DPMSolverSDEScheduler needs the torchsde package, which neither diffusers nor this project installs; it "
                "fails on plain diffusers too")
 RELOAD_TOLERANCE = ("a pipeline saved and loaded again with device_map differs from the one saved by 2.1e-4 on plain "
                     "diffusers here (the test allows 1e-4; the stand-in Gemma 3 text encoder), and so with the VAE wrapped")
-# (file, test class) of every batch whose test_karras_schedulers_shape needs torchsde, and whose
-# test_from_pipe_consistent_config loads a whole pipeline from the hub
+# (file, test class) of every batch whose test_karras_schedulers_shape needs torchsde
 _NEED_TORCHSDE = (
     ("controlnet/test_controlnet.py", "ControlNetPipelineFastTests"),
     ("controlnet/test_controlnet.py", "StableDiffusionMultiControlNetOneModelPipelineFastTests"),
@@ -253,24 +257,6 @@ _NEED_TORCHSDE = (
     ("stable_diffusion_xl/test_stable_diffusion_xl_instruction_pix2pix.py", "StableDiffusionXLInstructPix2PixPipelineFastTests"),
     ("pag/test_pag_controlnet_sd_inpaint.py", "StableDiffusionControlNetPAGInpaintPipelineFastTests"),
 )
-_LOAD_HUB_PIPELINES = (
-    ("pag/test_pag_controlnet_sd.py", "StableDiffusionControlNetPAGPipelineFastTests"),
-    ("pag/test_pag_sd.py", "StableDiffusionPAGPipelineFastTests"),
-    ("pag/test_pag_sd_inpaint.py", "StableDiffusionPAGInpaintPipelineFastTests"),
-    ("pag/test_pag_sdxl.py", "StableDiffusionXLPAGPipelineFastTests"),
-    ("pag/test_pag_sdxl_img2img.py", "StableDiffusionXLPAGImg2ImgPipelineFastTests"),
-    ("pag/test_pag_sdxl_inpaint.py", "StableDiffusionXLPAGInpaintPipelineFastTests"),
-    # the fifth batch: hf-internal-testing/tinier-stable-diffusion-pipe
-    ("animatediff/test_animatediff.py", "AnimateDiffPipelineFastTests"),
-    ("animatediff/test_animatediff_controlnet.py", "AnimateDiffControlNetPipelineFastTests"),
-    ("animatediff/test_animatediff_sparsectrl.py", "AnimateDiffSparseControlNetPipelineFastTests"),
-    ("animatediff/test_animatediff_video2video.py", "AnimateDiffVideoToVideoPipelineFastTests"),
-    ("animatediff/test_animatediff_video2video_controlnet.py", "AnimateDiffVideoToVideoControlNetPipelineFastTests"),
-    ("pag/test_pag_animatediff.py", "AnimateDiffPAGPipelineFastTests"),
-    ("stable_diffusion_adapter/test_stable_diffusion_adapter.py", "StableDiffusionFullAdapterPipelineFastTests"),
-    ("pag/test_pag_controlnet_sdxl.py", "StableDiffusionXLControlNetPAGPipelineFastTests"),
-    ("pag/test_pag_controlnet_sdxl_img2img.py", "StableDiffusionXLControlNetPAGImg2ImgPipelineFastTests"),
-)
 FAIL_IN_BOTH_RUNS["tests/pipelines/ltx2/test_ltx2_hdr.py::LTX2HDRPipelineFastTests::test_pipeline_with_accelerator_device_map"] = (
     RELOAD_TOLERANCE)
 # Tests that fail on plain diffusers here and pass with the VAE wrapped: strict xfails in the plain run only.
@@ -282,7 +268,7 @@ FAIL_ON_PLAIN_DIFFUSERS = {
 }
 for _path, _cls in _NEED_TORCHSDE:
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_karras_schedulers_shape"] = NO_TORCHSDE
-for _path, _cls in _LOAD_HUB_PIPELINES:
+for _path, _cls in _FROM_PIPE_TESTERS:
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_from_pipe_consistent_config"] = HUB_PIPELINE
 
 # diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
