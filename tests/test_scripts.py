@@ -167,7 +167,7 @@ def test_speed_flags_disagreeing_outputs(monkeypatch, tmp_path):
 
     speed = load("speed")
 
-    def fake_side(side, case, repeats, out_path, cache_dir=None):
+    def fake_side(side, case, repeats, out_path, cache_dir=None, profile_dir=None):
         np.save(out_path, np.full((2, 2), 1.0 if side == "torch" else 1.001, np.float32))
         return {"median_seconds": 1.0, "cold_seconds": 1.0, "conv_flops": 10, "peak_rss_bytes": 1}
 
@@ -183,7 +183,7 @@ def test_speed_reports_mfu_against_the_devices_peak(monkeypatch, tmp_path):
     assert speed.peak_flops("TPU v5 lite", "bf16") == 197e12 and speed.peak_flops("TPU v5p", "bf16") == 459e12
     assert speed.peak_flops("cpu", "fp32") is None
 
-    def fake_side(side, case, repeats, out_path, cache_dir=None):
+    def fake_side(side, case, repeats, out_path, cache_dir=None, profile_dir=None):
         np.save(out_path, np.zeros((2, 2), np.float32))
         seconds = 2.0 if side == "torch" else 1.0
         return {"median_seconds": seconds, "cold_seconds": 1.0, "conv_flops": 989e12, "peak_rss_bytes": 1}
