@@ -179,6 +179,77 @@ def _qwen2vl(tokenizer, path: pathlib.Path) -> None:
     Qwen2VLForConditionalGeneration(config).save_pretrained(path)
 
 
+def _llama(path: pathlib.Path) -> None:
+    """hf-internal-testing/tiny-random-LlamaForCausalLM's kind (HiDream's fourth text encoder: the tests give its
+    transformer `caption_channels=[32, 16]` and `llama_layers=(0, 1)`): a seeded LlamaForCausalLM of width 16 and two
+    layers, and a byte-level tokenizer whose ids stay below its vocabulary."""
+    from transformers import LlamaConfig, LlamaForCausalLM, LlamaTokenizer
+
+    tokenizer = _bpe_tokenizer(LlamaTokenizer, ["<unk>", "<s>", "</s>"], unk_token="<unk>", bos_token="<s>",
+                               eos_token="</s>")
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=2048,
+                         bos_token_id=1, eos_token_id=2)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+def _siglip(path: pathlib.Path) -> None:
+    """hf-internal-testing/tiny-random-SiglipVisionModel's kind (FramePack's image encoder: the tests give its
+    transformer `image_proj_dim=32` and its image processor 30x30 images): a seeded SiglipVisionModel of width 32 on
+    30x30 images, and its image processor."""
+    from transformers import SiglipImageProcessor, SiglipVisionConfig, SiglipVisionModel
+
+    config = SiglipVisionConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4,
+                                image_size=30, patch_size=2)
+    torch.manual_seed(0)
+    SiglipVisionModel(config).save_pretrained(path)
+    SiglipImageProcessor(size={"height": 30, "width": 30}).save_pretrained(path)
+
+
+def _glm4_tokenizer():
+    """THUDM/glm-4-9b-chat's tokenizer, as CogView4's tests load it (`trust_remote_code=True`: this one is
+    transformers' own class, no remote code): byte-level, padding on the left as GLM-4's does, ids far below the
+    tests' GlmConfig vocabulary (151552)."""
+    from transformers import Qwen2Tokenizer
+
+    return _bpe_tokenizer(Qwen2Tokenizer, ["<|endoftext|>", "[gMASK]", "<sop>"], pad_token="<|endoftext|>",
+                          eos_token="<|endoftext|>", padding_side="left")
+
+
+def _chatglm3(path: pathlib.Path) -> None:
+    """hf-internal-testing/tiny-random-chatglm3-6b's kind (Kolors' text encoder and tokenizer, diffusers' own
+    ChatGLMModel and ChatGLMTokenizer: the tests give their UNet `cross_attention_dim=8`): a seeded ChatGLM of width 8
+    and two layers, and a SentencePiece model of characters (ChatGLMTokenizer reads `tokenizer.model`)."""
+    import io
+
+    import sentencepiece
+    from diffusers.pipelines.kolors import ChatGLMModel, ChatGLMTokenizer
+    from diffusers.pipelines.kolors.text_encoder import ChatGLMConfig
+
+    chars = string.ascii_letters + string.digits + string.punctuation
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter([" ".join(chars)] * 8), model_writer=model, model_type="char", vocab_size=len(chars) + 4,
+        character_coverage=1.0, hard_vocab_limit=False, minloglevel=2)
+    (path / "tokenizer.model").write_bytes(model.getvalue())
+    tokenizer = ChatGLMTokenizer(vocab_file=str(path / "tokenizer.model"))
+    config = ChatGLMConfig(num_layers=2, padded_vocab_size=128, hidden_size=8, ffn_hidden_size=16, kv_channels=4,
+                           num_attention_heads=2, seq_length=512, add_qkv_bias=True, multi_query_attention=True,
+                           multi_query_group_num=1, original_rope=True)  # ChatGLM3's own choices
+    torch.manual_seed(0)
+    model = ChatGLMModel(config)
+    with torch.no_grad():  # its RMSNorm weights start as torch.empty, and nothing initializes them
+        for name, parameter in model.named_parameters():
+            if name.endswith("layernorm.weight"):
+                parameter.fill_(1.0)
+            else:
+                parameter.normal_(0.0, 0.02)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
 def _mistral_processor_tokenizer():
     """hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor's kind (the Flux.2 tests' `tokenizer`),
     as its tokenizer alone: transformers' PixtralProcessor needs torchvision, which cannot be installed beside this
@@ -208,9 +279,11 @@ def build(root: pathlib.Path) -> pathlib.Path:
     torch.manual_seed(0)
     T5EncoderModel(_t5_config()).save_pretrained(t5)  # config.json and weights (some tests load the model)
 
-    # Gemma 2 with a vocabulary of 8 in the Sana tests: pad, eos, bos, unk, mask and nothing else, so all text is unk
+    # Gemma 2 with a vocabulary of 8 in the Sana tests: pad, eos, bos, unk, mask and nothing else, so all text is unk;
+    # <bos> first, as Gemma's tokenizers add it (Lumina-Next's empty negative prompt is then one token, not none,
+    # whose all-zero attention mask gives NaN on plain diffusers)
     _bpe_tokenizer(GemmaTokenizer, ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"], with_bytes=False,
-                   ).save_pretrained(_snapshot(root, "hf-internal-testing/dummy-gemma"))
+                   add_bos_token=True).save_pretrained(_snapshot(root, "hf-internal-testing/dummy-gemma"))
     _absent(root, "hf-internal-testing/dummy-gemma", ["config.json"])  # Lumina 2's AutoTokenizer asks for it
     qwen_specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                      "<|image_pad|>", "<|video_pad|>"]
@@ -225,6 +298,11 @@ def build(root: pathlib.Path) -> pathlib.Path:
     _gemma3(_snapshot(root, "hf-internal-testing/tiny-gemma3"))
     _bert(_snapshot(root, "hf-internal-testing/tiny-random-BertModel"))
     _umt5(_snapshot(root, "hf-internal-testing/tiny-random-umt5"))
+    _llama(_snapshot(root, "hf-internal-testing/tiny-random-LlamaForCausalLM"))
+    _siglip(_snapshot(root, "hf-internal-testing/tiny-random-SiglipVisionModel"))
+    _glm4_tokenizer().save_pretrained(_snapshot(root, "THUDM/glm-4-9b-chat"))
+    _absent(root, "THUDM/glm-4-9b-chat", ["config.json"])  # AutoTokenizer asks for it, as for dummy-gemma
+    _chatglm3(_snapshot(root, "hf-internal-testing/tiny-random-chatglm3-6b"))
     # SD 2 depth-to-image's feature extractor: a DPT image processor at its tiny depth estimator's 32x32
     from transformers import DPTImageProcessor
 
