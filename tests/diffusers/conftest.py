@@ -63,6 +63,8 @@ class TorchaxModel:
         return getattr(self.model_class, name)
 
 
+from wrapping import wrap_served_vaes  # noqa: E402
+
 # which tests are expected to fail, and which pipeline files run in CI: expectations.py
 from expectations import (  # noqa: E402
     EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, PIPELINE_FILES_IN_CI,
@@ -117,24 +119,19 @@ def _torchax_model_class(request):
 
 
 def wrapped_components(get_dummy_components):
-    """`get_dummy_components` whose "vae" comes wrapped, as a user writes `components["vae"] = TorchaxVAE(vae)`."""
+    """`get_dummy_components` whose served VAEs come wrapped (`wrap_served_vaes`)."""
     import functools
 
     @functools.wraps(get_dummy_components)
     def wrapped(self, *args, **kwargs):
-        from torchax_vae import TorchaxVAE
-
-        components = get_dummy_components(self, *args, **kwargs)
-        if components.get("vae") is not None:
-            components["vae"] = TorchaxVAE(components["vae"])
-        return components
+        return wrap_served_vaes(get_dummy_components(self, *args, **kwargs))
 
     return wrapped
 
 
 @pytest.fixture(scope="class", autouse=True)
 def _torchax_pipeline_vae(request):
-    """diffusers' pipeline tests: the test class's `get_dummy_components()` gives a TorchaxVAE as "vae"; a class that
+    """diffusers' pipeline tests: the test class's `get_dummy_components()` gives TorchaxVAEs (`wrap_served_vaes`); a class that
     builds its components inline from a `dummy_vae` property (SD 2's upscaler) gets that VAE wrapped instead."""
     cls = request.cls
     if PLAIN or cls is None or "tests/pipelines/" not in request.node.nodeid:
@@ -145,6 +142,24 @@ def _torchax_pipeline_vae(request):
             patch.setattr(cls, "get_dummy_components", wrapped_components(cls.get_dummy_components))
         elif isinstance(getattr(cls, "dummy_vae", None), property):
             patch.setattr(cls, "dummy_vae", property(wrapped_vae(cls.dummy_vae.fget)))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _torchax_module_vae_classes(request):
+    """diffusers' pipeline tests written as plain functions (LTX-2's diffusion decode builds its pipeline in a module
+    helper): the served VAE classes the test module imported build TorchaxVAEs while the test runs."""
+    if PLAIN or request.cls is not None or "tests/pipelines/" not in request.node.nodeid:
+        yield
+        return
+    from torchax_vae.models import WRAPPERS
+
+    served = {wrapper.model_class for wrapper in WRAPPERS}
+    module = request.module
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in list(vars(module).items()):
+            if isinstance(value, type) and value in served:
+                patch.setattr(module, name, TorchaxModel(value))
         yield
 
 
