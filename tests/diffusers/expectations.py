@@ -82,6 +82,8 @@ _FROM_PIPE_TESTERS = (
     ("stable_diffusion_adapter/test_stable_diffusion_adapter.py", "StableDiffusionFullAdapterPipelineFastTests"),
     ("pag/test_pag_controlnet_sdxl.py", "StableDiffusionXLControlNetPAGPipelineFastTests"),
     ("pag/test_pag_controlnet_sdxl_img2img.py", "StableDiffusionXLControlNetPAGImg2ImgPipelineFastTests"),
+    # the sixth batch (hf-internal-testing/tiny-kolors-pipe)
+    ("pag/test_pag_kolors.py", "KolorsPAGPipelineFastTests"),
 )
 for _path, _cls in _FROM_PIPE_TESTERS:
     EXPECTED_FAILURES[f"tests/pipelines/{_path}::{_cls}::test_from_pipe_consistent_forward_pass"] = FROM_PIPE
@@ -223,12 +225,31 @@ _SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that com
     ("cogvideo/test_cogvideox_fun_control.py", "TestCogVideoXFunControlPipeline"): ("test_inference",),
     ("hunyuan_video/test_hunyuan_skyreels_image2video.py", "HunyuanSkyreelsImageToVideoPipelineFastTests"): (
         "test_inference",),
+    # the sixth batch (SIXTH_BATCH in batches.py; Marigold's encode the empty prompt with the stand-in CLIP tokenizer)
+    ("latent_diffusion/test_latent_diffusion.py", "LDMTextToImagePipelineFastTests"): ("test_inference_text2img",),
+    ("marigold/test_marigold_depth.py", "MarigoldDepthPipelineFastTests"): tuple(
+        f"test_marigold_depth_dummy_{case}" for case in ("G0_S1_P16_E1_B1_M0", "G0_S1_P16_E1_B1_M1", "G0_S1_P32_E1_B1_M1",
+                                                          "G0_S1_P64_E1_B1_M1", "G0_S2_P32_E1_B1_M1",
+                                                          "G2024_S1_P32_E1_B1_M1", "defaults")),
+    ("marigold/test_marigold_intrinsics.py", "MarigoldIntrinsicsPipelineFastTests"): (
+        "test_marigold_depth_dummy_G0_S1_P16_E1_B1_M0", "test_marigold_depth_dummy_G0_S2_P32_E1_B1_M1"),
+    ("marigold/test_marigold_normals.py", "MarigoldNormalsPipelineFastTests"): tuple(
+        f"test_marigold_depth_dummy_{case}" for case in ("G0_S1_P16_E1_B1_M0", "G0_S1_P16_E1_B1_M1", "G0_S1_P32_E1_B1_M1",
+                                                          "G0_S1_P32_E3_B1_M1", "G0_S1_P32_E4_B2_M1",
+                                                          "G0_S1_P64_E1_B1_M1", "G0_S2_P32_E1_B1_M1",
+                                                          "G2024_S1_P32_E1_B1_M1", "defaults")),
+    ("stable_unclip/test_stable_unclip_img2img.py", "StableUnCLIPImg2ImgPipelineFastTests"): ("test_image_embeds_none",),
+    ("hidream_image/test_pipeline_hidream.py", "HiDreamImagePipelineFastTests"): ("test_inference",),
+    ("hunyuan_video/test_hunyuan_video_framepack.py", "HunyuanVideoFramepackPipelineFastTests"): ("test_inference",),
+    ("kolors/test_kolors.py", "KolorsPipelineFastTests"): ("test_inference",),
+    ("kolors/test_kolors_img2img.py", "KolorsPipelineImg2ImgFastTests"): ("test_inference",),
+    ("pag/test_pag_kolors.py", "KolorsPAGPipelineFastTests"): ("test_pag_inference",),
 }
 FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
                      for (path, cls), tests in _SLICE_TESTS.items() for test in tests}
 # Tests of the second and third batches that fail on plain diffusers here for other reasons, each its own.
 HUB_PIPELINE = ("`from_pipe` of a whole tiny pipeline loaded from the hub (hf-internal-testing/tiny-stable-diffusion-*, "
-                "tinier-stable-diffusion-pipe), "
+                "tinier-stable-diffusion-pipe, tiny-kolors-pipe), "
                 "which is out of reach here; it fails on plain diffusers too")
 NO_TORCHSDE = ("DPMSolverSDEScheduler needs the torchsde package, which neither diffusers nor this project installs; it "
                "fails on plain diffusers too")
@@ -256,6 +277,10 @@ _NEED_TORCHSDE = (
     ("stable_diffusion_2/test_stable_diffusion_inpaint.py", "StableDiffusion2InpaintPipelineFastTests"),
     ("stable_diffusion_xl/test_stable_diffusion_xl_instruction_pix2pix.py", "StableDiffusionXLInstructPix2PixPipelineFastTests"),
     ("pag/test_pag_controlnet_sd_inpaint.py", "StableDiffusionControlNetPAGInpaintPipelineFastTests"),
+    ("stable_diffusion_image_variation/test_stable_diffusion_image_variation.py",
+     "StableDiffusionImageVariationPipelineFastTests"),
+    ("stable_unclip/test_stable_unclip.py", "StableUnCLIPPipelineFastTests"),
+    ("stable_unclip/test_stable_unclip_img2img.py", "StableUnCLIPImg2ImgPipelineFastTests"),
 )
 FAIL_IN_BOTH_RUNS["tests/pipelines/ltx2/test_ltx2_hdr.py::LTX2HDRPipelineFastTests::test_pipeline_with_accelerator_device_map"] = (
     RELOAD_TOLERANCE)
