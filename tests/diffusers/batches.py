@@ -160,4 +160,6 @@ SIXTH_BATCH = (
     "kolors/test_kolors.py",
     "kolors/test_kolors_img2img.py",
     "pag/test_pag_kolors.py",
+    # with the RoBERTa, CLAP feature extractor and T5Model tokenizer stand-ins
+    "audioldm2/test_audioldm2.py",
 )

@@ -250,6 +250,19 @@ def _chatglm3(path: pathlib.Path) -> None:
     tokenizer.save_pretrained(path)
 
 
+def _audioldm2(root: pathlib.Path) -> None:
+    """AudioLDM 2's tests: hf-internal-testing/tiny-random-roberta's tokenizer (byte-level, ids below the tests' CLAP
+    text vocabulary of 1000; `<pad>` 1 as their config says), tiny-random-ClapModel's feature extractor (transformers'
+    defaults; the tests set its hop length) and tiny-random-T5Model's tokenizer (T5's, as tiny-random-t5's)."""
+    from transformers import ClapFeatureExtractor, RobertaTokenizer
+
+    _bpe_tokenizer(RobertaTokenizer, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"], bos_token="<s>", pad_token="<pad>",
+                   eos_token="</s>", unk_token="<unk>", mask_token="<mask>",
+                   ).save_pretrained(_snapshot(root, "hf-internal-testing/tiny-random-roberta"))
+    ClapFeatureExtractor().save_pretrained(_snapshot(root, "hf-internal-testing/tiny-random-ClapModel"))
+    _t5_tokenizer().save_pretrained(_snapshot(root, "hf-internal-testing/tiny-random-T5Model"))
+
+
 def _mistral_processor_tokenizer():
     """hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor's kind (the Flux.2 tests' `tokenizer`),
     as its tokenizer alone: transformers' PixtralProcessor needs torchvision, which cannot be installed beside this
@@ -303,6 +316,7 @@ def build(root: pathlib.Path) -> pathlib.Path:
     _glm4_tokenizer().save_pretrained(_snapshot(root, "THUDM/glm-4-9b-chat"))
     _absent(root, "THUDM/glm-4-9b-chat", ["config.json"])  # AutoTokenizer asks for it, as for dummy-gemma
     _chatglm3(_snapshot(root, "hf-internal-testing/tiny-random-chatglm3-6b"))
+    _audioldm2(root)
     # SD 2 depth-to-image's feature extractor: a DPT image processor at its tiny depth estimator's 32x32
     from transformers import DPTImageProcessor
 
