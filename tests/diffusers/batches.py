@@ -162,4 +162,9 @@ SIXTH_BATCH = (
     "pag/test_pag_kolors.py",
     # with the RoBERTa, CLAP feature extractor and T5Model tokenizer stand-ins
     "audioldm2/test_audioldm2.py",
+    # their pipelines import torchvision: run in the second environment of SOURCE.md (expectations.NEED_TORCHVISION)
+    "cosmos/test_cosmos.py",
+    "cosmos/test_cosmos_video2world.py",
+    "cosmos/test_cosmos2_text2image.py",
+    "cosmos/test_cosmos2_video2world.py",
 )

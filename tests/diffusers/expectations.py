@@ -291,6 +291,16 @@ FAIL_ON_PLAIN_DIFFUSERS = {
         "a batch of two and single calls differ by 3.2e-4 on plain diffusers here (the test allows 1e-4); with the VAE "
         "wrapped they agree within it"),
 }
+# Cosmos (the second environment of SOURCE.md, torch 2.14.1): the pipelines round their video through uint8 (the
+# safety-checker step), and on plain diffusers the two runs these tests compare end one 1/255 step apart (3.9e-3
+# against 1e-4 or 1e-3); wrapped, the VAE gives the same bits both times and they pass.
+UINT8_STEP = ("on plain diffusers the two runs compared end one 1/255 step apart after the pipeline's uint8 round trip "
+              "(3.9e-3 against the test's 1e-4 or 1e-3); with the VAE wrapped they agree")
+for _node in ("cosmos/test_cosmos.py::CosmosTextToWorldPipelineFastTests::test_pipeline_with_accelerator_device_map",
+              "cosmos/test_cosmos_video2world.py::CosmosVideoToWorldPipelineFastTests::"
+              "test_pipeline_with_accelerator_device_map",
+              "cosmos/test_cosmos2_video2world.py::Cosmos2VideoToWorldPipelineFastTests::test_attention_slicing_forward_pass"):
+    FAIL_ON_PLAIN_DIFFUSERS["tests/pipelines/" + _node] = UINT8_STEP
 for _path, _cls in _NEED_TORCHSDE:
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_karras_schedulers_shape"] = NO_TORCHSDE
 for _path, _cls in _FROM_PIPE_TESTERS:
@@ -302,3 +312,18 @@ for _path, _cls in _FROM_PIPE_TESTERS:
 # the plain run (SOURCE.md). test_pipeline_outputs.py compares the first 22 files' pipeline outputs in CI.
 PIPELINE_FILES_IN_CI = ("stable_diffusion/test_stable_diffusion.py", "stable_video_diffusion/test_stable_video_diffusion.py",
                         "allegro/test_allegro.py", "sana_video/test_sana_video.py")
+
+# diffusers' pipeline test files whose pipelines import torchvision (Cosmos' and Cosmos 2's transforms). PyPI's
+# torchvision does not import beside this project's CPU torch 2.13 build, so they run by hand in a second environment
+# (SOURCE.md: torch 2.14.1 and torchvision 0.29.1 from this machine's disk, torchax's 0.0.14 nightly) and are skipped
+# where torchvision does not import.
+NEED_TORCHVISION = ("cosmos/test_cosmos.py", "cosmos/test_cosmos_video2world.py", "cosmos/test_cosmos2_text2image.py",
+                    "cosmos/test_cosmos2_video2world.py")
+
+
+def torchvision_imports() -> bool:
+    try:
+        import torchvision.transforms.functional  # noqa: F401
+    except Exception:  # absent, or PyPI's build beside a torch it was not built for ("torchvision::nms does not exist")
+        return False
+    return True
