@@ -162,9 +162,10 @@ SIXTH_BATCH = (
     "pag/test_pag_kolors.py",
     # with the RoBERTa, CLAP feature extractor and T5Model tokenizer stand-ins
     "audioldm2/test_audioldm2.py",
-    # their pipelines import torchvision: run in the second environment of SOURCE.md (expectations.NEED_TORCHVISION)
+    # their pipelines import torchvision: run in the second environment of SOURCE.md (expectations.SECOND_ENVIRONMENT)
     "cosmos/test_cosmos.py",
     "cosmos/test_cosmos_video2world.py",
     "cosmos/test_cosmos2_text2image.py",
     "cosmos/test_cosmos2_video2world.py",
+    "consisid/test_consisid.py",  # and OpenCV
 )

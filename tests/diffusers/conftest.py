@@ -67,8 +67,7 @@ from wrapping import wrap_served_vaes  # noqa: E402
 
 # which tests are expected to fail, and which pipeline files run in CI: expectations.py
 from expectations import (  # noqa: E402
-    EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, NEED_TORCHVISION, PIPELINE_FILES_IN_CI,
-    torchvision_imports,
+    EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, PIPELINE_FILES_IN_CI, SECOND_ENVIRONMENT, imports,
 )
 
 # Modules of diffusers' tests that the vendored pipeline tests import (helpers and mixins); their own tests are
@@ -185,7 +184,6 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    torchvision = None
     for item in items:
         path = pathlib.Path(str(item.fspath))
         if HERE not in path.parents:
@@ -199,11 +197,9 @@ def pytest_collection_modifyitems(config, items):
         pipeline_file = node.split("::")[0].removeprefix("tests/pipelines/")
         if node.startswith("tests/pipelines/") and pipeline_file not in PIPELINE_FILES_IN_CI:
             item.add_marker(pytest.mark.heavy)
-        if pipeline_file in NEED_TORCHVISION:
-            torchvision = torchvision_imports() if torchvision is None else torchvision
-            if not torchvision:
-                item.add_marker(pytest.mark.skip(reason="its pipeline needs torchvision: run it in the second "
-                                                        "environment of tests/diffusers/SOURCE.md"))
+        if pipeline_file in SECOND_ENVIRONMENT and not imports(*SECOND_ENVIRONMENT[pipeline_file]):
+            item.add_marker(pytest.mark.skip(reason=f"its pipeline needs {', '.join(SECOND_ENVIRONMENT[pipeline_file])}: "
+                                                    "run it in the second environment of tests/diffusers/SOURCE.md"))
         if node in FAIL_IN_BOTH_RUNS:
             item.add_marker(pytest.mark.xfail(reason=FAIL_IN_BOTH_RUNS[node], strict=True))
         if PLAIN and node in FAIL_ON_PLAIN_DIFFUSERS:

@@ -313,17 +313,25 @@ for _path, _cls in _FROM_PIPE_TESTERS:
 PIPELINE_FILES_IN_CI = ("stable_diffusion/test_stable_diffusion.py", "stable_video_diffusion/test_stable_video_diffusion.py",
                         "allegro/test_allegro.py", "sana_video/test_sana_video.py")
 
-# diffusers' pipeline test files whose pipelines import torchvision (Cosmos' and Cosmos 2's transforms). PyPI's
-# torchvision does not import beside this project's CPU torch 2.13 build, so they run by hand in a second environment
-# (SOURCE.md: torch 2.14.1 and torchvision 0.29.1 from this machine's disk, torchax's 0.0.14 nightly) and are skipped
-# where torchvision does not import.
-NEED_TORCHVISION = ("cosmos/test_cosmos.py", "cosmos/test_cosmos_video2world.py", "cosmos/test_cosmos2_text2image.py",
-                    "cosmos/test_cosmos2_video2world.py")
+# diffusers' pipeline test files whose pipelines import what this project's environment lacks: torchvision (Cosmos' and
+# Cosmos 2's transforms; PyPI's torchvision does not import beside this project's CPU torch 2.13 build) and OpenCV
+# (ConsisID's). They run by hand in a second environment (SOURCE.md: torch 2.14.1 and torchvision 0.29.1 from this
+# machine's disk, torchax's 0.0.14 nightly, opencv-python-headless) and are skipped where those do not import.
+SECOND_ENVIRONMENT = {  # file under tests/pipelines -> the modules its pipeline imports
+    "cosmos/test_cosmos.py": ("torchvision.transforms.functional",),
+    "cosmos/test_cosmos_video2world.py": ("torchvision.transforms.functional",),
+    "cosmos/test_cosmos2_text2image.py": ("torchvision.transforms.functional",),
+    "cosmos/test_cosmos2_video2world.py": ("torchvision.transforms.functional",),
+    "consisid/test_consisid.py": ("torchvision.transforms.functional", "cv2"),
+}
 
 
-def torchvision_imports() -> bool:
+def imports(*modules: str) -> bool:
+    import importlib
+
     try:
-        import torchvision.transforms.functional  # noqa: F401
-    except Exception:  # absent, or PyPI's build beside a torch it was not built for ("torchvision::nms does not exist")
+        for module in modules:
+            importlib.import_module(module)
+    except Exception:  # absent, or PyPI's torchvision beside a torch it was not built for ("torchvision::nms ...")
         return False
     return True

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-from expectations import torchvision_imports
+from expectations import SECOND_ENVIRONMENT, imports
 from torchax_vae import TorchaxVAE
 from wrapping import wrap_served_vaes
 
@@ -214,13 +214,18 @@ SIXTH = [
     # with the RoBERTa, CLAP feature extractor and T5Model tokenizer stand-ins (an AutoencoderKL over spectrograms)
     ("audioldm2.test_audioldm2", "AudioLDM2PipelineFastTests"),
 ]
-# Pipelines that import torchvision (expectations.NEED_TORCHVISION): heavy, and run in the second environment of SOURCE.md.
-NEED_TORCHVISION = [
+# Pipelines of expectations.SECOND_ENVIRONMENT's files: heavy, and run in the second environment of SOURCE.md.
+SECOND_ENVIRONMENT_CASES = [
     ("cosmos.test_cosmos", "CosmosTextToWorldPipelineFastTests"),
     ("cosmos.test_cosmos_video2world", "CosmosVideoToWorldPipelineFastTests"),
     ("cosmos.test_cosmos2_text2image", "Cosmos2TextToImagePipelineFastTests"),
     ("cosmos.test_cosmos2_video2world", "Cosmos2VideoToWorldPipelineFastTests"),
+    ("consisid.test_consisid", "ConsisIDPipelineFastTests"),
 ]
+
+
+def _needs(module: str) -> tuple[str, ...]:
+    return SECOND_ENVIRONMENT[module.replace(".", "/") + ".py"]
 
 
 def _case_id(module: str, name: str) -> str:
@@ -237,8 +242,9 @@ CASES = [pytest.param(module, name, id=name) for module, name in CLASSES] + [
     for module, name in SECOND + THIRD + FOURTH + FIFTH + SIXTH
 ] + [
     pytest.param(module, name, id=name, marks=[pytest.mark.heavy, pytest.mark.skipif(
-        not torchvision_imports(), reason="its pipeline needs torchvision: the second environment of SOURCE.md")])
-    for module, name in NEED_TORCHVISION
+        not imports(*_needs(module)), reason=f"its pipeline needs {', '.join(_needs(module))}: the second environment "
+                                              "of SOURCE.md")])
+    for module, name in SECOND_ENVIRONMENT_CASES
 ]
 
 
