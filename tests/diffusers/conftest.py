@@ -131,8 +131,8 @@ def wrapped_components(get_dummy_components):
 
 @pytest.fixture(scope="class", autouse=True)
 def _torchax_pipeline_vae(request):
-    """diffusers' pipeline tests: the test class's `get_dummy_components()` gives TorchaxVAEs (`wrap_served_vaes`); a class that
-    builds its components inline from a `dummy_vae` property (SD 2's upscaler) gets that VAE wrapped instead."""
+    """diffusers' pipeline tests: the test class's `get_dummy_components()` gives TorchaxVAEs (`wrap_served_vaes`); a
+    class that builds its components inline from a `dummy_vae` property (SD 2's upscaler) gets that VAE wrapped."""
     cls = request.cls
     if PLAIN or cls is None or "tests/pipelines/" not in request.node.nodeid:
         yield
@@ -197,9 +197,10 @@ def pytest_collection_modifyitems(config, items):
         pipeline_file = node.split("::")[0].removeprefix("tests/pipelines/")
         if node.startswith("tests/pipelines/") and pipeline_file not in PIPELINE_FILES_IN_CI:
             item.add_marker(pytest.mark.heavy)
-        if pipeline_file in SECOND_ENVIRONMENT and not imports(*SECOND_ENVIRONMENT[pipeline_file]):
-            item.add_marker(pytest.mark.skip(reason=f"its pipeline needs {', '.join(SECOND_ENVIRONMENT[pipeline_file])}: "
-                                                    "run it in the second environment of tests/diffusers/SOURCE.md"))
+        needs = SECOND_ENVIRONMENT.get(pipeline_file, ())
+        if needs and not imports(*needs):
+            item.add_marker(pytest.mark.skip(reason=f"its pipeline needs {', '.join(needs)}: run it in the second "
+                                                    "environment of tests/diffusers/SOURCE.md"))
         if node in FAIL_IN_BOTH_RUNS:
             item.add_marker(pytest.mark.xfail(reason=FAIL_IN_BOTH_RUNS[node], strict=True))
         if PLAIN and node in FAIL_ON_PLAIN_DIFFUSERS:
