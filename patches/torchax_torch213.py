@@ -11,8 +11,11 @@ as keys of its autocast policy table (`torchax/amp.py`: `aten.prod.dim_Dimname`,
 torch 2.13 removed those overloads, so the attribute lookup raises AttributeError
 and `import torchax` fails before anything runs.
 
+torch 2.14 also removed whole ops it names (`aten.cholesky`, `aten.qr`).
+
 Fix: while torchax's modules are imported, looking up a missing overload on an
-aten op packet returns a `RemovedOverload` placeholder instead of raising. A
+aten op packet returns a `RemovedOverload` placeholder instead of raising, and a
+missing aten op a `RemovedOp`, whose overloads are such placeholders. A
 placeholder is only ever a dict key or a list entry for an op torch can no longer
 dispatch, so nothing calls it (`torch._decomp.get_decompositions` skips entries
 that are not operators). The hook is removed as soon as the import finishes;
@@ -31,7 +34,7 @@ import sys
 import threading
 
 import torch
-from torch._ops import OpOverloadPacket
+from torch._ops import OpOverloadPacket, _OpNamespace
 
 # Modules that name aten overloads at import time; `torchax.default_env()` imports
 # the last four lazily, so they are imported here, under the hook, once.
@@ -60,6 +63,51 @@ class RemovedOverload:
         raise RuntimeError(f"{self.qualified_name} was removed from torch {torch.__version__}")
 
 
+class RemovedOp:
+    """Stands in for an aten op that this torch no longer has (torch 2.14 removed `aten.cholesky` and `aten.qr`,
+    which torchax 0.0.13 names as autocast keys and lowerings): each of its overloads is a `RemovedOverload`."""
+
+    def __init__(self, qualified_name: str):
+        self.qualified_name = qualified_name
+
+    def __repr__(self) -> str:
+        return f"RemovedOp({self.qualified_name!r})"
+
+    def __getattr__(self, key):
+        if key.startswith("__"):
+            raise AttributeError(key)
+        name = f"{self.qualified_name}.{key}"
+        REMOVED_OVERLOADS.add(name)
+        return RemovedOverload(name)
+
+    def overloads(self) -> list[str]:
+        return []
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"{self.qualified_name} was removed from torch {torch.__version__}")
+
+
+@contextlib.contextmanager
+def _tolerate_removed_ops():
+    original = _OpNamespace.__getattr__
+
+    def getattr_or_placeholder(namespace, key):
+        try:
+            return original(namespace, key)
+        except AttributeError:
+            if key.startswith("__") or namespace.name != "aten":
+                raise
+            name = f"aten::{key}"
+            REMOVED_OVERLOADS.add(name)
+            return RemovedOp(name)
+
+    _OpNamespace.__getattr__ = getattr_or_placeholder
+    try:
+        yield
+    finally:
+        _OpNamespace.__getattr__ = original
+
+
 @contextlib.contextmanager
 def _tolerate_removed_overloads():
     original = OpOverloadPacket.__getattr__
@@ -76,7 +124,8 @@ def _tolerate_removed_overloads():
 
     OpOverloadPacket.__getattr__ = getattr_or_placeholder
     try:
-        yield
+        with _tolerate_removed_ops():
+            yield
     finally:
         OpOverloadPacket.__getattr__ = original
 

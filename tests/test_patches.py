@@ -88,6 +88,22 @@ def test_torchax_imports_with_patch_and_records_removed_overloads():
         torch.ops.aten.prod.dim_Dimname
 
 
+def test_the_hook_stands_in_for_removed_aten_ops_only_while_it_is_on():
+    # torch 2.14 removed whole ops torchax 0.0.13 names (aten.cholesky, aten.qr), not only overloads
+    with torchax_torch213._tolerate_removed_overloads():
+        op = torch.ops.aten.no_such_op_in_any_torch
+        assert isinstance(op, torchax_torch213.RemovedOp)
+        assert isinstance(op.default, torchax_torch213.RemovedOverload)
+        with pytest.raises(RuntimeError, match="was removed from torch"):
+            op.default()
+        with pytest.raises(AttributeError):  # only aten's namespace is tolerated
+            torch.ops.prims.no_such_op_in_any_torch
+    with pytest.raises(AttributeError):
+        torch.ops.aten.no_such_op_in_any_torch
+    torchax_torch213.REMOVED_OVERLOADS.discard("aten::no_such_op_in_any_torch")
+    torchax_torch213.REMOVED_OVERLOADS.discard("aten::no_such_op_in_any_torch.default")
+
+
 @pytest.mark.skipif(NEEDED, reason=f"torchax {INSTALLED[0]} under torch {INSTALLED[1]} needs the patch")
 def test_torchax_that_imports_as_it_is_gets_no_hook():
     # The other path (CI's torchax-nightly job): torchax imports plainly, nothing is papered over.
