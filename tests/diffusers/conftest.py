@@ -63,7 +63,7 @@ class TorchaxModel:
         return getattr(self.model_class, name)
 
 
-from wrapping import wrap_served_vaes  # noqa: E402
+from wrapping import served_vae_classes, wrap_served_vaes  # noqa: E402
 
 # which tests are expected to fail, and which pipeline files run in CI: expectations.py
 from expectations import (  # noqa: E402
@@ -152,9 +152,7 @@ def _torchax_module_vae_classes(request):
     if PLAIN or request.cls is not None or "tests/pipelines/" not in request.node.nodeid:
         yield
         return
-    from torchax_vae.models import WRAPPERS
-
-    served = {wrapper.model_class for wrapper in WRAPPERS}
+    served = served_vae_classes()
     module = request.module
     with pytest.MonkeyPatch.context() as patch:
         for name, value in list(vars(module).items()):

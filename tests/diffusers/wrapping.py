@@ -1,13 +1,19 @@
 """How the harness (conftest.py) and the output comparison (test_pipeline_outputs.py) wrap a pipeline's VAE."""
 
 
+def served_vae_classes() -> tuple[type, ...]:
+    """The diffusers VAE classes a TorchaxVAE serves."""
+    from torchax_vae.models import WRAPPERS
+
+    return tuple(wrapper.model_class for wrapper in WRAPPERS)
+
+
 def wrap_served_vaes(components: dict) -> dict:
     """The components with each served diffusers VAE wrapped, as a user writes `components["vae"] = TorchaxVAE(vae)`:
     whatever its name ("vae"; LDM's text-to-image pipeline calls its AutoencoderKL "vqvae")."""
     from torchax_vae import TorchaxVAE
-    from torchax_vae.models import WRAPPERS
 
-    served = tuple(wrapper.model_class for wrapper in WRAPPERS)
+    served = served_vae_classes()
 
     def wrap(value):  # a TorchaxVAE is an instance of its diffusers class too (isinstance holds): left as it is
         return TorchaxVAE(value) if isinstance(value, served) and not isinstance(value, TorchaxVAE) else value
