@@ -12,6 +12,8 @@
 conftest.py applies them; nothing else here runs.
 """
 
+import functools
+
 # node id (relative to this folder) -> reason, with the docs/limits.md section it belongs to
 WEIGHTS_ARE_CONSTANTS = ("the weights are constants of the JAX programs: gradients reach inputs only "
                          "(docs/limits.md, 'The torch module surface': train the diffusers model in PyTorch)")
@@ -326,6 +328,7 @@ SECOND_ENVIRONMENT = {  # file under tests/pipelines -> the modules its pipeline
 }
 
 
+@functools.cache
 def imports(*modules: str) -> bool:
     import importlib
 
