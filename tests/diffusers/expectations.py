@@ -9,7 +9,7 @@
 - `PIPELINE_FILES_IN_CI`: the pipeline test files CI's slow set runs; every other vendored pipeline test file (the
   batches in batches.py, SOURCE.md) is `heavy`, run both ways by hand before each stop.
 
-conftest.py applies them; nothing else here runs.
+conftest.py applies them; the one function, `imports`, says whether a second-environment file can run here.
 """
 
 import functools
