@@ -39,7 +39,7 @@ import tempfile
 import time
 
 import numpy as np
-from vaes import configure, decode_args, input_shape, random_vae
+from vaes import configure, decode_args, input_shape, meta_vae, random_vae
 
 # Dense peak TFLOP/s per device by dtype, from the vendors' data sheets; matched against jax's device_kind.
 PEAK_TFLOPS = {
@@ -314,12 +314,23 @@ def run_side(side: str, case: SpeedCase, repeats: int, out_path: str, timeout: f
 REFERENCE_LIMITS = (9, 480, 720)
 
 
+def reference_case(case: SpeedCase) -> SpeedCase:
+    """case cut to REFERENCE_LIMITS, its height and width rounded down to whole latents of its family (720 is not a
+    multiple of HunyuanImage's or the DC-AE's 32: their encoders refuse it)."""
+    from torchax_vae.models import wrapper_for
+
+    vae = meta_vae(case.config)
+    ratio = wrapper_for(vae).family(vae).spatial_compression_ratio
+    frames, height, width = (min(a, b) for a, b in zip((case.frames, case.height, case.width), REFERENCE_LIMITS))
+    height, width = (max(ratio, size - size % ratio) for size in (height, width))
+    return dataclasses.replace(case, frames=frames, height=height, width=width)
+
+
 def _bf16_reference_error(case: SpeedCase) -> float:
     """PyTorch bf16's own max |Δ| against PyTorch fp32, on the torch device, on the case's clip cut to REFERENCE_LIMITS."""
     import torch
 
-    frames, height, width = (min(a, b) for a, b in zip((case.frames, case.height, case.width), REFERENCE_LIMITS))
-    ref = dataclasses.replace(case, frames=frames, height=height, width=width)
+    ref = reference_case(case)
     device = torch_device()
     vae = random_vae(ref.config).to(device)
     x = make_input(ref, vae).to(device)
@@ -334,9 +345,12 @@ def _bf16_reference_error(case: SpeedCase) -> float:
 
 
 def encoded(model, x):
-    """The latents `model.encode` gives: the posterior's mode, or AutoencoderDC's latents (it has no posterior)."""
+    """The latents `model.encode` gives: the posterior's mode, or the latents of the classes without a posterior
+    (AutoencoderDC's `latent`, AutoencoderTiny's `latents`)."""
     out = model.encode(x)
-    return out.latent if hasattr(out, "latent") else out.latent_dist.mode()
+    if hasattr(out, "latent_dist"):
+        return out.latent_dist.mode()
+    return out.latent if hasattr(out, "latent") else out.latents
 
 
 def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False, profile_dir: str | None = None) -> dict:

@@ -212,6 +212,42 @@ def test_every_gpu_table_case_has_a_small_version_its_tiny_model_takes():
         assert len(shape) == rank and min(shape) > 0, (name, shape)
 
 
+def test_every_gpu_table_case_checks_bf16_at_a_size_its_family_takes():
+    """The bf16 reference (PyTorch bf16 against fp32, at most 9x480x720) is cut to whole latents: HunyuanImage's
+    and the DC-AE's encoders (32x) refuse a width of 720, which failed hunyuanimage-encode on the H200."""
+    table = load("gpu_table")
+    from torchax_vae.models import wrapper_for
+    from vaes import meta_vae
+
+    for name, case in table.CASES.items():
+        ref = table.speed.reference_case(case)
+        model = meta_vae(case.config)
+        ratio = wrapper_for(model).family(model).spatial_compression_ratio
+        assert ref.height % ratio == 0 and ref.width % ratio == 0, (name, ratio, ref)
+        assert (ref.frames, ref.height, ref.width) <= (case.frames, case.height, case.width)
+    assert table.speed.reference_case(table.CASES["hunyuanimage-encode"]).width == 704
+    assert table.speed.reference_case(table.CASES["wan2.1-480p-decode"]).width == 720  # the rows on record
+
+
+def test_speed_encoded_takes_every_served_encode_output():
+    """speed.encoded: the posterior's mode, AutoencoderDC's `latent`, AutoencoderTiny's `latents` (taesdxl-encode
+    failed on the H200 without it), for diffusers' model and for TorchaxVAE alike."""
+    import torch
+
+    table = load("gpu_table")
+    from torchax_vae import TorchaxVAE
+    from vaes import random_vae as named_vae
+
+    for name in ("sd1.5-encode", "sana-encode", "taesdxl-encode"):
+        case = table.small(table.CASES[name])
+        vae = named_vae(case.config)
+        x = torch.randn(table.speed.input_shape(case, vae), generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            ours, theirs = table.speed.encoded(TorchaxVAE(vae), x), table.speed.encoded(vae, x)
+        delta = (ours - theirs).abs().max().item()
+        assert ours.shape == theirs.shape and delta <= 1e-4, (name, delta)
+
+
 @pytest.mark.slow  # 46 s on 2 cores
 def test_gpu_table_row_runs_end_to_end_at_a_small_size(capsys, tmp_path):
     """scripts/gpu_table.py: one accelerator-table row (here Wan 2.2's path at 9x32x64 on the CPU), all sides, the
