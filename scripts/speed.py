@@ -271,7 +271,7 @@ def _peak_device_bytes(side: str) -> int | None:
     import jax
     import torch
 
-    if side == "torch":
+    if side in ("torch", "torch.compile"):  # (JAX's statistics read 0 there: it allocated nothing)
         return torch.cuda.max_memory_allocated() if torch.cuda.is_available() else None
     stats = jax.devices()[0].memory_stats() if jax.default_backend() != "cpu" else None
     return (stats or {}).get("peak_bytes_in_use")

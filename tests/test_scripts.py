@@ -248,6 +248,16 @@ def test_speed_encoded_takes_every_served_encode_output():
         assert ours.shape == theirs.shape and delta <= 1e-4, (name, delta)
 
 
+def test_speed_reads_torch_compile_peak_memory_from_torch(monkeypatch):
+    """The torch.compile side's peak device memory is torch's (it read JAX's, 0, on the H200)."""
+    import torch
+
+    speed = load("gpu_table").speed
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: 12345)
+    assert speed._peak_device_bytes("torch") == speed._peak_device_bytes("torch.compile") == 12345
+
+
 @pytest.mark.slow  # 46 s on 2 cores
 def test_gpu_table_row_runs_end_to_end_at_a_small_size(capsys, tmp_path):
     """scripts/gpu_table.py: one accelerator-table row (here Wan 2.2's path at 9x32x64 on the CPU), all sides, the
