@@ -55,6 +55,18 @@ def test_a_non_contiguous_input_arrives_whole_and_in_order():
     np.testing.assert_array_equal(np.asarray(convert.to_jax(t, alias=True)), t.numpy())
 
 
+@pytest.mark.parametrize("alias", [True, False])
+def test_a_view_with_odd_strides_on_size_one_dims_arrives_in_the_default_layout(alias):
+    """A permuted [1, 1, 3, H, W] is contiguous to torch (size-1 dimensions' strides do not count), but DLPack gave
+    JAX its strides as the layout (0, 2, 1, 3, 4); a program compiled for it then refused the next, plain input of the
+    same shape (Cosmos 2.5 transfer's encodes, in the second environment)."""
+    t = torch.randn(1, 1, 3, 8, 8).permute(0, 2, 1, 3, 4)
+    assert t.is_contiguous() and t.stride() != (192, 64, 64, 8, 1)
+    a = convert.to_jax(t, alias=alias)
+    assert a.format.layout.major_to_minor == (0, 1, 2, 3, 4), a.format
+    np.testing.assert_array_equal(np.asarray(a), t.numpy())
+
+
 def test_float64_takes_the_host_path():
     t = torch.ones(3, dtype=torch.float64)
     assert np.asarray(convert.to_jax(t, jnp.float32, alias=True)).tolist() == [1.0, 1.0, 1.0]

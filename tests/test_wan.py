@@ -71,6 +71,19 @@ def test_frames_past_the_last_chunk_are_dropped_as_diffusers_does(pair, frames):
     assert_close(ours.encode(x).latent_dist.mean, expected, FP32, f"{frames} frames")
 
 
+def test_an_input_view_with_odd_strides_then_a_plain_one(_models):
+    """A video stored as [B, F, C, H, W] and passed permuted to [B, C, F, H, W] (as Cosmos 2.5's pipelines pass
+    control videos), then the same shape stored plainly: its first 1-frame chunk is a view that torch calls
+    contiguous but whose size-1 frame axis has the stride of 3 channels. One program serves both inputs (it refused
+    the second with "compiled for input layouts that disagree"), and both equal diffusers'."""
+    vae, ours = _models["wan-tiny"]
+    frames = video(vae, 1, 5, 32, 32)
+    for x in (frames.permute(0, 2, 1, 3, 4).contiguous().permute(0, 2, 1, 3, 4), frames):
+        with torch.no_grad():
+            expected, got = vae.encode(x).latent_dist.mode(), ours.encode(x).latent_dist.mode()
+        assert_close(got, expected, FP32, f"encode of strides {x.stride()}")
+
+
 def test_odd_sizes(pair):
     vae, ours = pair
     # Wan 2.1 takes any size; Wan 2.2's encoder needs multiples of 16 (diffusers' too)

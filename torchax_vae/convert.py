@@ -64,15 +64,27 @@ def _first_device(sharding) -> jax.Device:
     return min(sharding.addressable_devices, key=lambda d: d.id)
 
 
+def _row_major(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
 def to_jax(t: torch.Tensor, dtype=None, device=None, *, alias: bool = False) -> jax.Array:
     """`t` as a JAX array on `device` (a device or sharding), optionally cast.
 
-    Through DLPack where `shares_memory`: aliasing `t` if `alias`, else a clone
-    made on t's own device. Otherwise copied through the host.
+    Through DLPack where `shares_memory`: aliasing `t` if `alias` and its strides
+    are row-major, else a clone made on t's own device. Otherwise copied through
+    the host. Either way the array has JAX's default layout: a torch view whose
+    size-1 dimensions carry other strides (a permuted [1, 3, 1, H, W] frame) is
+    "contiguous" to torch, but DLPack hands JAX those strides as a layout, and a
+    program compiled for one layout refuses arrays of another.
     """
     t = t.detach()
     if t.dtype in _DLPACK_DTYPES and shares_memory(t.device, _first_device(device)):
-        t = t.contiguous() if alias else t.clone(memory_format=torch.contiguous_format)
+        t = t if alias and t.stride() == _row_major(t.shape) else t.clone(memory_format=torch.contiguous_format)
         arr = jax.dlpack.from_dlpack(t)
         if device is not None:
             arr = put(arr, device)
