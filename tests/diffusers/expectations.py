@@ -104,7 +104,6 @@ _SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that com
     ("hunyuan_image_21/test_hunyuanimage.py", "HunyuanImagePipelineFastTests"): ("test_inference_guider",),
     ("hunyuan_video/test_hunyuan_video.py", "HunyuanVideoPipelineFastTests"): ("test_inference",),
     ("hunyuan_video1_5/test_hunyuan_1_5.py", "HunyuanVideo15PipelineFastTests"): ("test_inference",),
-    ("qwenimage/test_qwenimage.py", "TestQwenImagePipeline"): ("test_inference",),
     ("stable_diffusion/test_stable_diffusion.py", "TestStableDiffusionPipeline"): (
         "test_pipeline_accept_tuple_type_unet_sample_size", "test_stable_diffusion_ddim",
         "test_stable_diffusion_ddim_factor_8", "test_stable_diffusion_k_euler", "test_stable_diffusion_k_euler_ancestral",
@@ -181,8 +180,6 @@ _SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that com
     ("pag/test_pag_sd_inpaint.py", "StableDiffusionPAGInpaintPipelineFastTests"): ("test_pag_inference",),
     ("pag/test_pag_sdxl_img2img.py", "StableDiffusionXLPAGImg2ImgPipelineFastTests"): ("test_pag_inference",),
     ("pag/test_pag_sdxl_inpaint.py", "StableDiffusionXLPAGInpaintPipelineFastTests"): ("test_pag_inference",),
-    ("qwenimage/test_qwenimage_controlnet.py", "TestQwenImageControlNetPipeline"): (
-        "test_qwen_controlnet_multicondition",),
     ("stable_diffusion_2/test_stable_diffusion.py", "StableDiffusion2PipelineFastTests"): (
         "test_stable_diffusion_ddim", "test_stable_diffusion_k_euler",
         "test_stable_diffusion_k_euler_ancestral", "test_stable_diffusion_k_lms", "test_stable_diffusion_pndm",
@@ -303,6 +300,16 @@ for _node in ("cosmos/test_cosmos.py::CosmosTextToWorldPipelineFastTests::test_p
               "test_pipeline_with_accelerator_device_map",
               "cosmos/test_cosmos2_video2world.py::Cosmos2VideoToWorldPipelineFastTests::test_attention_slicing_forward_pass"):
     FAIL_ON_PLAIN_DIFFUSERS["tests/pipelines/" + _node] = UINT8_STEP
+# Kandinsky 5 image-to-image keeps the first 54 tokens of its prompt template for the system prompt (Qwen's BPE count)
+# and shortens a prompt whose tokens pass 54 + max_sequence_length. The stand-in tokenizer gives a token per byte,
+# so the template alone is longer than that, and the cut takes `<|image_pad|>` off the end.
+BYTE_TOKENS = ("the pipeline sizes its prompt cut by Qwen's BPE token counts; with the stand-in's byte tokens the cut "
+               "removes the prompt's <|image_pad|>, and the processor refuses the image (\"Found total 0 <|image_pad|> "
+               "tokens and 1 images\"); it fails on plain diffusers too")
+for _test in ("test_callback_cfg", "test_callback_inputs", "test_cfg", "test_dict_tuple_outputs_equivalent",
+              "test_inference", "test_pipeline_with_accelerator_device_map", "test_save_load_local"):
+    FAIL_IN_BOTH_RUNS[f"tests/pipelines/kandinsky5/test_kandinsky5_i2i.py::Kandinsky5I2IPipelineFastTests::{_test}"] = (
+        BYTE_TOKENS)
 for _path, _cls in _NEED_TORCHSDE:
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_karras_schedulers_shape"] = NO_TORCHSDE
 for _path, _cls in _FROM_PIPE_TESTERS:
@@ -325,6 +332,21 @@ SECOND_ENVIRONMENT = {  # file under tests/pipelines -> the modules its pipeline
     "cosmos/test_cosmos2_text2image.py": ("torchvision.transforms.functional",),
     "cosmos/test_cosmos2_video2world.py": ("torchvision.transforms.functional",),
     "consisid/test_consisid.py": ("torchvision.transforms.functional", "cv2"),
+    "cosmos/test_cosmos2_5_predict.py": ("torchvision.transforms.functional",),
+    "cosmos/test_cosmos2_5_transfer.py": ("torchvision.transforms.functional",),
+    # the next load transformers' Qwen2-VL processor (hub_standins.py writes it where torchvision imports): its video
+    # processor needs torchvision
+    "qwenimage/test_qwenimage_edit.py": ("torchvision.transforms.functional",),
+    "kandinsky5/test_kandinsky5.py": ("torchvision.transforms.functional",),
+    "kandinsky5/test_kandinsky5_i2i.py": ("torchvision.transforms.functional",),
+    "kandinsky5/test_kandinsky5_i2v.py": ("torchvision.transforms.functional",),
+    "kandinsky5/test_kandinsky5_t2i.py": ("torchvision.transforms.functional",),
+    "nucleusmoe_image/test_nucleusmoe_image.py": ("torchvision.transforms.functional",),
+    "dreamlite/test_pipeline_dreamlite.py": ("torchvision.transforms.functional",),
+    "dreamlite/test_pipeline_dreamlite_mobile.py": ("torchvision.transforms.functional",),
+    "joyimage/test_joyimage_edit.py": ("torchvision.transforms.functional",),  # Qwen3-VL's processor
+    "joyimage/test_joyimage_edit_plus.py": ("torchvision.transforms.functional",),
+    "omnigen/test_pipeline_omnigen.py": ("torchvision.transforms.functional",),  # its processor's transforms
 }
 
 

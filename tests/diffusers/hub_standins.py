@@ -9,7 +9,10 @@ of the tests (plain diffusers and TorchaxVAE) use the same stand-ins.
 
 The tokenizers are made with the `tokenizers`-backed classes of transformers 5 from small vocabularies: every id
 they give is below the vocabulary sizes the tests give their text encoders (CLIP 1000, T5 1103, Llama 1000, Gemma
-8, and the stand-in text encoders' own (Bert, UMT5), and tiny-gemma3's own, sized to its tokenizer: diffusers' dummy-gemma maps all text to a handful of ids, and so does this one). Tests that compare hard-coded
+8, and the stand-in text encoders' own (Bert, UMT5), and tiny-gemma3's own, sized to its tokenizer: diffusers'
+dummy-gemma maps all text to a handful of ids, and so does this one). One differs: in the Qwen2-VL repository's
+tokenizer, text takes byte ids but the special tokens keep Qwen's real ids (151643-151656), because the Qwen-VL text
+encoders the tests build (vocabularies of 151936 or 152064) find image tokens by id (qwen_standins.py). Tests that compare hard-coded
 value slices of the real tiny repos' outputs fail on plain diffusers here too; the harness lists them.
 """
 
@@ -22,12 +25,6 @@ import torch
 REVISION = "0" * 40
 
 
-# Qwen2's chat format (text messages)
-CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}"
-          "{% if message['content'] is string %}{{ message['content'] }}{% else %}"  # a processor's [{"type", "text"}]
-          "{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% endif %}{% endfor %}"
-          "{% endif %}{{ '<|im_end|>\\n' }}"
-          "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 # Mistral 3's chat format (a system prompt, then user turns of text and image parts)
 MISTRAL = ("{{ bos_token }}{% for message in messages %}"
            "{% if message['role'] == 'system' %}{{ '[SYSTEM_PROMPT]' }}{% elif message['role'] == 'user' %}{{ '[INST]' }}"
@@ -38,7 +35,7 @@ MISTRAL = ("{{ bos_token }}{% for message in messages %}"
            "{% else %}{{ eos_token }}{% endif %}{% endfor %}")
 
 
-def _snapshot(root: pathlib.Path, repo_id: str) -> pathlib.Path:
+def snapshot(root: pathlib.Path, repo_id: str) -> pathlib.Path:
     repo = root / ("models--" + repo_id.replace("/", "--"))
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     (repo / "refs" / "main").write_text(REVISION)
@@ -124,11 +121,17 @@ def _umt5(path: pathlib.Path) -> None:
     UMT5EncoderModel(config).save_pretrained(path)
 
 
-def _bpe_tokenizer(cls, specials: list[str], with_bytes: bool = True, **kwargs):
-    vocab = {special: i for i, special in enumerate(specials)}
+def bpe_tokenizer(cls, specials: list[str], with_bytes: bool = True, first_special: int | None = None, **kwargs):
+    """A byte-level tokenizer without merges (a character per token). The specials take the first ids, or, with
+    `first_special`, the ids from there on as added tokens, after a base vocabulary of that size (the bytes, then
+    unused fillers that no text can produce): where models find tokens by their real ids (Qwen's `<|image_pad|>` is
+    151655)."""
+    vocab = {} if first_special else {special: i for i, special in enumerate(specials)}
     if with_bytes:
         for char in _byte_chars():
             vocab.setdefault(char, len(vocab))
+    if first_special:
+        vocab.update({f"<|unused_{i}|>": i for i in range(len(vocab), first_special)})
     tokenizer = cls(vocab=vocab, merges=[], **kwargs)
     tokenizer.add_tokens(specials, special_tokens=True)  # whole in text ("<|im_start|>"), not split into bytes
     return tokenizer
@@ -141,7 +144,7 @@ def _gemma3(path: pathlib.Path) -> None:
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration, GemmaTokenizer
 
     specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_image>", "<end_of_image>", "<image_soft_token>"]
-    tokenizer = _bpe_tokenizer(GemmaTokenizer, specials, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>",
+    tokenizer = bpe_tokenizer(GemmaTokenizer, specials, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>",
                                unk_token="<unk>")
     vocab = len(tokenizer)
     config = Gemma3Config(
@@ -159,34 +162,22 @@ def _gemma3(path: pathlib.Path) -> None:
     tokenizer.save_pretrained(path)
 
 
-def _qwen2vl(tokenizer, path: pathlib.Path) -> None:
-    """The model of tiny-random-Qwen2VLForConditionalGeneration's kind (EasyAnimate's tests load it: its text hidden
-    size 16, as their transformer's `text_embed_dim` says), seeded, beside the tokenizer."""
-    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+def _llama_tokenizer():
+    """Llama's kind (hf-internal-testing/llama-tokenizer's, OmniGen's): `<unk>` 0, `<s>` 1 (put before text, as
+    OmniGen's processor expects), `</s>` 2, then bytes."""
+    from transformers import LlamaTokenizer
 
-    ids = {name: tokenizer.convert_tokens_to_ids(name) for name in
-           ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")}
-    config = Qwen2VLConfig(
-        text_config={"vocab_size": len(tokenizer), "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
-                     "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 1024,
-                     "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]}},
-        vision_config={"depth": 1, "embed_dim": 16, "hidden_size": 16, "num_heads": 2, "in_chans": 3,
-                       "spatial_merge_size": 2, "patch_size": 14, "temporal_patch_size": 2},
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-    )
-    torch.manual_seed(0)
-    Qwen2VLForConditionalGeneration(config).save_pretrained(path)
+    return bpe_tokenizer(LlamaTokenizer, ["<unk>", "<s>", "</s>"], unk_token="<unk>", bos_token="<s>",
+                         eos_token="</s>")
 
 
 def _llama(path: pathlib.Path) -> None:
     """hf-internal-testing/tiny-random-LlamaForCausalLM's kind (HiDream's fourth text encoder: the tests give its
     transformer `caption_channels=[32, 16]` and `llama_layers=(0, 1)`): a seeded LlamaForCausalLM of width 16 and two
     layers, and a byte-level tokenizer whose ids stay below its vocabulary."""
-    from transformers import LlamaConfig, LlamaForCausalLM, LlamaTokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM
 
-    tokenizer = _bpe_tokenizer(LlamaTokenizer, ["<unk>", "<s>", "</s>"], unk_token="<unk>", bos_token="<s>",
-                               eos_token="</s>")
+    tokenizer = _llama_tokenizer()
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=2048,
                          bos_token_id=1, eos_token_id=2)
@@ -214,7 +205,7 @@ def _glm4_tokenizer():
     tests' GlmConfig vocabulary (151552)."""
     from transformers import Qwen2Tokenizer
 
-    return _bpe_tokenizer(Qwen2Tokenizer, ["<|endoftext|>", "[gMASK]", "<sop>"], pad_token="<|endoftext|>",
+    return bpe_tokenizer(Qwen2Tokenizer, ["<|endoftext|>", "[gMASK]", "<sop>"], pad_token="<|endoftext|>",
                           eos_token="<|endoftext|>", padding_side="left")
 
 
@@ -256,11 +247,11 @@ def _audioldm2(root: pathlib.Path) -> None:
     defaults; the tests set its hop length) and tiny-random-T5Model's tokenizer (T5's, as tiny-random-t5's)."""
     from transformers import ClapFeatureExtractor, RobertaTokenizer
 
-    _bpe_tokenizer(RobertaTokenizer, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"], bos_token="<s>", pad_token="<pad>",
+    bpe_tokenizer(RobertaTokenizer, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"], bos_token="<s>", pad_token="<pad>",
                    eos_token="</s>", unk_token="<unk>", mask_token="<mask>",
-                   ).save_pretrained(_snapshot(root, "hf-internal-testing/tiny-random-roberta"))
-    ClapFeatureExtractor().save_pretrained(_snapshot(root, "hf-internal-testing/tiny-random-ClapModel"))
-    _t5_tokenizer().save_pretrained(_snapshot(root, "hf-internal-testing/tiny-random-T5Model"))
+                   ).save_pretrained(snapshot(root, "hf-internal-testing/tiny-random-roberta"))
+    ClapFeatureExtractor().save_pretrained(snapshot(root, "hf-internal-testing/tiny-random-ClapModel"))
+    _t5_tokenizer().save_pretrained(snapshot(root, "hf-internal-testing/tiny-random-T5Model"))
 
 
 def _mistral_processor_tokenizer():
@@ -274,7 +265,7 @@ def _mistral_processor_tokenizer():
 
     specials = ["<unk>", "[IMG]", "<s>", "</s>", "<pad>", "[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
                 "[IMG_BREAK]", "[IMG_END]"]
-    tokenizer = _bpe_tokenizer(LlamaTokenizer, specials, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+    tokenizer = bpe_tokenizer(LlamaTokenizer, specials, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
                                pad_token="<pad>")
     tokenizer.chat_template = MISTRAL
     return tokenizer
@@ -282,12 +273,13 @@ def _mistral_processor_tokenizer():
 
 def build(root: pathlib.Path) -> pathlib.Path:
     """Writes every stand-in under `root` (a hub cache folder) and returns it."""
-    from transformers import GemmaTokenizer, LlamaTokenizer, Qwen2Tokenizer, T5EncoderModel
+    import qwen_standins
+    from transformers import GemmaTokenizer, LlamaTokenizer, T5EncoderModel
 
     root = pathlib.Path(root)
-    _clip_tokenizer().save_pretrained(_snapshot(root, "hf-internal-testing/tiny-random-clip"))
+    _clip_tokenizer().save_pretrained(snapshot(root, "hf-internal-testing/tiny-random-clip"))
 
-    t5 = _snapshot(root, "hf-internal-testing/tiny-random-t5")
+    t5 = snapshot(root, "hf-internal-testing/tiny-random-t5")
     _t5_tokenizer().save_pretrained(t5)
     torch.manual_seed(0)
     T5EncoderModel(_t5_config()).save_pretrained(t5)  # config.json and weights (some tests load the model)
@@ -295,35 +287,31 @@ def build(root: pathlib.Path) -> pathlib.Path:
     # Gemma 2 with a vocabulary of 8 in the Sana tests: pad, eos, bos, unk, mask and nothing else, so all text is unk;
     # <bos> first, as Gemma's tokenizers add it (Lumina-Next's empty negative prompt is then one token, not none,
     # whose all-zero attention mask gives NaN on plain diffusers)
-    _bpe_tokenizer(GemmaTokenizer, ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"], with_bytes=False,
-                   add_bos_token=True).save_pretrained(_snapshot(root, "hf-internal-testing/dummy-gemma"))
+    bpe_tokenizer(GemmaTokenizer, ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"], with_bytes=False,
+                   add_bos_token=True).save_pretrained(snapshot(root, "hf-internal-testing/dummy-gemma"))
     _absent(root, "hf-internal-testing/dummy-gemma", ["config.json"])  # Lumina 2's AutoTokenizer asks for it
-    qwen_specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-                     "<|image_pad|>", "<|video_pad|>"]
-    qwen = _bpe_tokenizer(Qwen2Tokenizer, qwen_specials)
-    qwen.chat_template = CHATML  # HunyuanVideo 1.5's pipeline applies it
-    qwen_path = _snapshot(root, "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration")
-    qwen.save_pretrained(qwen_path)
-    _qwen2vl(qwen, qwen_path)
-    _bpe_tokenizer(LlamaTokenizer, ["<unk>", "<s>", "</s>", "<pad>"], pad_token="<pad>").save_pretrained(
-        _snapshot(root, "finetrainers/dummy-hunyaunvideo") / "tokenizer")
-    (_snapshot(root, "finetrainers/dummy-hunyaunvideo") / "README.md").write_text(json.dumps({"stand-in": True}))
-    _gemma3(_snapshot(root, "hf-internal-testing/tiny-gemma3"))
-    _bert(_snapshot(root, "hf-internal-testing/tiny-random-BertModel"))
-    _umt5(_snapshot(root, "hf-internal-testing/tiny-random-umt5"))
-    _llama(_snapshot(root, "hf-internal-testing/tiny-random-LlamaForCausalLM"))
-    _siglip(_snapshot(root, "hf-internal-testing/tiny-random-SiglipVisionModel"))
-    _glm4_tokenizer().save_pretrained(_snapshot(root, "THUDM/glm-4-9b-chat"))
+    qwen_standins.build(root)
+    bpe_tokenizer(LlamaTokenizer, ["<unk>", "<s>", "</s>", "<pad>"], pad_token="<pad>").save_pretrained(
+        snapshot(root, "finetrainers/dummy-hunyaunvideo") / "tokenizer")
+    (snapshot(root, "finetrainers/dummy-hunyaunvideo") / "README.md").write_text(json.dumps({"stand-in": True}))
+    _gemma3(snapshot(root, "hf-internal-testing/tiny-gemma3"))
+    _bert(snapshot(root, "hf-internal-testing/tiny-random-BertModel"))
+    _umt5(snapshot(root, "hf-internal-testing/tiny-random-umt5"))
+    _llama(snapshot(root, "hf-internal-testing/tiny-random-LlamaForCausalLM"))
+    _llama_tokenizer().save_pretrained(snapshot(root, "hf-internal-testing/llama-tokenizer"))
+    _absent(root, "hf-internal-testing/llama-tokenizer", ["config.json"])  # OmniGen's AutoTokenizer asks for it
+    _siglip(snapshot(root, "hf-internal-testing/tiny-random-SiglipVisionModel"))
+    _glm4_tokenizer().save_pretrained(snapshot(root, "THUDM/glm-4-9b-chat"))
     _absent(root, "THUDM/glm-4-9b-chat", ["config.json"])  # AutoTokenizer asks for it, as for dummy-gemma
-    _chatglm3(_snapshot(root, "hf-internal-testing/tiny-random-chatglm3-6b"))
+    _chatglm3(snapshot(root, "hf-internal-testing/tiny-random-chatglm3-6b"))
     _audioldm2(root)
     # SD 2 depth-to-image's feature extractor: a DPT image processor at its tiny depth estimator's 32x32
     from transformers import DPTImageProcessor
 
     DPTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(
-        _snapshot(root, "hf-internal-testing/tiny-random-DPTForDepthEstimation"))
+        snapshot(root, "hf-internal-testing/tiny-random-DPTForDepthEstimation"))
     mistral = "hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor"
-    _mistral_processor_tokenizer().save_pretrained(_snapshot(root, mistral))
+    _mistral_processor_tokenizer().save_pretrained(snapshot(root, mistral))
     _absent(root, mistral, ["config.json", "processor_config.json", "preprocessor_config.json",
                             "video_preprocessor_config.json", "chat_template.json", "audio_tokenizer_config.json"])
     return root
