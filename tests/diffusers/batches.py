@@ -169,3 +169,24 @@ SIXTH_BATCH = (
     "cosmos/test_cosmos2_video2world.py",
     "consisid/test_consisid.py",  # and OpenCV
 )
+
+# diffusers' pipeline test files vendored seventh (SOURCE.md): they load the Qwen2-VL stand-in's processor
+# (hub_standins.py), whose video processor needs torchvision, so all run in the second environment
+# (expectations.SECOND_ENVIRONMENT). Made possible by giving the stand-in tokenizer Qwen's real special-token ids.
+SEVENTH_BATCH = (
+    "cosmos/test_cosmos2_5_predict.py",
+    "cosmos/test_cosmos2_5_transfer.py",
+    "qwenimage/test_qwenimage_edit.py",
+    "kandinsky5/test_kandinsky5.py",
+    "kandinsky5/test_kandinsky5_i2i.py",
+    "kandinsky5/test_kandinsky5_i2v.py",
+    "kandinsky5/test_kandinsky5_t2i.py",
+    "nucleusmoe_image/test_nucleusmoe_image.py",
+    "dreamlite/test_pipeline_dreamlite.py",
+    "dreamlite/test_pipeline_dreamlite_mobile.py",
+    # with the Qwen3-VL stand-in (qwen_standins.py)
+    "joyimage/test_joyimage_edit.py",
+    "joyimage/test_joyimage_edit_plus.py",
+    # with the Llama tokenizer stand-in; its processor's transforms are torchvision's
+    "omnigen/test_pipeline_omnigen.py",
+)

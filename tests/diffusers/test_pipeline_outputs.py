@@ -221,6 +221,21 @@ SECOND_ENVIRONMENT_CASES = [
     ("cosmos.test_cosmos2_text2image", "Cosmos2TextToImagePipelineFastTests"),
     ("cosmos.test_cosmos2_video2world", "Cosmos2VideoToWorldPipelineFastTests"),
     ("consisid.test_consisid", "ConsisIDPipelineFastTests"),
+    # the seventh batch: transformers' Qwen2-VL processor (its video processor needs torchvision)
+    ("cosmos.test_cosmos2_5_predict", "Cosmos2_5_PredictPipelineFastTests"),
+    ("cosmos.test_cosmos2_5_transfer", "Cosmos2_5_TransferPipelineFastTests"),
+    ("qwenimage.test_qwenimage_edit", "TestQwenImageEditPipeline"),
+    ("kandinsky5.test_kandinsky5", "Kandinsky5T2VPipelineFastTests"),
+    ("kandinsky5.test_kandinsky5_i2v", "Kandinsky5I2VPipelineFastTests"),
+    ("kandinsky5.test_kandinsky5_t2i", "Kandinsky5T2IPipelineFastTests"),
+    # (not Kandinsky 5 image-to-image: with the stand-in tokenizer its pipeline refuses the test's image on plain
+    # diffusers too, expectations.BYTE_TOKENS)
+    ("nucleusmoe_image.test_nucleusmoe_image", "NucleusMoEImagePipelineFastTests"),
+    ("dreamlite.test_pipeline_dreamlite", "DreamLitePipelineFastTests"),
+    ("dreamlite.test_pipeline_dreamlite_mobile", "DreamLiteMobilePipelineFastTests"),
+    ("joyimage.test_joyimage_edit", "JoyImageEditPipelineFastTests"),  # the Qwen3-VL stand-in's processor
+    ("joyimage.test_joyimage_edit_plus", "JoyImageEditPlusPipelineFastTests"),
+    ("omnigen.test_pipeline_omnigen", "OmniGenPipelineFastTests"),  # with the Llama tokenizer stand-in
 ]
 
 
@@ -271,6 +286,11 @@ INPUT_CHANGES = {"TestStableDiffusionInpaintPipeline": _half_mask}
 # test class -> why its decode-only tolerance is 1e-4 of its output's scale, not 1e-4 (outputs far below 1, where an
 # absolute 1e-4 could not fail)
 RELATIVE = {"AudioLDM2PipelineFastTests": "a waveform from the tests' random vocoder, peaking near 3e-6"}
+# Pipelines that round their video down to uint8 and back (Cosmos' safety-checker step) after encoding an input: an
+# encode difference within 1e-4, carried through the transformer, moves a value across a 1/255 boundary, so the
+# outputs may differ by one step (Cosmos 2.5 transfer: 0.00392, against 5e-3 of its 0.776 scale, 0.00388).
+UINT8_STEP = 1 / 255 + 1e-6  # one step, and fp32's error in the pipeline's x / 255 * 2 - 1 and back
+ROUNDED_THROUGH_UINT8 = {"Cosmos2_5_TransferPipelineFastTests"}
 
 
 def _inputs(tester) -> dict:
@@ -315,8 +335,12 @@ def test_output_equals_plain_diffusers(module, name):
     encoded = any(stats["name"].startswith("encode") for stats in vae.compile_stats())
     scale = float(np.abs(expected).max()) or 1.0
     tolerance = ENCODED * scale if encoded else DECODE_ONLY * (scale if name in RELATIVE else 1.0)
-    delta = float(np.abs(got - expected).max())
-    print(f"{name}: max |delta| {delta:.3g} on outputs up to {scale:.3g} ({'encodes' if encoded else 'decodes only'})")
+    if name in ROUNDED_THROUGH_UINT8:
+        tolerance = max(tolerance, UINT8_STEP)
+    difference = np.abs(got - expected)
+    delta, beyond = float(difference.max()), int((difference > DECODE_ONLY).sum())
+    print(f"{name}: max |delta| {delta:.3g} on outputs up to {scale:.3g} ({'encodes' if encoded else 'decodes only'}; "
+          f"{beyond} of {difference.size} values beyond {DECODE_ONLY:g})")
     assert delta <= tolerance, f"{name}: max |delta| {delta:.3g} > {tolerance:.3g} (encodes: {encoded})"
 
 
