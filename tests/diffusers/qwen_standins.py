@@ -27,6 +27,8 @@ QWEN_FIRST_SPECIAL = 151643
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                  "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>",
                  "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"]
+
+
 def _qwen2vl(tokenizer, path: pathlib.Path) -> None:
     """The model of tiny-random-Qwen2VLForConditionalGeneration's kind (EasyAnimate's tests load it: its text hidden
     size 16, as their transformer's `text_embed_dim` says), seeded, beside the tokenizer."""
