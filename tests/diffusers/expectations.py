@@ -326,28 +326,24 @@ PIPELINE_FILES_IN_CI = ("stable_diffusion/test_stable_diffusion.py", "stable_vid
 # Cosmos 2's transforms; PyPI's torchvision does not import beside this project's CPU torch 2.13 build) and OpenCV
 # (ConsisID's). They run by hand in a second environment (SOURCE.md: torch 2.14.1 and torchvision 0.29.1 from this
 # machine's disk, torchax's 0.0.14 nightly, opencv-python-headless) and are skipped where those do not import.
+TORCHVISION = ("torchvision.transforms.functional",)
 SECOND_ENVIRONMENT = {  # file under tests/pipelines -> the modules its pipeline imports
-    "cosmos/test_cosmos.py": ("torchvision.transforms.functional",),
-    "cosmos/test_cosmos_video2world.py": ("torchvision.transforms.functional",),
-    "cosmos/test_cosmos2_text2image.py": ("torchvision.transforms.functional",),
-    "cosmos/test_cosmos2_video2world.py": ("torchvision.transforms.functional",),
-    "consisid/test_consisid.py": ("torchvision.transforms.functional", "cv2"),
-    "cosmos/test_cosmos2_5_predict.py": ("torchvision.transforms.functional",),
-    "cosmos/test_cosmos2_5_transfer.py": ("torchvision.transforms.functional",),
-    # the next load transformers' Qwen2-VL processor (hub_standins.py writes it where torchvision imports): its video
-    # processor needs torchvision
-    "qwenimage/test_qwenimage_edit.py": ("torchvision.transforms.functional",),
-    "kandinsky5/test_kandinsky5.py": ("torchvision.transforms.functional",),
-    "kandinsky5/test_kandinsky5_i2i.py": ("torchvision.transforms.functional",),
-    "kandinsky5/test_kandinsky5_i2v.py": ("torchvision.transforms.functional",),
-    "kandinsky5/test_kandinsky5_t2i.py": ("torchvision.transforms.functional",),
-    "nucleusmoe_image/test_nucleusmoe_image.py": ("torchvision.transforms.functional",),
-    "dreamlite/test_pipeline_dreamlite.py": ("torchvision.transforms.functional",),
-    "dreamlite/test_pipeline_dreamlite_mobile.py": ("torchvision.transforms.functional",),
-    "joyimage/test_joyimage_edit.py": ("torchvision.transforms.functional",),  # Qwen3-VL's processor
-    "joyimage/test_joyimage_edit_plus.py": ("torchvision.transforms.functional",),
-    "omnigen/test_pipeline_omnigen.py": ("torchvision.transforms.functional",),  # its processor's transforms
+    "cosmos/test_cosmos.py": TORCHVISION,
+    "cosmos/test_cosmos_video2world.py": TORCHVISION,
+    "cosmos/test_cosmos2_text2image.py": TORCHVISION,
+    "cosmos/test_cosmos2_video2world.py": TORCHVISION,
+    "cosmos/test_cosmos2_5_predict.py": TORCHVISION,
+    "cosmos/test_cosmos2_5_transfer.py": TORCHVISION,
+    "consisid/test_consisid.py": TORCHVISION + ("cv2",),
+    "omnigen/test_pipeline_omnigen.py": TORCHVISION,  # its processor's transforms
 }
+# These load transformers' Qwen2-VL or Qwen3-VL processors (qwen_standins.py writes them where torchvision imports),
+# whose video processors need torchvision.
+SECOND_ENVIRONMENT.update(dict.fromkeys((
+    "qwenimage/test_qwenimage_edit.py", "kandinsky5/test_kandinsky5.py", "kandinsky5/test_kandinsky5_i2i.py",
+    "kandinsky5/test_kandinsky5_i2v.py", "kandinsky5/test_kandinsky5_t2i.py", "nucleusmoe_image/test_nucleusmoe_image.py",
+    "dreamlite/test_pipeline_dreamlite.py", "dreamlite/test_pipeline_dreamlite_mobile.py", "joyimage/test_joyimage_edit.py",
+    "joyimage/test_joyimage_edit_plus.py"), TORCHVISION))
 
 
 @functools.cache

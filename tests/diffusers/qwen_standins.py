@@ -13,6 +13,7 @@ import pathlib
 
 import torch
 
+from expectations import TORCHVISION, imports
 from hub_standins import bpe_tokenizer, snapshot
 
 # Qwen2's chat format (text messages)
@@ -29,32 +30,28 @@ QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_st
                  "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"]
 
 
+def _vision_ids(tokenizer) -> dict[str, int]:
+    """The Qwen-VL configs' token ids, as the tokenizer gives them (Qwen's real ones)."""
+    names = {"vision_start_token_id": "<|vision_start|>", "vision_end_token_id": "<|vision_end|>",
+             "image_token_id": "<|image_pad|>", "video_token_id": "<|video_pad|>"}
+    return {key: tokenizer.convert_tokens_to_ids(token) for key, token in names.items()}
+
+
 def _qwen2vl(tokenizer, path: pathlib.Path) -> None:
     """The model of tiny-random-Qwen2VLForConditionalGeneration's kind (EasyAnimate's tests load it: its text hidden
     size 16, as their transformer's `text_embed_dim` says), seeded, beside the tokenizer."""
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
 
-    ids = {name: tokenizer.convert_tokens_to_ids(name) for name in
-           ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")}
     config = Qwen2VLConfig(
         text_config={"vocab_size": len(tokenizer), "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
                      "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 1024,
                      "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]}},
         vision_config={"depth": 1, "embed_dim": 16, "hidden_size": 16, "num_heads": 2, "in_chans": 3,
                        "spatial_merge_size": 2, "patch_size": 14, "temporal_patch_size": 2},
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        **_vision_ids(tokenizer),
     )
     torch.manual_seed(0)
     Qwen2VLForConditionalGeneration(config).save_pretrained(path)
-
-
-def _torchvision_imports() -> bool:
-    try:
-        import torchvision.transforms.functional  # noqa: F401
-    except Exception:  # absent, or a torchvision built for another torch
-        return False
-    return True
 
 
 def _qwen2vl_processor(tokenizer, path: pathlib.Path) -> None:
@@ -62,7 +59,7 @@ def _qwen2vl_processor(tokenizer, path: pathlib.Path) -> None:
     Qwen3VLProcessor, Kandinsky 5 through AutoProcessor): transformers' Qwen2-VL image and video processors at their
     defaults (14-pixel patches, merged 2x2), where torchvision imports (the second environment: the video processor
     needs it). Without it, the repository has no processor, as before."""
-    if not _torchvision_imports():
+    if not imports(*TORCHVISION):
         return
     from transformers import Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor
 
@@ -77,8 +74,6 @@ def _qwen3vl(tokenizer, path: pathlib.Path) -> None:
     and, where torchvision imports, its processor (Qwen3-VL's image processor is Qwen2-VL's, at 16-pixel patches)."""
     from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
-    ids = {name: tokenizer.convert_tokens_to_ids(name) for name in
-           ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")}
     config = Qwen3VLConfig(
         text_config={"vocab_size": 151936, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
                      "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8, "max_position_embeddings": 1024,
@@ -86,13 +81,12 @@ def _qwen3vl(tokenizer, path: pathlib.Path) -> None:
         vision_config={"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 16,
                        "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2,
                        "num_position_embeddings": 64, "deepstack_visual_indexes": [0]},
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        **_vision_ids(tokenizer),
     )
     torch.manual_seed(0)
     Qwen3VLForConditionalGeneration(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
-    if _torchvision_imports():
+    if imports(*TORCHVISION):
         from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
         Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=16, merge_size=2, temporal_patch_size=2),

@@ -289,7 +289,7 @@ RELATIVE = {"AudioLDM2PipelineFastTests": "a waveform from the tests' random voc
 # Pipelines that round their video down to uint8 and back (Cosmos' safety-checker step) after encoding an input: an
 # encode difference within 1e-4, carried through the transformer, moves a value across a 1/255 boundary, so the
 # outputs may differ by one step (Cosmos 2.5 transfer: 0.00392, against 5e-3 of its 0.776 scale, 0.00388).
-UINT8_STEP = 1 / 255 + 1e-6  # one step, and fp32's error in the pipeline's x / 255 * 2 - 1 and back
+ONE_UINT8_STEP = 1 / 255 + 1e-6  # one step, and fp32's error in the pipeline's x / 255 * 2 - 1 and back
 ROUNDED_THROUGH_UINT8 = {"Cosmos2_5_TransferPipelineFastTests"}
 
 
@@ -336,7 +336,7 @@ def test_output_equals_plain_diffusers(module, name):
     scale = float(np.abs(expected).max()) or 1.0
     tolerance = ENCODED * scale if encoded else DECODE_ONLY * (scale if name in RELATIVE else 1.0)
     if name in ROUNDED_THROUGH_UINT8:
-        tolerance = max(tolerance, UINT8_STEP)
+        tolerance = max(tolerance, ONE_UINT8_STEP)
     difference = np.abs(got - expected)
     delta, beyond = float(difference.max()), int((difference > DECODE_ONLY).sum())
     print(f"{name}: max |delta| {delta:.3g} on outputs up to {scale:.3g} ({'encodes' if encoded else 'decodes only'}; "
