@@ -131,16 +131,19 @@ def wrapped_components(get_dummy_components):
 
 @pytest.fixture(scope="class", autouse=True)
 def _torchax_pipeline_vae(request):
-    """diffusers' pipeline tests: the test class's `get_dummy_components()` gives TorchaxVAEs (`wrap_served_vaes`); a
-    class that builds its components inline from a `dummy_vae` property (SD 2's upscaler) gets that VAE wrapped."""
+    """diffusers' pipeline tests: the test class's `get_dummy_components()` (and its variants, such as
+    test_pipeline_utils.py's `get_dummy_components_image_generation()`) gives TorchaxVAEs (`wrap_served_vaes`); a
+    class that builds its components inline from a `dummy_vae` property (SD 2's upscaler, test_pipelines.py's
+    `PipelineFastTests`) gets that VAE wrapped."""
     cls = request.cls
     if PLAIN or cls is None or "tests/pipelines/" not in request.node.nodeid:
         yield
         return
     with pytest.MonkeyPatch.context() as patch:
-        if hasattr(cls, "get_dummy_components"):
-            patch.setattr(cls, "get_dummy_components", wrapped_components(cls.get_dummy_components))
-        elif isinstance(getattr(cls, "dummy_vae", None), property):
+        for name in dir(cls):
+            if name.startswith("get_dummy_components") and callable(getattr(cls, name)):
+                patch.setattr(cls, name, wrapped_components(getattr(cls, name)))
+        if isinstance(getattr(cls, "dummy_vae", None), property):
             patch.setattr(cls, "dummy_vae", property(wrapped_vae(cls.dummy_vae.fget)))
         yield
 

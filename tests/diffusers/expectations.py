@@ -315,12 +315,49 @@ for _path, _cls in _NEED_TORCHSDE:
 for _path, _cls in _FROM_PIPE_TESTERS:
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_from_pipe_consistent_config"] = HUB_PIPELINE
 
+# diffusers' general pipeline tests (test_pipelines.py, test_pipeline_utils.py): these load whole pipelines, custom
+# pipeline code or textual inversions from the hub or GitHub, out of reach here; they fail on plain diffusers too.
+HUB_DOWNLOADS = ("downloads a whole pipeline, custom pipeline code or an embedding from the hub or GitHub "
+                 "(hf-internal-testing/tiny-stable-diffusion-*, google/ddpm-cifar10-32, ...), which is out of reach "
+                 "here; it fails on plain diffusers too")
+_GENERAL_HUB_TESTS = {
+    "DownloadTests": (
+        "bin_index", "from_variant_folder", "no_onnx_by_default", "no_openvino_by_default", "only_pytorch",
+        "safetensors", "safetensors_index", "safetensors_only_variant_exists_for_model",
+        "safetensors_variant_does_not_exist_for_model", "variant_all", "variant_partly",
+        "variants_with_sharded_checkpoints"),
+    "CustomPipelineTests": (
+        "custom_components_from_local_dir", "global_disable_remote_code", "load_custom_github", "load_custom_pipeline",
+        "local_custom_pipeline_file", "local_custom_pipeline_repo", "remote_auto_custom_pipe", "remote_components",
+        "remote_custom_pipe_with_dot_in_name", "run_custom_pipeline", "save_pipeline_change_config"),
+    "PipelineFastTests": (
+        "error_no_variant_available", "name_or_path", "optional_components", "save_safe_serialization",
+        "set_scheduler_consistency"),
+}
+for _cls, _tests in _GENERAL_HUB_TESTS.items():
+    _prefix = "test_download_" if _cls == "DownloadTests" else "test_"
+    for _test in _tests:
+        FAIL_IN_BOTH_RUNS[f"tests/pipelines/test_pipelines.py::{_cls}::{_prefix}{_test}"] = HUB_DOWNLOADS
+for _test in ("test_less_downloads_passed_object", "test_load_no_safety_checker_default_locally",
+              "test_load_no_safety_checker_explicit_locally", "test_local_files_only_raises_for_snapshot_with_missing_weights",
+              "test_local_files_only_uses_same_snapshot_download_patterns", "test_text_inversion_download",
+              "test_text_inversion_multi_tokens", "test_textual_inversion_unload"):
+    FAIL_IN_BOTH_RUNS[f"tests/pipelines/test_pipelines.py::DownloadTests::{_test}"] = HUB_DOWNLOADS
+FAIL_IN_BOTH_RUNS["tests/pipelines/test_pipelines.py::PipelineFastTests::test_dduf_file_is_deprecated"] = (
+    "written for diffusers 0.40's deprecation warning; diffusers 0.42 no longer loads DDUF files and raises instead, "
+    "on plain diffusers too")
+EXPECTED_FAILURES["tests/pipelines/test_pipelines.py::PipelineFastTests::test_from_pipe_torch_dtype_is_deprecated"] = (
+    FROM_PIPE)
+
 # diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
 # Allegro's and SanaVideo's, which once failed wrapped): the first 22 files take about 20 minutes wrapped and 15 on
 # plain diffusers on 2 cores, more than CI's time allows, so the others are `heavy`, run by hand before each stop with
 # the plain run (SOURCE.md). test_pipeline_outputs.py compares the first 22 files' pipeline outputs in CI.
 PIPELINE_FILES_IN_CI = ("stable_diffusion/test_stable_diffusion.py", "stable_video_diffusion/test_stable_video_diffusion.py",
-                        "allegro/test_allegro.py", "sana_video/test_sana_video.py")
+                        "allegro/test_allegro.py", "sana_video/test_sana_video.py",
+                        # diffusers' general tests: DiffusionPipeline's components, saving and loading around a wrapped
+                        # VAE (about 3 minutes, most of it their hub tests failing offline)
+                        "test_pipelines.py", "test_pipeline_utils.py")
 
 # diffusers' pipeline test files whose pipelines import what this project's environment lacks: torchvision (Cosmos' and
 # Cosmos 2's transforms; PyPI's torchvision does not import beside this project's CPU torch 2.13 build) and OpenCV
