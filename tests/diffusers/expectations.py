@@ -377,10 +377,11 @@ SECOND_ENVIRONMENT = {  # file under tests/pipelines -> the modules its pipeline
 # These load transformers' Qwen2-VL or Qwen3-VL processors (qwen_standins.py writes them where torchvision imports),
 # whose video processors need torchvision.
 SECOND_ENVIRONMENT.update(dict.fromkeys((
-    "qwenimage/test_qwenimage_edit.py", "kandinsky5/test_kandinsky5.py", "kandinsky5/test_kandinsky5_i2i.py",
-    "kandinsky5/test_kandinsky5_i2v.py", "kandinsky5/test_kandinsky5_t2i.py", "nucleusmoe_image/test_nucleusmoe_image.py",
-    "dreamlite/test_pipeline_dreamlite.py", "dreamlite/test_pipeline_dreamlite_mobile.py", "joyimage/test_joyimage_edit.py",
-    "joyimage/test_joyimage_edit_plus.py"), TORCHVISION))
+    "qwenimage/test_qwenimage_edit.py", "qwenimage/test_qwenimage_edit_plus.py", "kandinsky5/test_kandinsky5.py",
+    "kandinsky5/test_kandinsky5_i2i.py", "kandinsky5/test_kandinsky5_i2v.py", "kandinsky5/test_kandinsky5_t2i.py",
+    "nucleusmoe_image/test_nucleusmoe_image.py", "dreamlite/test_pipeline_dreamlite.py",
+    "dreamlite/test_pipeline_dreamlite_mobile.py", "joyimage/test_joyimage_edit.py", "joyimage/test_joyimage_edit_plus.py"),
+    TORCHVISION))
 
 
 @functools.cache

@@ -44,12 +44,13 @@ def snapshot(root: pathlib.Path, repo_id: str) -> pathlib.Path:
     return path
 
 
-def _absent(root: pathlib.Path, repo_id: str, names: list[str]) -> None:
+def absent(root: pathlib.Path, repo_id: str, names: list[str]) -> None:
     """Records files as absent from a stand-in, as huggingface_hub's cache does (`.no_exist/<revision>/<name>`), so
     that offline lookups of them return nothing instead of raising."""
     folder = root / ("models--" + repo_id.replace("/", "--")) / ".no_exist" / REVISION
     folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
+    for name in names:  # (a name may be in a subfolder: "text_tokenizer/config.json")
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).touch()
 
 
@@ -289,7 +290,7 @@ def build(root: pathlib.Path) -> pathlib.Path:
     # whose all-zero attention mask gives NaN on plain diffusers)
     bpe_tokenizer(GemmaTokenizer, ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"], with_bytes=False,
                    add_bos_token=True).save_pretrained(snapshot(root, "hf-internal-testing/dummy-gemma"))
-    _absent(root, "hf-internal-testing/dummy-gemma", ["config.json"])  # Lumina 2's AutoTokenizer asks for it
+    absent(root, "hf-internal-testing/dummy-gemma", ["config.json"])  # Lumina 2's AutoTokenizer asks for it
     qwen_standins.build(root)
     bpe_tokenizer(LlamaTokenizer, ["<unk>", "<s>", "</s>", "<pad>"], pad_token="<pad>").save_pretrained(
         snapshot(root, "finetrainers/dummy-hunyaunvideo") / "tokenizer")
@@ -299,10 +300,10 @@ def build(root: pathlib.Path) -> pathlib.Path:
     _umt5(snapshot(root, "hf-internal-testing/tiny-random-umt5"))
     _llama(snapshot(root, "hf-internal-testing/tiny-random-LlamaForCausalLM"))
     _llama_tokenizer().save_pretrained(snapshot(root, "hf-internal-testing/llama-tokenizer"))
-    _absent(root, "hf-internal-testing/llama-tokenizer", ["config.json"])  # OmniGen's AutoTokenizer asks for it
+    absent(root, "hf-internal-testing/llama-tokenizer", ["config.json"])  # OmniGen's AutoTokenizer asks for it
     _siglip(snapshot(root, "hf-internal-testing/tiny-random-SiglipVisionModel"))
     _glm4_tokenizer().save_pretrained(snapshot(root, "THUDM/glm-4-9b-chat"))
-    _absent(root, "THUDM/glm-4-9b-chat", ["config.json"])  # AutoTokenizer asks for it, as for dummy-gemma
+    absent(root, "THUDM/glm-4-9b-chat", ["config.json"])  # AutoTokenizer asks for it, as for dummy-gemma
     _chatglm3(snapshot(root, "hf-internal-testing/tiny-random-chatglm3-6b"))
     _audioldm2(root)
     # SD 2 depth-to-image's feature extractor: a DPT image processor at its tiny depth estimator's 32x32
@@ -312,6 +313,6 @@ def build(root: pathlib.Path) -> pathlib.Path:
         snapshot(root, "hf-internal-testing/tiny-random-DPTForDepthEstimation"))
     mistral = "hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor"
     _mistral_processor_tokenizer().save_pretrained(snapshot(root, mistral))
-    _absent(root, mistral, ["config.json", "processor_config.json", "preprocessor_config.json",
+    absent(root, mistral, ["config.json", "processor_config.json", "preprocessor_config.json",
                             "video_preprocessor_config.json", "chat_template.json", "audio_tokenizer_config.json"])
     return root

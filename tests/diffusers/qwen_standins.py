@@ -14,7 +14,7 @@ import pathlib
 import torch
 
 from expectations import TORCHVISION, imports
-from hub_standins import bpe_tokenizer, snapshot
+from hub_standins import absent, bpe_tokenizer, snapshot
 
 # Qwen2's chat format (text messages)
 CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}"
@@ -103,3 +103,8 @@ def build(root: pathlib.Path) -> None:
     _qwen2vl(qwen, qwen_path)
     _qwen2vl_processor(qwen, qwen_path)
     _qwen3vl(qwen, snapshot(root, "huangfeice/tiny-random-Qwen3VLForConditionalGeneration"))
+    # Cosmos 3's text tokenizer is Qwen's: its tests' transformer has Qwen's 151657 ids, and the pipeline starts
+    # generation at `<|vision_start|>`
+    cosmos3 = "hf-internal-testing/tiny-cosmos3-modular-pipe"
+    qwen.save_pretrained(snapshot(root, cosmos3) / "text_tokenizer")
+    absent(root, cosmos3, ["text_tokenizer/config.json"])  # AutoTokenizer asks for it

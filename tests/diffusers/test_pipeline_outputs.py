@@ -214,6 +214,9 @@ SIXTH = [
     # with the RoBERTa, CLAP feature extractor and T5Model tokenizer stand-ins (an AutoencoderKL over spectrograms)
     ("audioldm2.test_audioldm2", "AudioLDM2PipelineFastTests"),
 ]
+# the eighth batch's one pipeline of this environment (diffusers' general tests build theirs inline, not from
+# get_dummy_components(): SD's, whose outputs CLASSES compares)
+EIGHTH = [("cosmos.test_cosmos3", "Cosmos3OmniPipelineFastTests")]  # with the Qwen tokenizer stand-in
 # Pipelines of expectations.SECOND_ENVIRONMENT's files: heavy, and run in the second environment of SOURCE.md.
 SECOND_ENVIRONMENT_CASES = [
     ("cosmos.test_cosmos", "CosmosTextToWorldPipelineFastTests"),
@@ -225,6 +228,8 @@ SECOND_ENVIRONMENT_CASES = [
     ("cosmos.test_cosmos2_5_predict", "Cosmos2_5_PredictPipelineFastTests"),
     ("cosmos.test_cosmos2_5_transfer", "Cosmos2_5_TransferPipelineFastTests"),
     ("qwenimage.test_qwenimage_edit", "TestQwenImageEditPipeline"),
+    # the eighth batch
+    ("qwenimage.test_qwenimage_edit_plus", "TestQwenImageEditPlusPipeline"),
     ("kandinsky5.test_kandinsky5", "Kandinsky5T2VPipelineFastTests"),
     ("kandinsky5.test_kandinsky5_i2v", "Kandinsky5I2VPipelineFastTests"),
     ("kandinsky5.test_kandinsky5_t2i", "Kandinsky5T2IPipelineFastTests"),
@@ -245,7 +250,7 @@ def _needs(module: str) -> tuple[str, ...]:
 
 def _case_id(module: str, name: str) -> str:
     """The test class's name; its folder's too where two files share one (Bria Fibo's and its edit's)."""
-    shared = sum(other == name for _, other in CLASSES + SECOND + THIRD + FOURTH + FIFTH + SIXTH) > 1
+    shared = sum(other == name for _, other in CLASSES + SECOND + THIRD + FOURTH + FIFTH + SIXTH + EIGHTH) > 1
     return f"{module.split('.')[-1]}-{name}" if shared else name
 
 
@@ -254,7 +259,7 @@ CASES = [pytest.param(module, name, id=name) for module, name in CLASSES] + [
                  id="TestStableDiffusionInpaintPipeline")
 ] + [
     pytest.param(module, name, id=_case_id(module, name), marks=pytest.mark.heavy)
-    for module, name in SECOND + THIRD + FOURTH + FIFTH + SIXTH
+    for module, name in SECOND + THIRD + FOURTH + FIFTH + SIXTH + EIGHTH
 ] + [
     pytest.param(module, name, id=name, marks=[pytest.mark.heavy, pytest.mark.skipif(
         not imports(*_needs(module)), reason=f"its pipeline needs {', '.join(_needs(module))}: the second environment "
