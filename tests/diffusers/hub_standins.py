@@ -210,6 +210,32 @@ def _glm4_tokenizer():
                           eos_token="<|endoftext|>", padding_side="left")
 
 
+def _glm_image_processor(path: pathlib.Path) -> None:
+    """zai-org/GLM-Image's `processor` folder (GLM-Image's tests load it; the real repository is a released model's):
+    transformers' GlmImageProcessor over its PIL image processor (no torchvision needed), a byte-level tokenizer with
+    the special tokens the processor reads (`image_token`, `grid_bos_token`, `grid_eos_token`, `bos_token`) from
+    167855, GlmImageConfig's `image_token_id`, inside the tests' 168064-token vocabulary, and a GLM-4-style chat
+    template. The tests generate images from text only, so no image token reaches the model."""
+    try:  # (transformers 5.x before GLM-Image's PIL image processor: no stand-in, and GLM-Image's tests cannot load)
+        from transformers import GlmImageProcessor, PreTrainedTokenizerFast
+        from transformers.models.glm_image.image_processing_pil_glm_image import GlmImageImageProcessorPil
+    except ImportError:
+        return
+
+    specials = ["<|image|>", "<|endoftext|>", "[gMASK]", "<sop>", "<eop>", "<|user|>", "<|assistant|>",
+                "<|begin_of_image|>", "<|end_of_image|>"]
+    tokenizer = bpe_tokenizer(
+        PreTrainedTokenizerFast, specials, first_special=167855, eos_token="<|endoftext|>", pad_token="<|endoftext|>",
+        bos_token="<|begin_of_image|>", padding_side="left",
+        extra_special_tokens={"image_token": "<|image|>", "grid_bos_token": "<sop>", "grid_eos_token": "<eop>"})
+    template = ("[gMASK]<sop>{% for m in messages %}<|{{ m['role'] }}|>\n{% if m['content'] is string %}"
+                "{{ m['content'] }}{% else %}{% for part in m['content'] %}{% if part['type'] == 'image' %}"
+                "<|begin_of_image|><|image|><|end_of_image|>{% elif part['type'] == 'text' %}{{ part['text'] }}"
+                "{% endif %}{% endfor %}{% endif %}{% endfor %}<|assistant|>\n")
+    GlmImageProcessor(image_processor=GlmImageImageProcessorPil(), tokenizer=tokenizer,
+                      chat_template=template).save_pretrained(path)
+
+
 def _chatglm3(path: pathlib.Path) -> None:
     """hf-internal-testing/tiny-random-chatglm3-6b's kind (Kolors' text encoder and tokenizer, diffusers' own
     ChatGLMModel and ChatGLMTokenizer: the tests give their UNet `cross_attention_dim=8`): a seeded ChatGLM of width 8
@@ -305,6 +331,8 @@ def build(root: pathlib.Path) -> pathlib.Path:
     _glm4_tokenizer().save_pretrained(snapshot(root, "THUDM/glm-4-9b-chat"))
     absent(root, "THUDM/glm-4-9b-chat", ["config.json"])  # AutoTokenizer asks for it, as for dummy-gemma
     _chatglm3(snapshot(root, "hf-internal-testing/tiny-random-chatglm3-6b"))
+    _glm_image_processor(snapshot(root, "zai-org/GLM-Image") / "processor")
+    absent(root, "zai-org/GLM-Image", ["processor/config.json"])  # the processor asks for it
     _audioldm2(root)
     # SD 2 depth-to-image's feature extractor: a DPT image processor at its tiny depth estimator's 32x32
     from transformers import DPTImageProcessor

@@ -216,7 +216,11 @@ SIXTH = [
 ]
 # the eighth batch's one pipeline of this environment (diffusers' general tests build theirs inline, not from
 # get_dummy_components(): SD's, whose outputs CLASSES compares)
-EIGHTH = [("cosmos.test_cosmos3", "Cosmos3OmniPipelineFastTests")]  # with the Qwen tokenizer stand-in
+EIGHTH = [
+    ("cosmos.test_cosmos3", "Cosmos3OmniPipelineFastTests"),  # with the Qwen tokenizer stand-in
+    # its tests require an accelerator (skipped on CPUs either way); its pipeline runs here, with the processor stand-in
+    ("glm_image.test_glm_image", "GlmImagePipelineFastTests"),
+]
 # Pipelines of expectations.SECOND_ENVIRONMENT's files: heavy, and run in the second environment of SOURCE.md.
 SECOND_ENVIRONMENT_CASES = [
     ("cosmos.test_cosmos", "CosmosTextToWorldPipelineFastTests"),
