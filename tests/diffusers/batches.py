@@ -194,8 +194,8 @@ SEVENTH_BATCH = (
 # diffusers' test files vendored eighth (SOURCE.md): Qwen-Image Edit Plus (the second environment: its pipeline
 # encodes each condition image at 1024², about 40 minutes a run on 2 cores), Cosmos 3 (its text tokenizer is the Qwen
 # stand-in, qwen_standins.py), GLM-Image (its tests require an accelerator; its pipeline's output is compared
-# here), and diffusers' general pipeline tests (DiffusionPipeline's loading, saving, components
-# and progress bars, on SD pipelines whose VAE the harness wraps: `dummy_vae`, `get_dummy_components_*`).
+# here), and diffusers' general pipeline tests (DiffusionPipeline's loading, saving, components and progress bars, on
+# SD pipelines whose VAE the harness wraps: `dummy_vae`, `get_dummy_components_*`).
 EIGHTH_BATCH = (
     "qwenimage/test_qwenimage_edit_plus.py",
     "cosmos/test_cosmos3.py",

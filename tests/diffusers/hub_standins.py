@@ -342,5 +342,5 @@ def build(root: pathlib.Path) -> pathlib.Path:
     mistral = "hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor"
     _mistral_processor_tokenizer().save_pretrained(snapshot(root, mistral))
     absent(root, mistral, ["config.json", "processor_config.json", "preprocessor_config.json",
-                            "video_preprocessor_config.json", "chat_template.json", "audio_tokenizer_config.json"])
+                           "video_preprocessor_config.json", "chat_template.json", "audio_tokenizer_config.json"])
     return root

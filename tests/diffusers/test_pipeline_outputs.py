@@ -214,7 +214,7 @@ SIXTH = [
     # with the RoBERTa, CLAP feature extractor and T5Model tokenizer stand-ins (an AutoencoderKL over spectrograms)
     ("audioldm2.test_audioldm2", "AudioLDM2PipelineFastTests"),
 ]
-# the eighth batch's one pipeline of this environment (diffusers' general tests build theirs inline, not from
+# the eighth batch's pipelines of this environment (diffusers' general tests build theirs inline, not from
 # get_dummy_components(): SD's, whose outputs CLASSES compares)
 EIGHTH = [
     ("cosmos.test_cosmos3", "Cosmos3OmniPipelineFastTests"),  # with the Qwen tokenizer stand-in
