@@ -320,12 +320,16 @@ for _path, _cls in _FROM_PIPE_TESTERS:
 HUB_DOWNLOADS = ("downloads a whole pipeline, custom pipeline code or an embedding from the hub or GitHub "
                  "(hf-internal-testing/tiny-stable-diffusion-*, google/ddpm-cifar10-32, ...), which is out of reach "
                  "here; it fails on plain diffusers too")
-_GENERAL_HUB_TESTS = {
+_GENERAL_HUB_TESTS = {  # test class in test_pipelines.py -> its tests that download (their names less "test_")
     "DownloadTests": (
-        "bin_index", "from_variant_folder", "no_onnx_by_default", "no_openvino_by_default", "only_pytorch",
-        "safetensors", "safetensors_index", "safetensors_only_variant_exists_for_model",
-        "safetensors_variant_does_not_exist_for_model", "variant_all", "variant_partly",
-        "variants_with_sharded_checkpoints"),
+        "download_bin_index", "download_from_variant_folder", "download_no_onnx_by_default",
+        "download_no_openvino_by_default", "download_only_pytorch", "download_safetensors", "download_safetensors_index",
+        "download_safetensors_only_variant_exists_for_model", "download_safetensors_variant_does_not_exist_for_model",
+        "download_variant_all", "download_variant_partly", "download_variants_with_sharded_checkpoints",
+        "less_downloads_passed_object", "load_no_safety_checker_default_locally",
+        "load_no_safety_checker_explicit_locally", "local_files_only_raises_for_snapshot_with_missing_weights",
+        "local_files_only_uses_same_snapshot_download_patterns", "text_inversion_download",
+        "text_inversion_multi_tokens", "textual_inversion_unload"),
     "CustomPipelineTests": (
         "custom_components_from_local_dir", "global_disable_remote_code", "load_custom_github", "load_custom_pipeline",
         "local_custom_pipeline_file", "local_custom_pipeline_repo", "remote_auto_custom_pipe", "remote_components",
@@ -335,14 +339,8 @@ _GENERAL_HUB_TESTS = {
         "set_scheduler_consistency"),
 }
 for _cls, _tests in _GENERAL_HUB_TESTS.items():
-    _prefix = "test_download_" if _cls == "DownloadTests" else "test_"
     for _test in _tests:
-        FAIL_IN_BOTH_RUNS[f"tests/pipelines/test_pipelines.py::{_cls}::{_prefix}{_test}"] = HUB_DOWNLOADS
-for _test in ("test_less_downloads_passed_object", "test_load_no_safety_checker_default_locally",
-              "test_load_no_safety_checker_explicit_locally", "test_local_files_only_raises_for_snapshot_with_missing_weights",
-              "test_local_files_only_uses_same_snapshot_download_patterns", "test_text_inversion_download",
-              "test_text_inversion_multi_tokens", "test_textual_inversion_unload"):
-    FAIL_IN_BOTH_RUNS[f"tests/pipelines/test_pipelines.py::DownloadTests::{_test}"] = HUB_DOWNLOADS
+        FAIL_IN_BOTH_RUNS[f"tests/pipelines/test_pipelines.py::{_cls}::test_{_test}"] = HUB_DOWNLOADS
 FAIL_IN_BOTH_RUNS["tests/pipelines/test_pipelines.py::PipelineFastTests::test_dduf_file_is_deprecated"] = (
     "written for diffusers 0.40's deprecation warning; diffusers 0.42 no longer loads DDUF files and raises instead, "
     "on plain diffusers too")
@@ -356,7 +354,7 @@ EXPECTED_FAILURES["tests/pipelines/test_pipelines.py::PipelineFastTests::test_fr
 PIPELINE_FILES_IN_CI = ("stable_diffusion/test_stable_diffusion.py", "stable_video_diffusion/test_stable_video_diffusion.py",
                         "allegro/test_allegro.py", "sana_video/test_sana_video.py",
                         # diffusers' general tests: DiffusionPipeline's components, saving and loading around a wrapped
-                        # VAE (about 3 minutes, most of it their hub tests failing offline)
+                        # VAE (about 1.5 minutes on 2 cores)
                         "test_pipelines.py", "test_pipeline_utils.py")
 
 # diffusers' pipeline test files whose pipelines import what this project's environment lacks: torchvision (Cosmos' and

@@ -10,10 +10,11 @@ of the tests (plain diffusers and TorchaxVAE) use the same stand-ins.
 The tokenizers are made with the `tokenizers`-backed classes of transformers 5 from small vocabularies: every id
 they give is below the vocabulary sizes the tests give their text encoders (CLIP 1000, T5 1103, Llama 1000, Gemma
 8, and the stand-in text encoders' own (Bert, UMT5), and tiny-gemma3's own, sized to its tokenizer: diffusers'
-dummy-gemma maps all text to a handful of ids, and so does this one). One differs: in the Qwen2-VL repository's
-tokenizer, text takes byte ids but the special tokens keep Qwen's real ids (151643-151656), because the Qwen-VL text
-encoders the tests build (vocabularies of 151936 or 152064) find image tokens by id (qwen_standins.py). Tests that compare hard-coded
-value slices of the real tiny repos' outputs fail on plain diffusers here too; the harness lists them.
+dummy-gemma maps all text to a handful of ids, and so does this one). Two differ: in the Qwen tokenizer
+(qwen_standins.py) and GLM-Image's, text takes byte ids but the special tokens keep the real ids (Qwen's
+151643-151656, GLM-Image's `<|image|>` 167855), because the models the tests build find such tokens by id. Tests that
+compare hard-coded value slices of the real tiny repos' outputs fail on plain diffusers here too; the harness lists
+them.
 """
 
 import json
@@ -146,7 +147,7 @@ def _gemma3(path: pathlib.Path) -> None:
 
     specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_image>", "<end_of_image>", "<image_soft_token>"]
     tokenizer = bpe_tokenizer(GemmaTokenizer, specials, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>",
-                               unk_token="<unk>")
+                              unk_token="<unk>")
     vocab = len(tokenizer)
     config = Gemma3Config(
         text_config={"vocab_size": vocab, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
@@ -207,7 +208,7 @@ def _glm4_tokenizer():
     from transformers import Qwen2Tokenizer
 
     return bpe_tokenizer(Qwen2Tokenizer, ["<|endoftext|>", "[gMASK]", "<sop>"], pad_token="<|endoftext|>",
-                          eos_token="<|endoftext|>", padding_side="left")
+                         eos_token="<|endoftext|>", padding_side="left")
 
 
 def _glm_image_processor(path: pathlib.Path) -> None:
@@ -275,8 +276,8 @@ def _audioldm2(root: pathlib.Path) -> None:
     from transformers import ClapFeatureExtractor, RobertaTokenizer
 
     bpe_tokenizer(RobertaTokenizer, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"], bos_token="<s>", pad_token="<pad>",
-                   eos_token="</s>", unk_token="<unk>", mask_token="<mask>",
-                   ).save_pretrained(snapshot(root, "hf-internal-testing/tiny-random-roberta"))
+                  eos_token="</s>", unk_token="<unk>", mask_token="<mask>",
+                  ).save_pretrained(snapshot(root, "hf-internal-testing/tiny-random-roberta"))
     ClapFeatureExtractor().save_pretrained(snapshot(root, "hf-internal-testing/tiny-random-ClapModel"))
     _t5_tokenizer().save_pretrained(snapshot(root, "hf-internal-testing/tiny-random-T5Model"))
 
@@ -293,7 +294,7 @@ def _mistral_processor_tokenizer():
     specials = ["<unk>", "[IMG]", "<s>", "</s>", "<pad>", "[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
                 "[IMG_BREAK]", "[IMG_END]"]
     tokenizer = bpe_tokenizer(LlamaTokenizer, specials, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
-                               pad_token="<pad>")
+                              pad_token="<pad>")
     tokenizer.chat_template = MISTRAL
     return tokenizer
 
@@ -315,7 +316,7 @@ def build(root: pathlib.Path) -> pathlib.Path:
     # <bos> first, as Gemma's tokenizers add it (Lumina-Next's empty negative prompt is then one token, not none,
     # whose all-zero attention mask gives NaN on plain diffusers)
     bpe_tokenizer(GemmaTokenizer, ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"], with_bytes=False,
-                   add_bos_token=True).save_pretrained(snapshot(root, "hf-internal-testing/dummy-gemma"))
+                  add_bos_token=True).save_pretrained(snapshot(root, "hf-internal-testing/dummy-gemma"))
     absent(root, "hf-internal-testing/dummy-gemma", ["config.json"])  # Lumina 2's AutoTokenizer asks for it
     qwen_standins.build(root)
     bpe_tokenizer(LlamaTokenizer, ["<unk>", "<s>", "</s>", "<pad>"], pad_token="<pad>").save_pretrained(
