@@ -20,6 +20,7 @@ import torch
 from diffusers.models.autoencoders.vae import DiagonalGaussianDistribution
 from torch import nn
 
+from . import stream
 from .engine import Engine
 
 
@@ -142,5 +143,35 @@ class Family:
 
     def decode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
         """The decoded batch, a JAX array (or its shape); conditioning: the decoder's further inputs (LTX's
-        timestep, Stable Video Diffusion's num_frames)."""
+        timestep, Stable Video Diffusion's num_frames).
+
+        Families whose loop yields frame chunks (`decode_chunks`) get it here, joined on the frame axis; in a
+        stream (torchax_vae/stream.py: `chunked()`) the generator itself. Families with one call override it.
+        """
+        chunks = self.decode_chunks(source, tiled, **conditioning)
+        return chunks if stream.is_chunked() else stream.join_chunks(chunks, self.frame_axis)
+
+    def decode_chunks(self, source, tiled: bool | None = None, **conditioning):
+        """The decoded batch as a generator of frame chunks (JAX arrays or shapes), each yielded once final: what
+        `decode` joins and `decode_stream` hands out. Only what the next chunk needs stays referenced."""
+        raise NotImplementedError
+
+    @property
+    def frame_axis(self) -> int:
+        """The frame axis of `decode`'s output (`decoded_layout`)."""
+        return self.decoded_layout.index("F")
+
+    # ----- a decode session: latents fed chunk by chunk (torchax_vae/session.py) -----
+
+    # Whether the family's decode carries causal state from chunk to chunk, so that a session can feed it
+    # latents as a generator makes them. Families with it implement `session_step`.
+    carries_state: bool = False
+
+    def session_chunks(self, frames: int, first: bool) -> str | None:
+        """None when a session's chunk of `frames` latent frames (the first, or a later one) keeps the decode
+        exact; else the sizes this family accepts, as words for the error."""
+        return None
+
+    def session_step(self, source, state):
+        """A session's chunk decoded: (frames, the state for the next chunk); state None for the first chunk."""
         raise NotImplementedError

@@ -22,7 +22,7 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import cache, convert, gradients, process, validation, weights
+from . import cache, convert, gradients, process, stream, validation, weights
 from .ahead import _TWIN, AheadOfTime
 from .engine import Engine
 from .facade import ConfigFacade
@@ -64,6 +64,13 @@ def _like(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
     if _is_torchax(x):
         return x._env.j2t_iso(out.astype(convert.jax_dtype(x.dtype)))
     return convert.to_torch(out, device=x.device, dtype=x.dtype)
+
+
+def convert_uint8(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
+    """uint8 frames as a tensor where x is: a torchax tensor on the device, or a torch tensor on x's device."""
+    if _is_torchax(x):
+        return x._env.j2t_iso(out)
+    return convert.to_torch(out, device=x.device, dtype=torch.uint8)
 
 
 def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
@@ -236,6 +243,46 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
         sample = self._compute(functools.partial(self._per_sample, self._family.decode), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
+    def decode_stream(self, z: torch.Tensor, *args, frames: str = "float", **kwargs) -> stream.DecodeStream:
+        """`decode(z, *args, **kwargs)` as an iterator over frame chunks, each as soon as it is final.
+
+        The chunks are tensors in `decoded_layout`, like `decode`'s output; joined on the frame axis they are
+        `decode(z, *args, **kwargs).sample`, bit for bit (the same programs). Only the chunks in flight stay
+        on the device; `close()` (or `break`, or a `with` block's end) stops the decode and frees them.
+        Image families, and families whose decode is one call, yield one chunk. No gradients flow through it.
+
+        frames: "float" (the decoder's values, in its dtype) or "uint8" (made on the device as diffusers'
+        video processor rounds [-1, 1] to 0..255, a quarter of the bytes to copy to the host).
+        """
+        if frames not in ("float", "uint8"):
+            raise ValueError(f"frames must be 'float' or 'uint8', got {frames!r}")
+        if z.requires_grad and torch.is_grad_enabled():
+            raise ValueError("decode_stream yields no gradients: call decode for a differentiable output, or "
+                             "pass z detached (torch.no_grad())")
+        try:
+            with stream.capturing():
+                self.decode(z, *args, **kwargs)
+        except stream.Captured as captured:
+            run, x = captured.run, captured.x
+        else:  # a facade whose decode runs without `_compute` would have decoded already
+            raise NotImplementedError(f"{type(self).__name__}.decode does not run through _compute")
+        with stream.chunked():
+            chunks = stream.chunks_of(run(self._source(x)))
+
+        def convert(chunk):
+            if frames == "uint8":
+                return convert_uint8(stream.to_uint8(chunk), x)
+            return _like(chunk, x)
+
+        return stream.DecodeStream(chunks, convert)
+
+    def decode_session(self):
+        """A decode fed latents chunk by chunk, as a generator makes them (torchax_vae/session.py):
+        `session.decode(latent_chunk)` returns the frames that chunk completes; `session.close()` frees it."""
+        from .session import DecodeSession
+
+        return DecodeSession(self)
+
     def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
         """diffusers' `tiled_encode`: the posterior's parameters (moments) of `x`, tiled whatever its size or the settings.
 
@@ -291,6 +338,8 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
         """run (over a source of x) as a tensor like x; differentiable with respect to x when x requires grad."""
         self._check_weights()
         self._family.check_training()
+        if stream.is_capturing():  # decode_stream: every check of the call has run; it runs `run` itself
+            raise stream.Captured(run, x)
         if not (x.requires_grad and torch.is_grad_enabled()):
             return _like(run(self._source(x)), x)
         if _is_torchax(x):
@@ -325,6 +374,8 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
             return fn(source, **per_sample)
         pieces = [(piece, {k: None if v is None else v[i : i + 1] for k, v in per_sample.items()})
                   for i, piece in enumerate(source.split())]
+        if stream.is_chunked():  # a stream: each video's chunks side by side, joined on the batch axis
+            return stream.side_by_side(fn(piece, **kwargs) for piece, kwargs in pieces)
         outputs = [fn(piece, **kwargs) for piece, kwargs in pieces]
         if len(outputs) == 1:
             return outputs[0]

@@ -93,14 +93,16 @@ class CogVideoX(Family):
         return self._run("encoder", self.lowered.encode_step, source, self.num_sample_frames_batch_size,
                          sample_tile, latent_tile, tiled)
 
-    def decode(self, source, tiled: bool | None = None) -> jax.Array:
+    def decode_chunks(self, source, tiled: bool | None = None):
+        """One chunk per decoder frame batch (diffusers' grouping: 2 latent frames, the remainder in the first)."""
         sample_tile = (self.tile_sample_min_height, self.tile_sample_min_width)
         latent_tile = (self.tile_latent_min_height, self.tile_latent_min_width)
         return self._run("decoder", self.lowered.decode_step, source, self.num_latent_frames_batch_size,
-                         latent_tile, sample_tile, tiled)
+                         latent_tile, sample_tile, tiled, chunks=True)
 
-    def _run(self, name, step, source, batch_size, in_tile, out_tile, tiled=None) -> jax.Array:
-        """Frame-batched `step` over the source; tiled if `tiled`, or (None) as the tiling mode says for its size."""
+    def _run(self, name, step, source, batch_size, in_tile, out_tile, tiled=None, chunks=False):
+        """Frame-batched `step` over the source; tiled if `tiled`, or (None) as the tiling mode says for its size.
+        The output joined, or with `chunks` a generator of each frame batch's (tiles blended)."""
         height, width = source.shape[3:]
         if tiled is None:
             need = functools.partial(self._untiled_bytes, name, step, source, batch_size)
@@ -108,23 +110,25 @@ class CogVideoX(Family):
         if tiled:
             overlap = (self.tile_overlap_factor_height, self.tile_overlap_factor_width)
             lay = tiling.layout(*in_tile, *out_tile, *overlap)
-            return self._tiled(name, step, source, batch_size, lay)
-        return apply(join, self._frames(name, step, source, batch_size), axis=2)
+            batches = self._tiled(name, step, source, batch_size, lay)
+        else:
+            batches = self._frames(name, step, source, batch_size)
+        return batches if chunks else apply(join, list(batches), axis=2)
 
-    def _frames(self, name, step, source, batch_size, block=None, valid=None) -> list:
-        """`step` over diffusers' frame batches, carrying conv_cache on the device; the batch outputs.
+    def _frames(self, name, step, source, batch_size, block=None, valid=None, conv_cache=None, first=None):
+        """`step` over diffusers' frame batches, carrying conv_cache on the device: a generator of the batch
+        outputs, which returns the last conv_cache (a session's next state).
 
         block: (row, col, height, width) of a tile to cut from each frame batch
         (default: the whole frame). valid: that tile's (height, width) inside the
         video when the block is a zero-padded full-size tile (patches/tile_mask.py).
+        conv_cache: a session's, from its chunk before; first: the frame batches (default: diffusers').
         """
-        conv_cache = None
-        outputs = []
         extra = ()
         if valid is not None:
             name = f"{name}/tile"
             extra = (source.indices(valid),)
-        for start, end in frame_batches(source.shape[2], batch_size):
+        for start, end in first or frame_batches(source.shape[2], batch_size):
             if block is None:
                 chunk = source.take((start, end))
             else:
@@ -134,9 +138,35 @@ class CogVideoX(Family):
             else:
                 program = name if conv_cache is None else f"{name}+conv_cache"
                 out, conv_cache = self.engine.programs.run(program, step, self.engine.weights, chunk, conv_cache, *extra)
-            outputs.append(out)
             self.engine.ran_batch(out)
-        return outputs
+            yield out
+        return conv_cache
+
+    # ----- a session: the first chunk sets diffusers' remainder, later chunks come in whole frame batches -----
+
+    carries_state = True
+
+    def session_chunks(self, frames: int, first: bool) -> str | None:
+        size = self.num_latent_frames_batch_size
+        # diffusers' GroupNorm statistics span a frame batch: a session is exact when its chunks cut the video
+        # where diffusers' batches do (the remainder in the first batch, then `size` frames each)
+        if first and frames < size:
+            return f"a first chunk of at least {size} latent frames"
+        if not first and frames % size:
+            return f"later chunks of a multiple of {size} latent frames"
+        return None
+
+    def session_step(self, source, state):
+        size = self.num_latent_frames_batch_size
+        frames = source.shape[2]
+        batches = frame_batches(frames, size) if state is None else [(k, k + size) for k in range(0, frames, size)]
+        run = self._frames("decoder", self.lowered.decode_step, source, size, conv_cache=state, first=batches)
+        outputs = []
+        while True:
+            try:
+                outputs.append(next(run))
+            except StopIteration as done:
+                return apply(join, outputs, axis=2), done.value
 
     def _staged_batch(self, name, chunk, conv_cache, extra):
         """One frame batch as one program per stage (torchax_vae/staging.py); conv_cache is a list per stage."""
@@ -154,8 +184,8 @@ class CogVideoX(Family):
             given, handed = (out, None) if stage.last_sub else (given, out)
         return given, new_caches
 
-    def _tiled(self, name, step, source, batch_size, lay: tiling.TileLayout) -> jax.Array:
-        """diffusers' tiled_encode/tiled_decode, then the tiles blended on the device.
+    def _tiled(self, name, step, source, batch_size, lay: tiling.TileLayout):
+        """diffusers' tiled_encode/tiled_decode, the tiles blended on the device: a generator of frame batches.
 
         With uniform_tiles (the default) every tile runs through the same
         programs at the full tile size; otherwise each tile shape (interior,
@@ -170,16 +200,22 @@ class CogVideoX(Family):
                 size, valid = (lay.tile_height, lay.tile_width), tile.valid
             else:  # the tile cut to its own size, as diffusers does
                 size, valid = tile.valid, None
-            batches = self._frames(name, step, source, batch_size, (tile.row, tile.col, *size), valid)
-            out_size = batches[0].shape[3:]
-            # the output diffusers' tile would have had
-            crop = tuple(tiling.extent_at(v, n, o) for v, n, o in zip(tile.valid, size, out_size))
-            return batches, crop
+            return self._frames(name, step, source, batch_size, (tile.row, tile.col, *size), valid), size
 
-        results = [[run(tile) for tile in row] for row in grid]
-        outputs = [[batches for batches, _ in row] for row in results]
-        crops = tuple(tuple(crop for _, crop in row) for row in results)
-        return apply(tiling.assemble, outputs, lay=lay, crops=crops)
+        runs = [[run(tile) for tile in row] for row in grid]
+        # a frame batch's tiles blended as soon as each tile has run it (every tile carries its own conv_cache)
+        for outs in zip(*(batches for row in runs for batches, _ in row)):
+            it = iter(outs)
+            outputs, crops = [], []
+            for tiles, row in zip(grid, runs):
+                outputs.append([])
+                crops.append([])
+                for tile, (_, size) in zip(tiles, row):
+                    out = next(it)
+                    outputs[-1].append([out])
+                    # the output diffusers' tile would have had
+                    crops[-1].append(tuple(tiling.extent_at(v, n, o) for v, n, o in zip(tile.valid, size, out.shape[3:])))
+            yield apply(tiling.assemble, outputs, lay=lay, crops=tuple(map(tuple, crops)))
 
     def _untiled_bytes(self, name, step, source, batch_size) -> int:
         """Device memory the untiled first frame batch needs (`memory.call_bytes`: the rule every family uses)."""

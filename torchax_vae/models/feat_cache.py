@@ -203,7 +203,8 @@ class FeatCache(Family):
             return self._tiled_encode(source)
         return apply(join, self._calls("encode", source), axis=2)
 
-    def decode(self, source, tiled: bool | None = None) -> jax.Array:
+    def decode_chunks(self, source, tiled: bool | None = None):
+        """One chunk per latent frame (diffusers' decoder calls); tiled, each frame's tiles blended."""
         height, width = source.shape[3:]
         if tiled is None:
             ratio = self.spatial_compression_ratio
@@ -212,7 +213,7 @@ class FeatCache(Family):
             tiled = (height > tile[0] or width > tile[1]) and self.engine.should_tile("decoder", need, source.shape, tile)
         if tiled:
             return self._tiled_decode(source)
-        return apply(join, self._calls("decode", source), axis=2)
+        return self._steps("decode", source)
 
     def _calls(self, kind: str, source, block=None, count: int | None = None) -> list:
         """The outputs of diffusers' encoder (first frame, then 4 at a time) or decoder (a latent frame each) calls.
@@ -220,6 +221,15 @@ class FeatCache(Family):
         block: a (row, col, height, width) tile of the source, whose decoded
         output is left raw (diffusers finishes tiles after blending). count: only
         the first `count` calls, unreported (to measure the programs).
+        """
+        return list(self._steps(kind, source, block, count))
+
+    def _steps(self, kind: str, source, block=None, count: int | None = None, state=None, alone: bool | None = None):
+        """`_calls` as a generator: each call's output as it is queued, the cache carried on the device.
+
+        state: a session's carried cache (None: the video's first call); alone: whether this is the only call
+        (an image: no cache to hand on; default: the source has one call). The generator returns the last
+        cache (a session's next state).
         """
         encode = kind == "encode"
         name = "encoder" if encode else "decoder"
@@ -230,17 +240,32 @@ class FeatCache(Family):
             step = step if encode else functools.partial(step, finish=False)
         frames = source.shape[2]
         chunks = encode_chunks(frames) if encode else [(k, k + 1) for k in range(frames)]
-        if len(chunks) == 1:  # the only call (an image): no cache to hand on
+        if (len(chunks) == 1 and state is None) if alone is None else alone:  # the only call: no cache to hand on
             name, step = f"{name}/alone", functools.partial(step, carry=False)
-        cache, outputs = None, []
+        cache = state
         for chunk_frames in chunks[:count]:
             chunk = source.take(chunk_frames) if block is None else source.take(chunk_frames, block[::2], block[1::2])
             program = name if cache is None else f"{name}+feat_cache"
             out, cache = self.engine.programs.run(program, step, weights, chunk, cache)
-            outputs.append(out)
             if count is None:
                 self.engine.ran_batch(out)
-        return outputs
+            yield out
+        return cache
+
+    # ----- a session: latent chunks of any size, the cache carried between them -----
+
+    carries_state = True
+
+    def session_step(self, source, state):
+        """Every latent frame of the chunk, carrying the feat_cache (one program for the first frame of the
+        session, one for every later one): the same calls as a whole decode's, so the same frames."""
+        steps = self._steps("decode", source, state=state, alone=False)
+        outputs = []
+        while True:
+            try:
+                outputs.append(next(steps))
+            except StopIteration as done:
+                return apply(join, outputs, axis=2), done.value
 
     def _untiled_bytes(self, kind: str, source) -> int:
         """Device memory of the largest untiled chunk program (first or steady) with its arguments and outputs."""
@@ -264,8 +289,9 @@ class FeatCache(Family):
         ]
         return apply(_assemble, tiles, lay=lay, size=(height // ratio, width // ratio), patch=None)
 
-    def _tiled_decode(self, source) -> jax.Array:
-        """diffusers' tiled_decode: latent tiles at their own shapes, blended, then finished."""
+    def _tiled_decode(self, source):
+        """diffusers' tiled_decode: latent tiles at their own shapes, blended, then finished; a generator of
+        frames, each blended once every tile has decoded it."""
         patch = self.patch_size or 1
         ratio = self.spatial_compression_ratio
         height, width = source.shape[3:]
@@ -274,12 +300,14 @@ class FeatCache(Family):
                       out_scale=ratio // patch,
                       out_tile=(self.tile_sample_min_height // patch, self.tile_sample_min_width // patch),
                       out_stride=(self.tile_sample_stride_height // patch, self.tile_sample_stride_width // patch))
-        tiles = [
-            [self._calls("decode", source, (t.row, t.col, t.valid_height, t.valid_width)) for t in row]
-            for row in lay.tiles(height, width)
-        ]
+        grid = [[self._steps("decode", source, (t.row, t.col, t.valid_height, t.valid_width)) for t in row]
+                for row in lay.tiles(height, width)]
         size = (height * ratio // patch, width * ratio // patch)
-        return apply(_assemble, tiles, lay=lay, size=size, patch=self.patch_size or 0)
+        # a frame's tiles blended as soon as each tile has decoded it: every tile carries its own cache
+        for calls in zip(*(tile for row in grid for tile in row)):
+            it = iter(calls)
+            tiles = [[[next(it)] for _ in row] for row in grid]
+            yield apply(_assemble, tiles, lay=lay, size=size, patch=self.patch_size or 0)
 
 
 class FeatCacheVAE(TorchaxVAE):

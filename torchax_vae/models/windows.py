@@ -154,19 +154,35 @@ class Windows(Family):
             return self._blend_windows(outs, extent=size - stride, stride=stride, frames=(frames - 1) // ratio + 1)
         return self._clip("encode", source, (0, frames), tiled, conditioning)
 
-    def decode(self, source, tiled: bool | None = None, **conditioning) -> jax.Array:
+    def decode_chunks(self, source, tiled: bool | None = None, **conditioning):
+        """One chunk per frame window (a window's kept frames are final once the next has blended into them);
+        one chunk for a video of one window, or a family whose calls see the whole clip."""
         frames = source.shape[2]
-        if not self.frame_windows:
-            return self._clip("decode", source, (0, frames), tiled, conditioning)
+        if not (self.frame_windows and self.use_framewise_decoding and tiled is None):
+            yield self._clip("decode", source, (0, frames), tiled, conditioning)
+            return
         ratio = self.temporal_compression_ratio
         size, stride = self.tile_sample_min_num_frames // ratio, self.tile_sample_stride_num_frames // ratio
-        if self.use_framewise_decoding and frames > size and tiled is None:
-            outs = [self._clip("decode", source, span, tiled, conditioning) for span in windows(frames, size, stride)]
-            sample_stride = self.tile_sample_stride_num_frames
-            extent = self.tile_sample_min_num_frames - sample_stride
-            return self._blend_windows(outs, extent=extent, stride=sample_stride, frames=(frames - 1) * ratio + 1,
-                                       drop=self.decode_window_drop)
-        return self._clip("decode", source, (0, frames), tiled, conditioning)
+        if frames <= size:
+            yield self._clip("decode", source, (0, frames), tiled, conditioning)
+            return
+        # diffusers' windows blended in order (tiling.assemble_windows), each window's kept frames handed out
+        # when the window after it has faded in over them
+        trim = _drop_first if self.decode_window_drop == "first" else _drop_last
+        sample_stride = self.tile_sample_stride_num_frames
+        extent = self.tile_sample_min_num_frames - sample_stride
+        left = (frames - 1) * ratio + 1  # frames still to hand out
+        before = None
+        for i, span in enumerate(windows(frames, size, stride)):
+            out = self._clip("decode", source, span, tiled, conditioning)
+            if before is not None:
+                out = apply(tiling.blend, before, apply(trim, out), extent=extent, axis=2)
+                keep = min(left, sample_stride + (i == 1))
+                yield apply(_head, before, count=keep)
+                left -= keep
+            before = out
+        if left > 0:
+            yield apply(_head, before, count=min(left, before.shape[2]))
 
     def _blend_windows(self, outs, *, extent, stride, frames, drop="first"):
         trim = _drop_first if drop == "first" else _drop_last
@@ -262,6 +278,10 @@ def _drop_first(out):
 
 def _drop_last(out):
     return out[:, :, :-1]
+
+
+def _head(out, *, count: int):
+    return out[:, :, :count]
 
 
 @functools.partial(jax.jit, static_argnames=("lay", "size"))
