@@ -375,7 +375,7 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
         pieces = [(piece, {k: None if v is None else v[i : i + 1] for k, v in per_sample.items()})
                   for i, piece in enumerate(source.split())]
         if stream.is_chunked():  # a stream: each video's chunks side by side, joined on the batch axis
-            return stream.side_by_side(fn(piece, **kwargs) for piece, kwargs in pieces)
+            return stream.side_by_side([fn(piece, **kwargs) for piece, kwargs in pieces])  # (now: chunked mode)
         outputs = [fn(piece, **kwargs) for piece, kwargs in pieces]
         if len(outputs) == 1:
             return outputs[0]
