@@ -273,34 +273,35 @@ def decode_file(
     except ValueError as e:
         raise InputError(str(e)) from None
     check_input(z, ours, "decode", f"latents in {latents}")
-    # the video's size from the family's own arithmetic, before anything compiles (a decode that cannot fit
-    # is refused in seconds, not after its programs compile); checked again on the compiled shape below
-    check_output_fits(smallest_output(ours, tuple(z.shape)), f"latents in {latents}", None)
+    # streamed: the device and the host hold a few chunks, never the whole video. Refused before anything
+    # compiles (in seconds, not after its programs compile) where even one latent frame's output cannot fit
+    one_frame = (*z.shape[:2], 1, *z.shape[3:])
+    check_output_fits(smallest_output(ours, one_frame), f"latents in {latents}", None, streamed=True)
     compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape), mode)
     video_shape = _frames_second(ours, ours.output_shape("decode", tuple(z.shape)))  # compiled already: shapes only
-    check_output_fits(video_shape, f"latents in {latents}", mode)
+    batch, channels, total, height, width = video_shape
     start = time.perf_counter()
-    with _progress(ours, batches, "decode", mode, video_shape[2]):
-        # a decoder that injects noise (LTX-Video 0.9.1, LTX-2) draws it from this call's generator
-        noise = {"generator": torch.Generator().manual_seed(seed)} if ours.decode_draws_noise else {}
-        video = ours.decode(_on_device(z), *decode_args, **noise).sample
-        frames = np.asarray(jax.device_get(_to_uint8(_frames_second(ours, video._elem))))
+    with contextlib.ExitStack() as stack:  # every output appears, atomically, once all its frames are written
+        writers = [stack.enter_context(files.frame_writer(path, shape=(total, height, width, channels), fps=fps))
+                   for path in paths]
+        with _progress(ours, batches, "decode", mode, total):
+            # a decoder that injects noise (LTX-Video 0.9.1, LTX-2) draws it from this call's generator
+            noise = {"generator": torch.Generator().manual_seed(seed)} if ours.decode_draws_noise else {}
+            chunks = stack.enter_context(ours.decode_stream(_on_device(z), *decode_args, **noise))
+            for chunk in chunks:  # frames leave the device as they are final, and go to ffmpeg at once
+                frames = np.asarray(jax.device_get(_to_uint8(_frames_second(ours, chunk._elem))))
+                for write, clip in zip(writers, frames):
+                    write(clip)
     decode_seconds = time.perf_counter() - start
-    for path, clip in zip(paths, frames):
-        if path.suffix.lower() == ".npy":
-            files.write_frames(path, clip)
-        else:
-            files.write_mp4(path, clip, fps=fps)
-    total = frames.shape[0] * frames.shape[1]
     return {
         "outputs": [str(p) for p in paths],
-        "videos": frames.shape[0],
-        "frames": frames.shape[1],
-        "size": f"{frames.shape[2]}x{frames.shape[3]}",  # height x width, as everywhere
+        "videos": batch,
+        "frames": total,
+        "size": f"{height}x{width}",  # height x width, as everywhere
         "programs": len(stats),
         "compile_seconds": compile_seconds,
         "decode_seconds": decode_seconds,
-        "frames_per_second": total / decode_seconds,
+        "frames_per_second": batch * total / decode_seconds,
     }
 
 

@@ -23,7 +23,7 @@ from .checks import (LATENT_SUFFIXES, MAX_FPS, InputError, WriteError, check_dis
                      check_writable)
 
 __all__ = [
-    "InputError", "WriteError", "check_distinct", "check_writable", "atomic_output", "load_latents", "save_latents", "write_mp4",
+    "InputError", "WriteError", "check_distinct", "check_writable", "atomic_output", "load_latents", "save_latents", "write_mp4", "frame_writer",
     "write_frames", "read_video",
 ]
 
@@ -234,43 +234,100 @@ def _check_frames(frames: np.ndarray, channels=(3,)) -> None:
 
 
 def write_mp4(path, frames: np.ndarray, fps: float = 8) -> None:
-    """uint8 frames [F, H, W, 3] as an H.264 MP4 (lossy: yuv420p, CRF 12), atomically.
+    """uint8 frames [F, H, W, 3] as an H.264 MP4 (lossy: yuv420p, CRF 12), atomically (`frame_writer`)."""
+    _check_frames(frames)
+    with frame_writer(path, shape=frames.shape, fps=fps) as write:
+        write(frames)
 
-    ffmpeg (imageio-ffmpeg's binary) reads the frames on its stdin; its exit
-    status is checked, and any failure (a full disk, an option it refuses)
-    raises WriteError with ffmpeg's own last message, leaving the target as it
-    was. Odd heights or widths are padded by one edge pixel (yuv420p needs even).
-    """
+
+def _write_all(f, data: np.ndarray) -> None:
+    f.write(data.data)
+
+
+def mp4_command(tmp, height: int, width: int, fps: float) -> list[str]:
+    """ffmpeg (imageio-ffmpeg's binary) reading raw RGB frames on stdin into an H.264 MP4 (yuv420p, CRF 12)."""
     import imageio_ffmpeg
 
-    _check_frames(frames)
+    return [
+        imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-v", "error", "-hide_banner",
+        "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-r", repr(float(fps)), "-i", "-",
+        "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", "-f", "mp4", str(tmp),
+    ]
+
+
+@contextlib.contextmanager
+def frame_writer(path, *, shape, fps: float = 8):
+    """Writes a video of uint8 frames `shape` = [F, H, W, C] as its frames come: yields `write(frames)`, which
+    takes the next frames [n, H, W, C]; the file appears, atomically, once all F are written and the block ends.
+
+    .npy: the header of the whole array first, then the frames (C 3 or 4; exact). Otherwise an MP4 (C 3):
+    ffmpeg reads the frames on its stdin as they come (odd heights or widths padded by one edge pixel, as
+    yuv420p needs even); its exit status is checked, and any failure (a full disk, an option it refuses)
+    raises WriteError with ffmpeg's own last message. On any error, or fewer frames than F, the target is left
+    as it was.
+    """
+    total, height, width, channels = (int(n) for n in shape)
+    written = [0]
+
+    def checked(frames):
+        _check_frames(frames, (3, 4) if npy else (3,))
+        if tuple(frames.shape[1:]) != (height, width, channels) or written[0] + len(frames) > total:
+            raise ValueError(f"frames {frames.shape} do not continue a video of shape {tuple(shape)} "
+                             f"({written[0]} frames written)")
+        written[0] += len(frames)
+        return np.ascontiguousarray(frames)
+
+    def complete():
+        if written[0] != total:
+            raise WriteError(f"cannot write {path}: {written[0]} of its {total} frames came")
+
+    npy = pathlib.Path(path).suffix.lower() == ".npy"
+    if npy:
+        with atomic_output(path) as tmp, open(tmp, "wb") as f:
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)), "fortran_order": False,
+                      "shape": (total, height, width, channels)}
+            np.lib.format.write_array_header_1_0(f, header)
+
+            def write(frames):
+                data = checked(frames)
+                try:
+                    _write_all(f, data)
+                except OSError as e:  # a short write says only "N requested and M written"
+                    free = shutil.disk_usage(tmp.parent).free
+                    if free < data.nbytes:
+                        raise WriteError(f"cannot write {path}: the disk is full ({data.nbytes / 1e6:.1f} MB of "
+                                         f"frames, {free / 1e6:.1f} MB free in {pathlib.Path(path).parent})") from e
+                    raise
+
+            yield write
+            complete()
+        return
     if not (0 < fps <= MAX_FPS):
         raise InputError(f"fps must be a positive number up to {MAX_FPS}, got {fps}")
-    pad_h, pad_w = frames.shape[1] % 2, frames.shape[2] % 2
-    if pad_h or pad_w:
-        frames = np.pad(frames, ((0, 0), (0, pad_h), (0, pad_w), (0, 0)), mode="edge")
-    height, width = frames.shape[1:3]
-    with atomic_output(path) as tmp:
-        command = [
-            imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-v", "error", "-hide_banner",
-            "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-r", repr(float(fps)), "-i", "-",
-            "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", "-f", "mp4", str(tmp),
-        ]
-        _run_ffmpeg(command, frames, path)
-
-
-def _run_ffmpeg(command: list[str], frames: np.ndarray, path) -> None:
-    """Feeds frames to ffmpeg; WriteError naming ffmpeg's message unless it wrote them all and exited 0."""
-    with _ffmpeg(), tempfile.TemporaryFile() as log:
+    pad_h, pad_w = height % 2, width % 2
+    with atomic_output(path) as tmp, _ffmpeg(), tempfile.TemporaryFile() as log:
         # stderr to a file: a chatty ffmpeg cannot block on a full pipe while we write its stdin
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log)
-        try:
+        proc = subprocess.Popen(mp4_command(tmp, height + pad_h, width + pad_w, fps), stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=log)
+        stopped = [False]
+
+        def write(frames):
+            data = checked(frames)
+            if pad_h or pad_w:
+                data = np.pad(data, ((0, 0), (0, pad_h), (0, pad_w), (0, 0)), mode="edge")
+            if stopped[0]:
+                return
             try:
-                for frame in frames:
-                    proc.stdin.write(np.ascontiguousarray(frame).data)
+                proc.stdin.write(data.data)
+            except BrokenPipeError:
+                stopped[0] = True  # ffmpeg stopped reading: its exit status and message say why
+
+        try:
+            yield write
+            try:
                 proc.stdin.close()
             except BrokenPipeError:
-                pass  # ffmpeg stopped reading: its exit status and message say why
+                pass
             status = proc.wait()
         finally:
             if proc.poll() is None:  # interrupted: ffmpeg must not outlive this call
@@ -281,6 +338,7 @@ def _run_ffmpeg(command: list[str], frames: np.ndarray, path) -> None:
             lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
             reason = lines[-1] if lines else f"exit status {status}"
             raise WriteError(f"cannot write {path}: ffmpeg failed: {reason}")
+        complete()
 
 
 def write_image(path, image: np.ndarray) -> None:
@@ -294,17 +352,10 @@ def write_image(path, image: np.ndarray) -> None:
 
 def write_frames(path, frames: np.ndarray) -> None:
     """uint8 frames [F, H, W, 3] (RGB) or [F, H, W, 4] (RGBA) as a .npy file, exactly (the lossless output),
-    atomically."""
+    atomically (`frame_writer`)."""
     _check_frames(frames, (3, 4))
-    with atomic_output(path) as tmp, open(tmp, "wb") as f:
-        try:
-            np.save(f, frames)
-        except OSError as e:  # numpy says only "N requested and M written" when the disk fills up
-            free = shutil.disk_usage(tmp.parent).free
-            if free < frames.nbytes:
-                raise WriteError(f"cannot write {path}: the disk is full ({frames.nbytes / 1e6:.1f} MB of frames, "
-                                 f"{free / 1e6:.1f} MB free in {pathlib.Path(path).parent})") from e
-            raise
+    with frame_writer(path, shape=frames.shape) as write:
+        write(frames)
 
 
 def check_video_file(path) -> pathlib.Path:

@@ -19,11 +19,12 @@ __all__ = ["LARGE_OUTPUT_BYTES", "check_input", "check_output_fits", "smallest_o
 LARGE_OUTPUT_BYTES = 4 << 30
 
 
-def check_output_fits(video_shape, what: str, mode) -> None:
+def check_output_fits(video_shape, what: str, mode, streamed: bool = False) -> None:
     """InputError if the decoded videos (held whole, as floats then uint8 frames) cannot fit in memory; a line if large.
 
     A decode keeps its frame batches' outputs and their concatenation on the device, then the uint8 frames on
     the host: about 2 x (4 + 1) bytes per value where the device is the CPU, 2 x 4 + 1 on an accelerator.
+    streamed: `video_shape` is one chunk of a streamed decode (`decode_stream`), which holds nothing more.
     """
     values = math.prod(video_shape)
     device = jax.devices()[0]
@@ -35,12 +36,13 @@ def check_output_fits(video_shape, what: str, mode) -> None:
     batch, frames, height, width = video_shape[0], math.prod(video_shape[2:-2]), *video_shape[-2:]  # images: 1 frame
     for where, need, available in limits:
         if available is not None and need > available:
+            decodes = "decodes in chunks of at least" if streamed else "decodes to"
             raise InputError(
-                f"{what} decodes to {batch} x {frames} frames of {height}x{width}: about {need / 1e9:.3g} GB {where} at "
+                f"{what} {decodes} {batch} x {frames} frames of {height}x{width}: about {need / 1e9:.3g} GB {where} at "
                 f"once, more than the {available / 1e9:.3g} GB available; decode fewer frames per file (note that "
                 "CogVideoX and Wan carry state across frames, so the pieces' seams differ from one whole decode)"
             )
-    if mode is not None and frames_bytes > LARGE_OUTPUT_BYTES:
+    if mode is not None and frames_bytes > LARGE_OUTPUT_BYTES and not streamed:
         print(f"torchax-vae decode: {batch} x {frames} frames of {height}x{width} are {frames_bytes / 1e9:.3g} GB of "
               "uint8 frames, held in memory until written", file=sys.stderr, flush=True)
 
