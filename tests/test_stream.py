@@ -26,12 +26,11 @@ SIZES = {
     "hunyuan15-tiny": (9, 32, 32), "ltx091-tiny": (33, 32, 32), "mochi-tiny": (7, 32, 32),
     "cosmos-tiny": (9, 32, 32), "magvit-tiny": (9, 32, 32), "allegro-tiny": (24, 128, 128),
     "wan2.2-tiny": (9, 32, 32), **({"ltx2ts-tiny": (33, 32, 32)} if "ltx2ts-tiny" in MODELS else {}),
-    **({"qwenimage21-tiny": (5, 32, 32)} if "qwenimage21-tiny" in MODELS else {}),
+    **({"qwenimage21-tiny": (1, 32, 32)} if "qwenimage21-tiny" in MODELS else {}),  # images: one chunk
     "sd-tiny": (1, 32, 32),
 }
 # at least this many chunks: the families whose loop decodes in chunks
-CHUNKS = {"wan-tiny": 5, "tiny": 3, "qwenimage-tiny": 3, "hunyuan-tiny": 2, "ltx091-tiny": 2, "wan2.2-tiny": 3,
-          "ltx2ts-tiny": 2, "qwenimage21-tiny": 2}
+CHUNKS = {"wan-tiny": 5, "tiny": 3, "qwenimage-tiny": 3, "hunyuan-tiny": 2, "ltx091-tiny": 2, "wan2.2-tiny": 3}
 DEFAULT = ("wan-tiny", "tiny", "hunyuan-tiny", "sd-tiny")
 # the families with a session, and chunkings of the latent frames of SIZES that keep them exact
 SESSIONS = {"wan-tiny": [1, 2, 1], "qwenimage-tiny": [2, 1], "tiny": [3, 2], "wan2.2-tiny": [1, 1]}
@@ -70,17 +69,21 @@ def _noise(ours, seed=3):
 def test_stream_joins_to_decode(models, name):
     vae, ours = models(name)
     z, args = _inputs(vae, ours, name)
+    if name == "ltx091-tiny":  # LTX's classes start with it off (HunyuanVideo's on). ltx2ts-tiny's window stride
+        # (8 frames) is below its temporal ratio (16): a stride of 0 latent frames, which diffusers' windows cannot take
+        ours.use_framewise_decoding = vae.use_framewise_decoding = True
     whole = ours.decode(z, *args, **_noise(ours)).sample
     chunks = list(ours.decode_stream(z, *args, **_noise(ours)))
     axis = ours.decoded_layout.index("F") if ours.rank == 5 else 0
     assert len(chunks) >= CHUNKS.get(name, 1), [tuple(c.shape) for c in chunks]
     joined = torch.cat(chunks, dim=axis)
     assert torch.equal(joined, whole), f"{name}: stream vs decode max |Δ| {(joined - whole).abs().max().item():.3g}"
-    if not ours.decode_draws_noise:  # (LTX's parity with its generator: tests/test_ltx.py)
+    # LTX's parity with its generator: tests/test_ltx.py; Allegro's (diffusers decodes only tiled): test_allegro.py
+    if not ours.decode_draws_noise and name != "allegro-tiny":
         assert_close(whole, vae.decode(z, *args).sample, 1e-4, f"{name} decode vs diffusers")
 
 
-@pytest.mark.parametrize("name", cases(("wan-tiny", "tiny", "hunyuan-tiny", "qwenimage-tiny")))
+@pytest.mark.parametrize("name", cases(("wan-tiny", "tiny", "hunyuan-tiny")))
 def test_tiled_and_sliced_stream(models, name):
     vae, ours = models(name)
     z, args = _inputs(vae, ours, name, batch=2)

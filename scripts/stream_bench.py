@@ -1,0 +1,113 @@
+"""Streamed decode figures (docs/performance.md, "Streaming"): a benchmark, never a timed test.
+
+--ttff: time to first chunk over the whole decode's time, per video family, warm (programs compiled), with
+        decode_stream against decode on the same wrapper in one process.
+--rss LENGTHS: `torchax-vae decode` (streamed to ffmpeg) on the demo model's latents of each length, each in a
+        process of its own; its peak RSS (getrusage of the child) and seconds.
+
+    python scripts/stream_bench.py --ttff --json rows.jsonl
+    python scripts/stream_bench.py --rss 49,193,481,1441 --size 120x176
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+# config -> (frames, height, width): several chunks per family at its tiny config
+TTFF_CASES = {
+    "wan-tiny": (81, 64, 64), "qwenimage-tiny": (41, 64, 64), "tiny": (49, 64, 64), "hunyuan-tiny": (129, 64, 64),
+    "ltx091-tiny": (161, 64, 64),
+}
+
+
+def ttff(rows):
+    import torch
+    from vaes import decode_args, random_vae
+
+    from torchax_vae import TorchaxVAE
+    from torchax_vae.models import input_shape
+
+    for name, size in TTFF_CASES.items():
+        vae = random_vae(name)
+        ours = TorchaxVAE(vae)
+        if hasattr(ours, "use_framewise_decoding"):
+            ours.use_framewise_decoding = True
+        z = torch.randn(*input_shape(vae, "decode", *size), generator=torch.Generator().manual_seed(0))
+        args = decode_args(vae, 1)
+        noise = (lambda: {"generator": torch.Generator().manual_seed(1)}) if ours.decode_draws_noise else dict
+        ours.decode(z, *args, **noise())  # compile
+        start = time.perf_counter()
+        ours.decode(z, *args, **noise())
+        whole = time.perf_counter() - start
+        start = time.perf_counter()
+        stream = ours.decode_stream(z, *args, **noise())
+        next(stream)
+        first = time.perf_counter() - start
+        chunks = 1 + sum(1 for _ in stream)
+        streamed = time.perf_counter() - start
+        row = {"case": name, "shape": list(size), "chunks": chunks, "first_chunk_s": round(first, 3),
+               "stream_s": round(streamed, 3), "decode_s": round(whole, 3), "ratio": round(first / whole, 3)}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+
+
+def rss(rows, lengths, size):
+    import torch
+
+    height, width = size
+    model = HERE.parent / "torchax_vae" / "assets" / "tiny_vae"
+    with tempfile.TemporaryDirectory() as folder:
+        for frames in lengths:
+            latents = pathlib.Path(folder) / f"z{frames}.pt"
+            # CogVideoX's latents [B, F, C, h, w]: (frames - 1) / 4 + 1 latent frames of (height / 8) x (width / 8)
+            torch.save(torch.randn(1, (frames - 1) // 4 + 1, 16, height // 8, width // 8), latents)
+            out = pathlib.Path(folder) / f"v{frames}.mp4"
+            start = time.perf_counter()
+            with tempfile.TemporaryFile("w+") as log:
+                command = [str(pathlib.Path(sys.executable).with_name("torchax-vae")), "decode", str(latents), "-o",
+                           str(out), "--model", str(model), "--no-progress"]
+                proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
+                _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                seconds = time.perf_counter() - start
+                log.seek(0)
+                output = log.read()
+            if proc.returncode:
+                raise SystemExit(output)
+            row = {"frames": frames, "size": f"{height}x{width}", "seconds": round(seconds, 1),
+                   "peak_rss_mb": round(usage.ru_maxrss / 1024),
+                   "output_mb": round(out.stat().st_size / 1e6, 1), "line": output.strip().splitlines()[-1]}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ttff", action="store_true")
+    parser.add_argument("--rss", type=lambda s: [int(n) for n in s.split(",")])
+    parser.add_argument("--size", type=lambda s: tuple(int(n) for n in s.split("x")), default=(480, 720))
+    parser.add_argument("--json", type=pathlib.Path)
+    args = parser.parse_args()
+    from torchax_vae import process
+
+    process.start()
+    rows = []
+    if args.ttff:
+        ttff(rows)
+    if args.rss:
+        rss(rows, sorted(args.rss), args.size)
+    if args.json:
+        with open(args.json, "a") as f:
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+
+
+if __name__ == "__main__":
+    main()
