@@ -332,6 +332,7 @@ def _until(condition, within: float = 30) -> None:
 def test_full_queue_429_deadline_504_and_a_client_that_goes_away():
     vae = TorchaxVAE(random_vae("wan-tiny"))
     z = torch.zeros(1, 16, 2, 8, 8)
+    vae.decode(z)  # compiled: the first request, held past its deadline, stops before its first chunk and runs none
     app = create_app({"wan": vae}, limits=Limits(max_batch=1, max_queue=1, max_wait_ms=0, timeout_s=3))
     with serving(app) as url:
         gate = Gate(vae)
@@ -348,7 +349,7 @@ def test_full_queue_429_deadline_504_and_a_client_that_goes_away():
                 assert second.result().status_code == 504 and "dropped" in second.result().json()["error"]
                 assert first.result().status_code == 504
                 gate.open.set()
-            # the first's late result is computed (its compile included) and dropped; the second never runs
+            # the first, past its deadline once the gate opens, stops at its first chunk; the second never runs
             _until(lambda: metric(url, "torchax_vae_device_seconds_count", model="wan", kind="decode") == 1)
             _until(lambda: metric(url, "torchax_vae_rejected_requests_total", reason="dropped") == 1)
             # a client that sends its request and leaves: dropped before the device

@@ -244,14 +244,16 @@ def _write_all(f, data: np.ndarray) -> None:
     f.write(data.data)
 
 
-def mp4_command(tmp, height: int, width: int, fps: float) -> list[str]:
-    """ffmpeg (imageio-ffmpeg's binary) reading raw RGB frames on stdin into an H.264 MP4 (yuv420p, CRF 12)."""
+def mp4_command(tmp, height: int, width: int, fps: float, fragmented: bool = False) -> list[str]:
+    """ffmpeg (imageio-ffmpeg's binary) reading raw RGB frames on stdin into an H.264 MP4 (yuv420p, CRF 12);
+    fragmented: as fragments a reader can play as they come (written to a pipe: `tmp` "pipe:1")."""
     import imageio_ffmpeg
 
+    fragments = ["-movflags", "frag_keyframe+empty_moov+default_base_moof"] if fragmented else []
     return [
         imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-v", "error", "-hide_banner",
         "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-r", repr(float(fps)), "-i", "-",
-        "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", "-f", "mp4", str(tmp),
+        "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", *fragments, "-f", "mp4", str(tmp),
     ]
 
 

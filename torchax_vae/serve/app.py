@@ -23,7 +23,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import outputs, protocol
+from . import outputs, protocol, streams
 from .metrics import Metrics
 from .protocol import RequestError
 from .worker import DeviceWorker, Job
@@ -167,9 +167,17 @@ def _route(kind: str):
     async def handle(request: Request) -> Response:
         service: Service = request.app.state.service
         name = request.path_params["name"]
-        start, status = time.perf_counter(), 500
+        start, status, streaming = time.perf_counter(), 500, False
         service.active += 1
         service.metrics.in_progress.inc()
+
+        def done(status):
+            service.active -= 1
+            service.metrics.in_progress.dec()
+            label = name if name in service.models else "unknown"  # no label per made-up name
+            service.metrics.requests.labels(kind, label, str(status)).inc()
+            service.metrics.total.labels(kind, label).observe(time.perf_counter() - start)
+
         try:
             if not service.authorized(request):
                 raise RequestError(401, "a valid token is required (Authorization: Bearer TOKEN, or Basic with "
@@ -187,6 +195,11 @@ def _route(kind: str):
                                    reason="unknown_model")
             body = await _body(request, int(service.limits.max_body_mb * 2**20))
             parsed = await run_in_threadpool(_parse, vae, kind, request.query_params, request.headers, body)
+            deadline = time.monotonic() + service.limits.timeout_s
+            if kind == "decode" and parsed.output.kind in ("mp4", "frames"):  # sent as its chunks are final
+                response = await streams.answer(request, service, name, parsed, deadline, done)
+                streaming = True  # its body's end does the accounting
+                return response
             loop = asyncio.get_running_loop()
             future = loop.create_future()
 
@@ -197,7 +210,7 @@ def _route(kind: str):
                 with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
                     loop.call_soon_threadsafe(settle)
 
-            job = Job(name, parsed, deliver, time.monotonic() + service.limits.timeout_s)
+            job = Job(name, parsed, deliver, deadline)
             service.worker.submit(job)
             result = await _answer_of(request, future, job, service.limits.timeout_s)
             if kind == "encode":
@@ -215,11 +228,8 @@ def _route(kind: str):
             log.exception("%s %s failed", kind, name)
             return _error(500, f"{kind} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         finally:
-            service.active -= 1
-            service.metrics.in_progress.dec()
-            label = name if name in service.models else "unknown"  # no label per made-up name
-            service.metrics.requests.labels(kind, label, str(status)).inc()
-            service.metrics.total.labels(kind, label).observe(time.perf_counter() - start)
+            if not streaming:
+                done(status)
 
     return handle
 

@@ -45,5 +45,11 @@ class Metrics:
                                ["route", "model"], buckets=TIME_BUCKETS, registry=r)
         self.compiles = Counter(f"{PREFIX}_compiles", "Programs compiled (or loaded from the program store)",
                                 ["model"], registry=r)
+        self.first_chunk = Histogram(f"{PREFIX}_first_chunk_seconds", "Time from acceptance to a decode's first "
+                                     "chunk of final frames", buckets=TIME_BUCKETS, registry=r)
+        self.chunks = Counter(f"{PREFIX}_chunks", "Chunks run on the device (a decode's frame chunks; an encode is "
+                              "one)", registry=r)
+        self.cancelled = Counter(f"{PREFIX}_cancelled_jobs", "Jobs stopped mid-way: their clients went away or "
+                                 "their deadlines passed after their first chunk", registry=r)
         self.ready = Gauge(f"{PREFIX}_ready", "1 when every model is loaded and warmed up", registry=r)
         r.register(DeviceMemory())

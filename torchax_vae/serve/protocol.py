@@ -17,7 +17,7 @@ from ..checks import InputError
 
 # The dtypes a request body may hold (the client's DTYPE_MAP, less uint8: latents and images are floats).
 TENSOR_DTYPES = {"float16": np.dtype("<f2"), "float32": np.dtype("<f4"), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
-OUTPUT_TYPES = ("pt", "pil", "mp4")
+OUTPUT_TYPES = ("pt", "pil", "mp4", "frames")  # frames: streamed uint8 frames (serve/streams.py)
 IMAGE_FORMATS = {"jpg": ("JPEG", "image/jpeg"), "png": ("PNG", "image/png")}
 MAX_RANK = 5
 
@@ -34,7 +34,8 @@ class RequestError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Output:
-    """What the answer to a decode holds: `kind` "tensor" (raw, [0, 1] or uint8), "image" or "mp4"."""
+    """What the answer to a decode holds: `kind` "tensor" (raw, [0, 1] or uint8), "image", "mp4" or "frames" (the
+    last two streamed as the frames are final: serve/streams.py)."""
 
     kind: str
     values: str = "raw"  # tensor answers: "raw" (the decoder's [-1, 1]), "unit" ([0, 1]) or "uint8"
@@ -153,8 +154,8 @@ def _output(params, headers) -> Output:
     fps = _number(params, "fps", positive=True) or 8.0
     partial = _flag(params, "partial_postprocess")
     accept = headers.get("accept", "tensor/binary")
-    if output_type == "mp4":
-        return Output("mp4", fps=fps)
+    if output_type in ("mp4", "frames"):
+        return Output(output_type, fps=fps)
     if output_type == "pil" and accept.startswith("image/"):  # no processor on the client: an encoded image
         return Output("image", image_format=image_format)
     if output_type == "pil":  # a processor on the client turns [0, 1] floats into images itself
@@ -262,7 +263,7 @@ def check_answer(vae, parsed: Parsed) -> None:
     shape = tuple(parsed.tensor.shape)
     smallest = smallest_output(vae, shape)  # [B, C, F, H, W], or images [B, C, H, W]
     output = parsed.output
-    if output.kind == "mp4" and len(smallest) == 4 and not vae.batch_is_frames:
+    if output.kind in ("mp4", "frames") and len(smallest) == 4 and not vae.batch_is_frames:
         raise RequestError(400, f"{vae.model_class.__name__} decodes images, not videos: ask for output_type pil "
                                 "or pt")
     if output.kind in ("image", "mp4") and shape[0] != 1 and not vae.batch_is_frames:
@@ -276,7 +277,12 @@ def check_answer(vae, parsed: Parsed) -> None:
     if output.kind == "mp4" and vae.video_channels != 3:
         raise RequestError(400, f"this model makes {vae.video_channels}-channel frames, which an MP4 cannot hold; "
                                 "ask for output_type pt")
+    streamed = output.kind in ("mp4", "frames") and len(shape) == 5  # held a chunk at a time: one latent frame's
     try:
-        check_output_fits(smallest, f"latents of shape {list(shape)}", None)
+        if streamed:
+            check_output_fits(smallest_output(vae, (*shape[:2], 1, *shape[3:])), f"latents of shape {list(shape)}",
+                              None, streamed=True)
+        else:
+            check_output_fits(smallest, f"latents of shape {list(shape)}", None)
     except InputError as e:
         raise RequestError(413, str(e), reason="too_large") from None

@@ -1,13 +1,19 @@
-"""One device worker behind a bounded queue: requests of one model, direction, shape and options run together as
-one batch, up to `max_batch`, waiting at most `max_wait` for company.
+"""One device worker behind a bounded queue, advancing its jobs a chunk at a time.
+
+Requests of one model, direction, shape and options run together as one batch, up to `max_batch`, waiting at
+most `max_wait` for company when the device is otherwise idle. A decode runs as a stream
+(`TorchaxVAE.decode_stream`): the worker advances up to `max_active` batches in turn, one chunk of frames each, so
+a small request behind a long video waits about one chunk, not the whole video; and a batch whose clients all
+went away, or whose deadline passed, stops at its next chunk, its device memory freed. A streamed answer's chunks
+go to its handler as they are final (`Job.on_chunk`), and a batch whose reader is behind waits (`Job.ready`).
 
 The worker is a single thread, the only one that calls the models: one device runs one program at a time, and
 the programs of a shape compile once (batches are padded to a few sizes, so the compiles stay bounded). The
-queue is bounded; a full one refuses at once (the app answers 429). Jobs whose client went away or whose
-deadline passed are dropped before they reach the device.
+queue is bounded; a full one refuses at once (the app answers 429).
 """
 
 import collections
+import contextlib
 import dataclasses
 import logging
 import threading
@@ -25,14 +31,36 @@ log = logging.getLogger("torchax_vae.serve")
 class Job:
     model: str
     parsed: Parsed
-    deliver: Callable  # deliver(result, error): called once, from the worker thread
+    deliver: Callable  # deliver(result, error): called once, from the worker thread (result None when streamed)
     deadline: float  # time.monotonic() after which nobody waits for it
     accepted: float = dataclasses.field(default_factory=time.monotonic)
     cancelled: bool = False  # the client went away, or its handler stopped waiting
+    # A streamed answer: each chunk of this job's frames [b, C, f, H, W] as it is final (from the worker thread),
+    # then deliver(None, None); and whether its reader takes another chunk now. None: one answer at the end.
+    on_chunk: Callable | None = None
+    ready: Callable[[], bool] = lambda: True
+    pieces: list = dataclasses.field(default_factory=list)  # an unstreamed answer's chunks so far (on the host)
+    answered: bool = False
 
     @property
     def batch(self) -> int:
         return self.parsed.tensor.shape[0]
+
+    def answer(self, result, error) -> None:
+        if not self.answered:
+            self.answered = True
+            self.deliver(result, error)
+
+
+@dataclasses.dataclass(eq=False)
+class Run:
+    """A batch of jobs on the device: `steps` yields each chunk as a list of the jobs' pieces."""
+
+    jobs: list
+    steps: object
+    chunks: int = 0
+    seconds: float = 0.0
+    compiled: int = 0
 
 
 def batch_sizes(max_batch: int, dp: int = 1) -> list[int]:
@@ -43,16 +71,19 @@ def batch_sizes(max_batch: int, dp: int = 1) -> list[int]:
 
 
 class DeviceWorker:
-    """Runs jobs on the models, one batch at a time, on its own thread."""
+    """Runs jobs on the models, a chunk at a time, on its own thread."""
 
-    def __init__(self, models: dict, metrics, *, max_batch: int = 4, max_queue: int = 64, max_wait: float = 0.005):
+    def __init__(self, models: dict, metrics, *, max_batch: int = 4, max_queue: int = 64, max_wait: float = 0.005,
+                 max_active: int = 4):
         self.models = models  # name -> TorchaxVAE (filled by `load` when it runs on the worker's thread)
         self.metrics = metrics
         self.max_batch, self.max_queue, self.max_wait = max_batch, max_queue, max_wait
+        self.max_active = max_active  # batches advanced in turn
         self._pending: collections.deque[Job] = collections.deque()
+        self._active: collections.deque[Run] = collections.deque()  # only the worker's thread touches it
         self._cond = threading.Condition()
         self._stopping = False
-        self._running = 0  # jobs taken and not yet delivered
+        self._running = 0  # jobs taken and not yet answered
         self._thread: threading.Thread | None = None
 
     # ----- the app's side -----
@@ -74,6 +105,11 @@ class DeviceWorker:
             self.metrics.queue_length.set(len(self._pending))
             self._cond.notify_all()
 
+    def wake(self) -> None:
+        """A streamed answer's reader took a chunk (or left): its batch may go on."""
+        with self._cond:
+            self._cond.notify_all()
+
     def idle(self) -> bool:
         with self._cond:
             return not self._pending and not self._running
@@ -91,78 +127,155 @@ class DeviceWorker:
     def _main(self, load) -> None:
         if load is not None:
             load()
-        while (batch := self._take()) is not None:
-            try:
-                self._run(batch)
-            finally:
+        while (batches := self._take()) is not None:
+            for batch in batches:
+                self._begin(batch)
+            run = self._next_ready()
+            if run is not None:
+                self._advance(run)
+            elif self._active:  # every batch waits for its reader: until one reads, or a new job comes
                 with self._cond:
-                    self._running -= len(batch)
+                    self._cond.wait(0.05)
+
+    def _gone(self, job: Job) -> bool:
+        """Whether nobody waits for `job` now (its client went away, or its deadline passed)."""
+        if not job.cancelled and time.monotonic() > job.deadline:
+            job.cancelled = True
+        return job.cancelled
 
     def _live(self, job: Job) -> bool:
-        if job.cancelled or time.monotonic() > job.deadline:
-            job.cancelled = True
+        if self._gone(job):
             self.metrics.rejected.labels("dropped").inc()
-            job.deliver(None, RequestError(503, "the request waited past its deadline", reason="deadline"))
+            job.answer(None, RequestError(503, "the request waited past its deadline", reason="deadline"))
             return False
         return True
 
-    def _take(self) -> list[Job] | None:
+    def _take(self) -> list[list[Job]] | None:
+        """New batches to begin, as many as `max_active` leaves room for (waiting for work when there is none);
+        None once stopping with nothing left."""
         with self._cond:
-            while True:
-                while not self._pending and not self._stopping:
-                    self._cond.wait()
-                if not self._pending:
-                    return None  # stopping, and nothing left
+            while not self._pending and not self._active:
+                if self._stopping:
+                    return None
+                self._cond.wait()
+            batches = []
+            while self._pending and len(self._active) + len(batches) < self.max_active:
                 first = self._pending.popleft()
-                if self._live(first):
-                    break
-            batch, key = [first], self._key(first)
-            until = time.monotonic() + self.max_wait
-            while key is not None and sum(j.batch for j in batch) < self.max_batch:
-                for job in list(self._pending):
-                    if self._key(job) == key and sum(j.batch for j in batch) + job.batch <= self.max_batch:
-                        self._pending.remove(job)
-                        if self._live(job):
-                            batch.append(job)
-                remaining = until - time.monotonic()
-                if remaining <= 0 or self._pending or self._stopping:  # others wait: run what is here
-                    break
-                self._cond.wait(remaining)
-            self._running += len(batch)
+                if not self._live(first):
+                    continue
+                batch, key = [first], self._key(first)
+                alone = not self._active and not batches  # only then wait for company: others run otherwise
+                until = time.monotonic() + (self.max_wait if alone else 0)
+                while key is not None and sum(j.batch for j in batch) < self.max_batch:
+                    for job in list(self._pending):
+                        if self._key(job) == key and sum(j.batch for j in batch) + job.batch <= self.max_batch:
+                            self._pending.remove(job)
+                            if self._live(job):
+                                batch.append(job)
+                    remaining = until - time.monotonic()
+                    if remaining <= 0 or self._pending or self._stopping:  # others wait: run what is here
+                        break
+                    self._cond.wait(remaining)
+                self._running += len(batch)
+                batches.append(batch)
             self.metrics.queue_length.set(len(self._pending))
-            return batch
+            return batches
 
     def _key(self, job: Job):
         """What jobs must share to run as one batch; None: this one runs alone."""
         parsed, vae = job.parsed, self.models[job.model]
         if parsed.decode_args or (parsed.kind == "decode" and vae.decode_draws_noise):
             return None  # per-video timesteps and noise drawn from the request's own generator
-        return job.model, parsed.kind, tuple(parsed.tensor.shape[1:])
+        return job.model, parsed.kind, tuple(parsed.tensor.shape[1:]), job.on_chunk is not None
 
-    def _run(self, batch: list[Job]) -> None:
+    def _begin(self, batch: list[Job]) -> None:
         now = time.monotonic()
         for job in batch:
             self.metrics.queue_wait.observe(now - job.accepted)
         self.metrics.batch_size.observe(len(batch))
-        model, kind = batch[0].model, batch[0].parsed.kind
-        vae = self.models[model]
-        compiled = len(vae.compile_stats())
+        vae = self.models[batch[0].model]
+        run = Run(batch, None, compiled=len(vae.compile_stats()))
+        try:
+            run.steps = self._steps(vae, batch)
+        except Exception as e:
+            self._fail(run, e)
+            return
+        self._active.append(run)
+
+    def _next_ready(self) -> Run | None:
+        """The next batch in turn whose streamed readers can take a chunk (or that has nobody left to serve)."""
+        for _ in range(len(self._active)):
+            run = self._active[0]
+            self._active.rotate(-1)
+            if all(job.ready() or job.cancelled for job in run.jobs):
+                return run
+        return None
+
+    def _advance(self, run: Run) -> None:
+        """One chunk of `run`, handed to its jobs; the run ends when its chunks do, or nobody waits for it."""
+        live = [job for job in run.jobs if not self._gone(job)]
+        if not live:  # every client went away or ran out of time: stop here, and free the device
+            if run.chunks:
+                self.metrics.cancelled.inc(len(run.jobs))
+            for job in run.jobs:
+                job.answer(None, RequestError(503, "the request was stopped: nobody waits for it", reason="deadline"))
+            self._end(run)
+            return
         start = time.perf_counter()
         try:
-            outputs = self._call(vae, batch)
+            pieces = next(run.steps)
+        except StopIteration:
+            for job in run.jobs:
+                if job.on_chunk is not None:
+                    job.answer(None, None)
+                elif not job.cancelled:
+                    joined = job.pieces[0] if len(job.pieces) == 1 else torch.cat(job.pieces, dim=2)
+                    job.pieces = []
+                    job.answer(joined, None)
+            self._end(run)
+            return
         except Exception as e:  # a failure of this batch answers its jobs; the worker goes on
-            log.exception("%s %s failed", kind, model)
-            for job in batch:
-                job.deliver(None, e)
+            self._fail(run, e)
             return
         finally:
-            self.metrics.device.labels(model, kind).observe(time.perf_counter() - start)
-            self.metrics.compiles.labels(model).inc(max(0, len(vae.compile_stats()) - compiled))
-        for job, output in zip(batch, outputs):
-            job.deliver(output, None)
+            run.seconds += time.perf_counter() - start
+        if not run.chunks:
+            now = time.monotonic()
+            for job in live:
+                self.metrics.first_chunk.observe(now - job.accepted)
+        run.chunks += 1
+        self.metrics.chunks.inc()
+        for job, piece in zip(run.jobs, pieces):
+            if job.cancelled:
+                continue
+            if job.on_chunk is not None:
+                job.on_chunk(piece)
+            else:
+                job.pieces.append(piece)
 
-    def _call(self, vae, batch: list[Job]) -> list[torch.Tensor]:
-        """The batch's outputs, one per job: decoded videos, or encode's latents as the request asked."""
+    def _fail(self, run: Run, error: Exception) -> None:
+        job = run.jobs[0]
+        log.exception("%s %s failed", job.parsed.kind, job.model, exc_info=error)
+        for job in run.jobs:
+            job.answer(None, error)
+        self._end(run)
+
+    def _end(self, run: Run) -> None:
+        with contextlib.suppress(ValueError):
+            self._active.remove(run)
+        close = getattr(run.steps, "close", None)
+        if close is not None:
+            close()  # a stream stopped mid-way ends its family's loop: its caches go now
+        job = run.jobs[0]
+        vae = self.models[job.model]
+        self.metrics.device.labels(job.model, job.parsed.kind).observe(run.seconds)
+        self.metrics.compiles.labels(job.model).inc(max(0, len(vae.compile_stats()) - run.compiled))
+        with self._cond:
+            self._running -= len(run.jobs)
+
+    def _steps(self, vae, batch: list[Job]):
+        """The batch's chunks, each a list of one piece per job: decoded frames [b, C, f, H, W] (images
+        [b, C, H, W]: one chunk), or encode's latents as the request asked (one chunk)."""
         x = torch.cat([job.parsed.tensor for job in batch])
         rows = x.shape[0]
         padded = next((s for s in batch_sizes(self.max_batch, _dp(vae)) if s >= rows), rows)
@@ -172,20 +285,31 @@ class DeviceWorker:
         first = batch[0].parsed
         if first.kind == "decode":
             noise = {"generator": torch.Generator().manual_seed(first.seed)} if vae.decode_draws_noise else {}
-            out = vae.decode(x, *first.decode_args, **noise).sample
+            return _decode_steps(vae.decode_stream(x, *first.decode_args, **noise), vae, [job.batch for job in batch])
+        return _encode_steps(vae, x, batch)
+
+
+def _decode_steps(stream, vae, sizes: list[int]):
+    with contextlib.closing(stream):  # this generator closed mid-way closes the stream: its caches go now
+        for out in stream:
             if vae.decoded_layout == "BFCHW":  # as every other family: [B, C, F, H, W]
                 out = out.permute(0, 2, 1, 3, 4)
             if vae.batch_is_frames:  # one video's frames [F, C, H, W] (it ran alone): [1, C, F, H, W]
-                return [out.permute(1, 0, 2, 3)[None]]
-            return list(out[:rows].split([job.batch for job in batch]))
-        moments = vae._posterior(x).parameters[:rows]
-        outputs = []
-        for job, part in zip(batch, moments.split([job.batch for job in batch])):
-            posterior = vae.posterior_class(part)
-            seed = job.parsed.seed
-            z = posterior.mode() if seed is None else posterior.sample(generator=torch.Generator().manual_seed(seed))
-            outputs.append(scaled_latents(vae, z.float(), job.parsed))
-        return outputs
+                yield [out.permute(1, 0, 2, 3)[None]]
+            else:
+                yield list(out[:sum(sizes)].split(sizes))
+
+
+def _encode_steps(vae, x, batch: list[Job]):
+    rows = sum(job.batch for job in batch)
+    moments = vae._posterior(x).parameters[:rows]
+    outputs = []
+    for job, part in zip(batch, moments.split([job.batch for job in batch])):
+        posterior = vae.posterior_class(part)
+        seed = job.parsed.seed
+        z = posterior.mode() if seed is None else posterior.sample(generator=torch.Generator().manual_seed(seed))
+        outputs.append(scaled_latents(vae, z.float(), job.parsed))
+    yield outputs
 
 
 def _dp(vae) -> int:
