@@ -46,6 +46,8 @@ def check_parity(rows: list[dict]) -> None:
     for row in rows:
         if row["what"] == "devices":
             assert row["counts"] == [8], row
+        elif "exact" in row:  # decode_stream against decode on the same mesh: the same programs
+            assert row["exact"] == 0, f"{row['case']} {row['what']}: max |Δ| = {row['exact']:.3g}, not 0"
         elif "max_abs" in row:
             assert row["max_abs"] <= ATOL, f"{row['case']} {row['what']}: max |Δ| = {row['max_abs']:.3g} > {ATOL:g}"
 
@@ -78,6 +80,7 @@ def test_tiny_on_8_devices_matches_pytorch(tiny_8_devices):
     rows, _ = tiny_8_devices
     cases = {row["case"] for row in rows}
     assert {"1x8", "2x4 batch 2", "2x4 batch 2 sliced", "1x8 width 40"} <= cases
+    assert sum(row["what"].startswith("stream") for row in rows) >= 4  # decode_stream on the mesh, every case
     check_parity(rows)
 
 

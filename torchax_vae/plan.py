@@ -33,6 +33,7 @@ import re
 import jax
 import numpy as np
 
+from . import stream
 from .mesh import make_mesh
 from .programs import Programs
 from .targets import Target, TargetError, target as parse_target
@@ -83,6 +84,14 @@ class Plan:
     texts: dict | None = dataclasses.field(default=None, repr=False)  # name -> StableHLO, with keep_texts
     reference_compile_seconds: float = 0.0  # the one-chip compile the efficiency is measured against
     sharding: str = ""  # how the activations split over the mesh (describe_sharding)
+    # a decode as `decode_stream` (and `torchax-vae decode`) runs it: the largest program and a few chunks, never
+    # the whole video (peak_bytes_per_chip: `decode`, which holds it); None for an encode
+    streamed_peak_bytes_per_chip: int | None = None
+
+    @property
+    def fits_streamed(self) -> bool | None:
+        peak = self.streamed_peak_bytes_per_chip
+        return None if peak is None else peak <= self.chip_memory_bytes
 
     def to_json(self) -> dict:
         """The plan as plain data for json.dumps (NaN, where a count is unknown, as None)."""
@@ -111,6 +120,10 @@ class Plan:
             f"{'TPU' if self.platform == 'tpu' else 'GPU'}",
             f"sharding: {self.sharding}",
         ]
+        if self.streamed_peak_bytes_per_chip is not None:
+            lines.insert(1, f"streamed (decode_stream, torchax-vae decode): {'fits' if self.fits_streamed else 'does NOT fit'}"
+                            f": peak {self.streamed_peak_bytes_per_chip / gib:.2f} GiB per {chip}; the peak above is "
+                            "decode()'s, which holds the whole video")
         if self.sharding_efficiency is not None:
             lines.append(f"sharding efficiency {self.sharding_efficiency:.2f}: {self.flops_per_chip / 1e12:.3f} TFLOP per "
                          f"device against {self.one_chip_flops / 1e12:.3f} TFLOP on {self.yardstick} / {self.devices}")
@@ -252,8 +265,9 @@ def _compile_call(vae, mesh, budget, kind, shape, platform, observer, tiling_mod
     if tiling_mode is not None:
         planned.tiling_mode = tiling_mode
     source = planned._shape_source(kind, shape)
-    with programs.recording() as used:
+    with programs.recording() as used, stream.chunked():  # a decode as its stream's chunks (a list)
         out = planned._run_kind(kind, source)
+        out = list(stream.chunks_of(out)) if kind == "decode" else out
     return out, used, programs
 
 
@@ -298,8 +312,19 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
             if "RESOURCE_EXHAUSTED" not in str(error):
                 raise
             yardstick = None
-    held = _per_device_bytes(out)
-    peak = max((r.argument_bytes + r.output_bytes + r.temp_bytes for r in rows), default=0) + held
+    largest = max((r.argument_bytes + r.output_bytes + r.temp_bytes for r in rows), default=0)
+    streamed_peak = None
+    if kind == "decode":  # the whole video held (decode), or a few chunks of it (decode_stream, the command)
+        chunks, axis = out, vae._family.frame_axis if len(out[0].shape) == 5 else 0
+        whole = list(chunks[0].shape)
+        whole[axis] = sum(chunk.shape[axis] for chunk in chunks)
+        out = jax.ShapeDtypeStruct(tuple(whole), chunks[0].dtype)
+        held = sum(_per_device_bytes(chunk) for chunk in chunks)
+        # the chunk handed out, the one computed ahead, and what the loop keeps for the next (a window to blend)
+        streamed_peak = largest + (stream.LOOKAHEAD + 2) * max(_per_device_bytes(chunk) for chunk in chunks)
+    else:
+        held = _per_device_bytes(out)
+    peak = largest + held
     total = sum(r.unpartitioned_flops * r.runs for r in rows)
     known = all(r.flops is not None for r in rows)
     per_chip = sum(r.flops * r.runs for r in rows) if known else None
@@ -326,6 +351,7 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
         texts=dict(programs.texts) if keep_texts else None,
         reference_compile_seconds=reference_seconds,
         sharding=describe_sharding(mesh, kind, tuple(shape), tuple(out.shape)),
+        streamed_peak_bytes_per_chip=streamed_peak,
     )
 
 
