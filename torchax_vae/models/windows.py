@@ -166,8 +166,8 @@ class Windows(Family):
         if frames <= size:
             yield self._clip("decode", source, (0, frames), tiled, conditioning)
             return
-        # diffusers' windows blended in order (tiling.assemble_windows), each window's kept frames handed out
-        # when the window after it has faded in over them
+        # diffusers' windows blended in order (tiling.assemble_windows): each window fades in from the one before
+        # (the blend writes the later window's head), so a window's kept frames are final once it is blended
         trim = _drop_first if self.decode_window_drop == "first" else _drop_last
         sample_stride = self.tile_sample_stride_num_frames
         extent = self.tile_sample_min_num_frames - sample_stride
@@ -177,12 +177,11 @@ class Windows(Family):
             out = self._clip("decode", source, span, tiled, conditioning)
             if before is not None:
                 out = apply(tiling.blend, before, apply(trim, out), extent=extent, axis=2)
-                keep = min(left, sample_stride + (i == 1))
-                yield apply(_head, before, count=keep)
-                left -= keep
-            before = out
-        if left > 0:
-            yield apply(_head, before, count=min(left, before.shape[2]))
+            keep = min(left, sample_stride + (i == 0), out.shape[2])
+            if keep > 0:
+                yield apply(_head, out, count=keep)
+            left -= keep
+            before = out  # what the next window fades in from
 
     def _blend_windows(self, outs, *, extent, stride, frames, drop="first"):
         trim = _drop_first if drop == "first" else _drop_last
