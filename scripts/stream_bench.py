@@ -4,9 +4,12 @@
         decode_stream against decode on the same wrapper in one process.
 --rss LENGTHS: `torchax-vae decode` (streamed to ffmpeg) on the demo model's latents of each length, each in a
         process of its own; its peak RSS (getrusage of the child) and seconds.
+--service: through `torchax-vae serve`'s app: time to first bytes over the whole answer (frames, mp4), and a small
+        decode's latency beside a long video, with one batch at a time and with chunk scheduling.
 
     python scripts/stream_bench.py --ttff --json rows.jsonl
     python scripts/stream_bench.py --rss 49,193,481,1441 --size 120x176
+    python scripts/stream_bench.py --service
 """
 
 import argparse
@@ -89,11 +92,73 @@ def rss(rows, lengths, size):
             rows.append(row)
 
 
+def service(rows, frames: int, size: int, small: int):
+    """Through the service (in this process, uvicorn on a loopback port): the time to the first streamed bytes
+    over the whole answer, for output_type=frames and mp4; then a small decode's latency while a long video
+    decodes beside it, with the worker advancing one batch at a time (max_active=1: a request at a time, as
+    before chunk scheduling) and four in turn (the default)."""
+    import concurrent.futures
+    import statistics
+
+    import requests
+    import torch
+    from vaes import random_vae
+
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from serving import serving
+
+    from torchax_vae import TorchaxVAE
+    from torchax_vae.serve import Limits, create_app
+
+    wan = TorchaxVAE(random_vae("wan-tiny"))
+    long_z = torch.randn(1, 16, (frames - 1) // 4 + 1, size // 8, size // 8, generator=torch.Generator().manual_seed(0))
+    small_z = torch.randn(1, 16, 1, small // 8, small // 8, generator=torch.Generator().manual_seed(1))
+    wan.decode(long_z), wan.decode(small_z)  # compiled
+
+    def post(url, z, output_type):
+        query = "&".join(f"shape={d}" for d in z.shape) + f"&dtype=float32&output_type={output_type}"
+        start = time.perf_counter()
+        with requests.post(f"{url}/decode/wan?{query}", data=z.numpy().tobytes(), stream=True, timeout=600) as r:
+            r.raise_for_status()
+            first, size = None, 0
+            for part in r.iter_content(1 << 16):
+                first = first or time.perf_counter() - start
+                size += len(part)
+        return first, time.perf_counter() - start, size
+
+    for active in (1, 4):
+        with serving(create_app({"wan": wan}, limits=Limits(max_batch=1, max_wait_ms=0, max_active=active))) as url:
+            if active == 4:
+                for output_type in ("frames", "mp4"):
+                    post(url, long_z, output_type)  # warm
+                    first, total, nbytes = post(url, long_z, output_type)
+                    row = {"service": output_type, "frames": frames, "size": size, "first_bytes_s": round(first, 3),
+                           "answer_s": round(total, 3), "ratio": round(first / total, 3), "bytes": nbytes}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+            idle = [post(url, small_z, "pt")[1] for _ in range(5)]
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                long = pool.submit(post, url, long_z, "frames")
+                time.sleep(0.5)
+                beside = []
+                while not long.done() and len(beside) < 20:
+                    beside.append(post(url, small_z, "pt")[1])
+                long_total = long.result()[1]
+            row = {"service": "small beside long", "max_active": active, "long_frames": frames, "long_size": size,
+                   "small_size": small, "idle_small_median_s": round(statistics.median(idle), 3),
+                   "beside_small_median_s": round(statistics.median(beside), 3) if beside else None,
+                   "beside_small_max_s": round(max(beside), 3) if beside else None, "small_answered": len(beside),
+                   "long_s": round(long_total, 3)}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ttff", action="store_true")
     parser.add_argument("--rss", type=lambda s: [int(n) for n in s.split(",")])
     parser.add_argument("--size", type=lambda s: tuple(int(n) for n in s.split("x")), default=(480, 720))
+    parser.add_argument("--service", action="store_true")
     parser.add_argument("--json", type=pathlib.Path)
     args = parser.parse_args()
     from torchax_vae import process
@@ -104,6 +169,8 @@ def main():
         ttff(rows)
     if args.rss:
         rss(rows, sorted(args.rss), args.size)
+    if args.service:
+        service(rows, frames=81, size=128, small=64)
     if args.json:
         with open(args.json, "a") as f:
             f.writelines(json.dumps(row) + "\n" for row in rows)

@@ -38,6 +38,7 @@ class Limits:
     max_wait_ms: float = 5.0  # how long a request waits for others of its shape to batch with
     max_body_mb: float = 512.0  # request bodies above this are answered 413
     timeout_s: float = 600.0  # a request not answered by then is dropped and answered 504
+    max_active: int = 4  # batches the device worker advances in turn, a chunk each (1: one request at a time)
 
 
 class Service:
@@ -50,7 +51,8 @@ class Service:
         self.metrics = Metrics()
         self.models: dict = {}
         self.worker = DeviceWorker(self.models, self.metrics, max_batch=limits.max_batch or _backend_batch(mesh),
-                                   max_queue=limits.max_queue, max_wait=limits.max_wait_ms / 1000)
+                                   max_queue=limits.max_queue, max_wait=limits.max_wait_ms / 1000,
+                                   max_active=limits.max_active)
         self.ready = threading.Event()
         self.load_error: str | None = None
         self.draining = False
