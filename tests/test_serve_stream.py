@@ -122,7 +122,7 @@ def test_a_small_request_beside_a_long_video_waits_a_chunk_not_the_video(wan):
         recorder.close()
 
 
-def test_a_reader_that_leaves_stops_its_batch_mid_way(wan):
+def test_a_reader_that_leaves_stops_its_batch_mid_way(wan, caplog):
     z = randn(1, 16, 12, 8, 8, seed=7)
     wan.decode(z)  # compiled
     recorder = Recorder(wan)
@@ -144,5 +144,7 @@ def test_a_reader_that_leaves_stops_its_batch_mid_way(wan):
             assert metric(url, "torchax_vae_cancelled_jobs_total") == 1
             assert metric(url, "torchax_vae_chunks_total") == 2  # of its 12: the one it waited in, then stopped
             assert ("long", "end") not in recorder.order and requests.get(f"{url}/health/ready", timeout=10).ok
+        tracebacks = [record.getMessage() for record in caplog.records if record.exc_info]
+        assert not tracebacks, tracebacks  # the server logs no traceback for a reader that left
     finally:
         recorder.close()

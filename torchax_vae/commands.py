@@ -21,6 +21,7 @@ from . import files, image_files, patches
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
+from .frame_progress import frames_written
 from .input_checks import check_input, check_output_fits, smallest_output
 from .synthetic import moving_shapes
 from .vae import TorchaxVAE, vae_subfolder
@@ -284,7 +285,7 @@ def decode_file(
     with contextlib.ExitStack() as stack:  # every output appears, atomically, once all its frames are written
         writers = [stack.enter_context(files.frame_writer(path, shape=(total, height, width, channels), fps=fps))
                    for path in paths]
-        with _progress(ours, batches, "decode", mode, total):
+        with frames_written(total, "decode", mode, LONG_RUN_SECONDS) as wrote:
             # a decoder that injects noise (LTX-Video 0.9.1, LTX-2) draws it from this call's generator
             noise = {"generator": torch.Generator().manual_seed(seed)} if ours.decode_draws_noise else {}
             chunks = stack.enter_context(ours.decode_stream(_on_device(z), *decode_args, **noise))
@@ -292,6 +293,7 @@ def decode_file(
                 frames = np.asarray(jax.device_get(_to_uint8(_frames_second(ours, chunk._elem))))
                 for write, clip in zip(writers, frames):
                     write(clip)
+                wrote(frames.shape[1])
     decode_seconds = time.perf_counter() - start
     return {
         "outputs": [str(p) for p in paths],
