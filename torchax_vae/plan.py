@@ -320,8 +320,10 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
         whole[axis] = sum(chunk.shape[axis] for chunk in chunks)
         out = jax.ShapeDtypeStruct(tuple(whole), chunks[0].dtype)
         held = sum(_per_device_bytes(chunk) for chunk in chunks)
-        # the chunk handed out, the one computed ahead, and what the loop keeps for the next (a window to blend)
-        streamed_peak = largest + (stream.LOOKAHEAD + 2) * max(_per_device_bytes(chunk) for chunk in chunks)
+        # at most the chunk handed out, the one computed ahead, and what the loop keeps for the next (a window to
+        # blend into): the largest such few (one chunk, a whole-clip decode: the same as decode's)
+        sizes = sorted((_per_device_bytes(chunk) for chunk in chunks), reverse=True)
+        streamed_peak = largest + sum(sizes[:stream.LOOKAHEAD + 2])
     else:
         held = _per_device_bytes(out)
     peak = largest + held
