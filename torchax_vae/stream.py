@@ -23,7 +23,7 @@ import contextvars
 import jax
 import jax.numpy as jnp
 
-__all__ = ["Captured", "DecodeStream", "capturing", "chunked", "is_chunked", "join_chunks", "to_uint8"]
+__all__ = ["Captured", "DecodeStream", "capturing", "chunked", "is_chunked", "join_chunks", "run_out", "to_uint8"]
 
 _CHUNKED = contextvars.ContextVar("torchax_vae_chunked", default=False)
 _CAPTURING = contextvars.ContextVar("torchax_vae_capturing", default=False)
@@ -33,13 +33,17 @@ LOOKAHEAD = 1
 
 
 @contextlib.contextmanager
-def chunked():
-    """Inside: this context's `Family.decode` returns its generator of chunks instead of the joined video."""
-    token = _CHUNKED.set(True)
+def _switched_on(var: contextvars.ContextVar):
+    token = var.set(True)
     try:
         yield
     finally:
-        _CHUNKED.reset(token)
+        var.reset(token)
+
+
+def chunked():
+    """Inside: this context's `Family.decode` returns its generator of chunks instead of the joined video."""
+    return _switched_on(_CHUNKED)
 
 
 def is_chunked() -> bool:
@@ -54,17 +58,24 @@ class Captured(Exception):
         self.run, self.x = run, x
 
 
-@contextlib.contextmanager
 def capturing():
-    token = _CAPTURING.set(True)
-    try:
-        yield
-    finally:
-        _CAPTURING.reset(token)
+    """Inside: `TorchaxVAE._compute` raises `Captured` instead of computing."""
+    return _switched_on(_CAPTURING)
 
 
 def is_capturing() -> bool:
     return _CAPTURING.get()
+
+
+def run_out(steps) -> tuple[list, object]:
+    """A generator run to its end: (what it yielded, what it returned), as a session step reads a family's loop
+    (its outputs, and the causal state it ends with)."""
+    outputs = []
+    while True:
+        try:
+            outputs.append(next(steps))
+        except StopIteration as done:
+            return outputs, done.value
 
 
 def join_chunks(chunks, axis: int):

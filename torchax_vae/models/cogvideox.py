@@ -22,7 +22,7 @@ from diffusers.models.upsampling import CogVideoXUpsample3D
 from torch import nn
 
 from ..backends import backend
-from .. import memory, staging, tiling
+from .. import memory, staging, stream, tiling
 from ..family import Family
 from ..lowering import Lowered
 from ..patches.group_norm import TorchaxGroupNorm
@@ -160,13 +160,9 @@ class CogVideoX(Family):
         size = self.num_latent_frames_batch_size
         frames = source.shape[2]
         batches = frame_batches(frames, size) if state is None else [(k, k + size) for k in range(0, frames, size)]
-        run = self._frames("decoder", self.lowered.decode_step, source, size, conv_cache=state, first=batches)
-        outputs = []
-        while True:
-            try:
-                outputs.append(next(run))
-            except StopIteration as done:
-                return apply(join, outputs, axis=2), done.value
+        outputs, state = stream.run_out(self._frames("decoder", self.lowered.decode_step, source, size,
+                                                     conv_cache=state, first=batches))
+        return apply(join, outputs, axis=2), state
 
     def _staged_batch(self, name, chunk, conv_cache, extra):
         """One frame batch as one program per stage (torchax_vae/staging.py); conv_cache is a list per stage."""

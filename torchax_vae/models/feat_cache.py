@@ -46,7 +46,7 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchify
 from jax.sharding import Mesh
 
-from .. import memory, patches, tiling
+from .. import memory, patches, stream, tiling
 from ..family import Family
 from ..lowering import Lowered
 from ..vae import TorchaxVAE, apply, join
@@ -259,13 +259,8 @@ class FeatCache(Family):
     def session_step(self, source, state):
         """Every latent frame of the chunk, carrying the feat_cache (one program for the first frame of the
         session, one for every later one): the same calls as a whole decode's, so the same frames."""
-        steps = self._steps("decode", source, state=state, alone=False)
-        outputs = []
-        while True:
-            try:
-                outputs.append(next(steps))
-            except StopIteration as done:
-                return apply(join, outputs, axis=2), done.value
+        outputs, state = stream.run_out(self._steps("decode", source, state=state, alone=False))
+        return apply(join, outputs, axis=2), state
 
     def _untiled_bytes(self, kind: str, source) -> int:
         """Device memory of the largest untiled chunk program (first or steady) with its arguments and outputs."""
