@@ -40,6 +40,8 @@ def parity(case: str, vae, ours: TorchaxVAE, x: torch.Tensor, z: torch.Tensor, *
     actual = ours.decode(z, *decode_args, **decode_options).sample
     what = " ".join(["decode", *(f"{k}={v}" for k, v in decode_options.items())])
     emit(case=case, what=what, max_abs=diff(actual, expected))
+    if ours.rank != 5 or "official" in case or "gpu rules" in case:
+        return  # (images are one chunk; the released and GPU-rule cases are about their programs, and heavy)
     torch.manual_seed(0)  # decode_stream on the mesh: its chunks joined are decode's output, bit for bit
     chunks = list(ours.decode_stream(z, *decode_args, **decode_options))
     joined = torch.cat(chunks, dim=ours.decoded_layout.index("F") if ours.rank == 5 else 0)

@@ -38,7 +38,8 @@ def run(capsys, *args) -> tuple[int, list[str]]:
     code = cli_main([*map(str, args)])
     err = capsys.readouterr().err
     assert "Traceback" not in err, err
-    return code, [line for line in err.splitlines() if "torchax-vae" in line and not re.search(r": batch \d+/\d+ ", line)]
+    progress = r": batch \d+/\d+ |: \d+ of \d+ frames written "  # (encode's batches, decode's frames)
+    return code, [line for line in err.splitlines() if "torchax-vae" in line and not re.search(progress, line)]
 
 
 def fake_ffmpeg(tmp_path, message: str) -> str:
