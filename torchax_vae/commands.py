@@ -21,7 +21,7 @@ from . import files, image_files, patches
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
-from .frame_progress import frames_written
+from .frame_progress import duration, frames_written
 from .input_checks import check_input, check_output_fits, smallest_output
 from .synthetic import moving_shapes
 from .vae import TorchaxVAE, vae_subfolder
@@ -124,11 +124,6 @@ def _on_device(x: torch.Tensor) -> torch.Tensor:
 LONG_RUN_SECONDS = 600
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
 # Frame batches queued on the device ahead of the one being waited for. More would not run faster (one device
 # runs one program at a time); fewer in flight means the progress counts finished frames and Ctrl-C stops at once.
 IN_FLIGHT = 2
@@ -159,12 +154,12 @@ def _progress(vae: TorchaxVAE, total: int, desc: str, mode, frames: int):
         elapsed = time.perf_counter() - start
         eta = elapsed / done[0] * (total - done[0])
         if done[0] == 1 and total > 1 and elapsed * total > LONG_RUN_SECONDS:
-            print(f"torchax-vae {desc}: this will take about {_duration(elapsed * total)} ({total} frame batches; "
+            print(f"torchax-vae {desc}: this will take about {duration(elapsed * total)} ({total} frame batches; "
                   f"the first took {elapsed:.2f} s); Ctrl-C stops it and writes nothing", file=sys.stderr, flush=True)
         if mode == "log" and (done[0] % every == 0 or done[0] == total):
             print(f"torchax-vae {desc}: batch {done[0]}/{total} ({100 * done[0] // total}%), about "
                   f"{frames * done[0] // total} of {frames} frames, {frames * done[0] / total / elapsed:.2f} frames/s, "
-                  f"ETA {_duration(eta)}", file=sys.stderr, flush=True)
+                  f"ETA {duration(eta)}", file=sys.stderr, flush=True)
 
     def step(output):
         queued.append(output)
@@ -278,7 +273,7 @@ def decode_file(
     # compiles (in seconds, not after its programs compile) where even one latent frame's output cannot fit
     one_frame = (*z.shape[:2], 1, *z.shape[3:])
     check_output_fits(smallest_output(ours, one_frame), f"latents in {latents}", None, streamed=True)
-    compile_seconds, batches, stats = _precompile(ours, "decode", tuple(z.shape), mode)
+    compile_seconds, _, stats = _precompile(ours, "decode", tuple(z.shape), mode)
     video_shape = _frames_second(ours, ours.output_shape("decode", tuple(z.shape)))  # compiled already: shapes only
     batch, channels, total, height, width = video_shape
     start = time.perf_counter()

@@ -1,8 +1,8 @@
 """A decode as a stream of final frame chunks (`TorchaxVAE.decode_stream`).
 
 Every video family's decode loop is a generator of frame chunks (`Family.decode_chunks`), each yielded as
-soon as it is final: the feat_cache families' latent frames, CogVideoX's frame batches, the frame windows
-once the next window has blended into them. `Family.decode` is the same generator joined on the frame axis,
+soon as it is final: the feat_cache families' latent frames, CogVideoX's frame batches, each frame window's
+kept frames once it has faded in from the window before. `Family.decode` is the same generator joined on the frame axis,
 so a stream's chunks, joined, are `decode`'s output bit for bit: the same programs, in the same order.
 
 `decode_stream(z, *args, **kwargs)` takes `decode`'s own arguments. It runs the facade's `decode` as far as
