@@ -32,7 +32,14 @@ def diff(a, b) -> float:
 def parity(case: str, vae, ours: TorchaxVAE, x: torch.Tensor, z: torch.Tensor, *decode_args, **decode_options):
     """Encode x and decode z (with decode_args: LTX's timestep; decode_options: LTX-2's causal) both ways; also
     reports the devices each program ran on."""
-    emit(case=case, what="encode", max_abs=diff(ours._posterior(x).mode(), latents(vae.encode(x))))
+    expected = latents(vae.encode(x))
+    emit(case=case, what="encode", max_abs=diff(ours._posterior(x).mode(), expected))
+    ranges = ours._family.encode_ranges(x.shape[2])
+    if ranges and ours.tiling_mode != "on" and "official" not in case:  # an encode session: each encoder call's frames
+        with ours.encode_session() as session:
+            parts = [session.encode(x[:, :, a:b]).latent_dist.parameters for a, b in ranges]
+        emit(case=case, what=f"encode session {[b - a for a, b in ranges]}",
+             max_abs=diff(ours.posterior_class(torch.cat(parts, dim=2)).mode(), expected))
     if ours.batch_is_frames:  # Stable Video Diffusion: decode(z, num_frames), the batch one video
         decode_args = decode_args or (z.shape[0],)
     torch.manual_seed(0)  # LTX 0.9.1's decoder injects noise from torch's generator, so both sides draw alike

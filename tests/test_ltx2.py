@@ -259,7 +259,7 @@ def test_command_round_trip_of_the_pipelines_latents(tmp_path, capsys):
     import numpy as np
     from diffusers.utils.torch_utils import randn_tensor
 
-    from torchax_vae import files
+    from torchax_vae import files, video_input
     from torchax_vae.cli import main
 
     vae = _pipeline_vae()
@@ -290,7 +290,7 @@ def test_command_round_trip_of_the_pipelines_latents(tmp_path, capsys):
     encoded = tmp_path / "encoded.pt"
     assert main(["encode", str(clip), "-o", str(encoded), "--model", str(tmp_path / "model"), "--no-cache",
                  "--no-progress"]) == 0, capsys.readouterr().err
-    frames, _ = files.read_video(clip)
+    frames, _ = video_input.read_video(clip)
     x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1
     with torch.no_grad():
         own = vae.encode(x).latent_dist.mean  # the VAE's own latents, as the pipeline takes and returns them

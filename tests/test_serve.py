@@ -93,7 +93,7 @@ def test_decode_every_output_type_matches_in_process(base, wrapped, name, tmp_pa
     assert _max_level_diff(np.stack([np.asarray(im) for im in pil]), levels) <= 1
 
     video = remote_decode(endpoint=endpoint, tensor=z, output_type="mp4", return_type="mp4")
-    from torchax_vae.files import read_video
+    from torchax_vae.video_input import read_video
 
     path = tmp_path / "answer.mp4"
     path.write_bytes(video)

@@ -62,7 +62,7 @@ def test_same_frames_as_the_decode_command(server, tmp_path):
     mp4 = remote_decode(endpoint=f"{base}/decode/wan", tensor=z, output_type="mp4", return_type="mp4")
     assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.mp4"), "--model",
                  str(wan_folder), "--no-progress", "--no-cache"]) == 0
-    from torchax_vae.files import read_video
+    from torchax_vae.video_input import read_video
 
     (tmp_path / "served.mp4").write_bytes(mp4)
     served, _ = read_video(tmp_path / "served.mp4")

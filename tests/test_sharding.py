@@ -82,6 +82,7 @@ def test_tiny_on_8_devices_matches_pytorch(tiny_8_devices):
     assert {"1x8", "2x4 batch 2", "2x4 batch 2 sliced", "1x8 width 40"} <= cases
     assert sum(row["what"].startswith("stream") for row in rows) >= 4  # decode_stream on the mesh, every case
     assert any(row["what"].startswith("session") for row in rows)  # a CogVideoX decode session on the mesh
+    assert any(row["what"].startswith("encode session") for row in rows)  # and an encode session
     check_parity(rows)
 
 

@@ -34,6 +34,9 @@ CHUNKS = {"wan-tiny": 5, "tiny": 3, "qwenimage-tiny": 3, "hunyuan-tiny": 2, "ltx
 DEFAULT = ("wan-tiny", "tiny", "hunyuan-tiny", "sd-tiny")
 # the families with a session, and chunkings of the latent frames of SIZES that keep them exact
 SESSIONS = {"wan-tiny": [1, 2, 1], "qwenimage-tiny": [2, 1], "tiny": [3, 2], "wan2.2-tiny": [1, 1]}
+# and of the video frames of SIZES, for encode sessions (Wan's first frame then 4 at a time; CogVideoX's frame
+# batches of 8, the remainder in the first)
+ENCODE_SESSIONS = {"wan-tiny": [5, 4], "qwenimage-tiny": [1, 4], "tiny": [9], "wan2.2-tiny": [1]}
 
 
 def cases(names):
@@ -157,6 +160,42 @@ def test_session_equals_whole_decode(models, name):
     assert_close(joined, whole, 1e-4, f"{name} session {sizes} vs decode")
 
 
+@pytest.mark.parametrize("name", cases(ENCODE_SESSIONS))
+def test_encode_session_equals_whole_encode(models, name):
+    vae, ours = models(name)
+    x = randn(1, ours.video_channels, *SIZES[name], seed=5)
+    whole = ours.encode(x).latent_dist.parameters
+    sizes = ENCODE_SESSIONS[name] + [x.shape[2] - sum(ENCODE_SESSIONS[name])]
+    with ours.encode_session() as session:
+        outs, start = [], 0
+        for n in sizes:
+            outs.append(session.encode(x[:, :, start:start + n]).latent_dist.parameters)
+            start += n
+    assert session.frames == x.shape[2]
+    assert_close(torch.cat(outs, dim=2), whole, 1e-4, f"{name} encode session {sizes} vs encode")
+
+
+def test_encode_session_refusals(models):
+    _, ours = models("wan-tiny")
+    session = ours.encode_session()
+    with pytest.raises(ValueError, match=r"first chunk has 4 video frames; .* 1 \+ 4k video frames \(1, 5, 9"):
+        session.encode(randn(1, 3, 4, 32, 32))
+    session.encode(randn(1, 3, 1, 32, 32))
+    with pytest.raises(ValueError, match="later session chunk has 3 video frames; .* multiple of 4"):
+        session.encode(randn(1, 3, 3, 32, 32))
+    with pytest.raises(ValueError, match="has 16 channels .* encoder expects 3"):
+        session.encode(randn(1, 16, 4, 32, 32))
+    session.encode(randn(1, 3, 4, 32, 32))  # still usable after refusals
+    assert session.frames == 5
+
+    _, cog = models("tiny")
+    with pytest.raises(ValueError, match="first chunk has 5 video frames; .* at least 8 video frames"):
+        cog.encode_session().encode(randn(1, 3, 5, 32, 32))
+    _, hunyuan = models("hunyuan-tiny")
+    with pytest.raises(ValueError, match="no encode session; sessions are for .*AutoencoderKLWan"):
+        hunyuan.encode_session()
+
+
 def test_wan_session_any_chunking_compiles_nothing_more(models):
     vae, ours = models("wan-tiny")
     z = randn(1, 16, 12, 4, 4, seed=7)
@@ -212,17 +251,17 @@ def test_session_refuses_a_second_thread(models):
     inside, release = threading.Event(), threading.Event()
     original = ours._family.session_step
 
-    def slow_step(*args):  # holds the session's chunk until the main thread has tried its own
+    def slow_step(*args, **kwargs):  # holds the session's chunk until the main thread has tried its own
         inside.set()
         release.wait(60)
-        return original(*args)
+        return original(*args, **kwargs)
 
     ours._family.session_step = slow_step
     try:
         worker = threading.Thread(target=session.decode, args=(randn(1, 16, 1, 4, 4),))
         worker.start()
         assert inside.wait(60)
-        with pytest.raises(RuntimeError, match="decoding a chunk in another thread"):
+        with pytest.raises(RuntimeError, match="running a chunk in another thread"):
             session.decode(randn(1, 16, 1, 4, 4))
         release.set()
         worker.join(60)

@@ -51,7 +51,11 @@ def test_decode_undoes_the_wan_normalization_as_the_pipeline_does(wan_dir, tmp_p
     assert error <= codec + 2, f"max |Δ| {error} of 255 against PyTorch's frames; the codec's own {codec}"
 
 
-def test_encode_applies_the_wan_normalization(wan_dir, tmp_path, capsys):
+def test_encode_applies_the_wan_normalization(wan_dir, tmp_path, capsys, monkeypatch):
+    from torchax_vae.session import EncodeSession
+
+    chunks, encode = [], EncodeSession.encode
+    monkeypatch.setattr(EncodeSession, "encode", lambda self, x: chunks.append(x.shape[2]) or encode(self, x))
     vae = random_vae("wan-tiny")
     frames = np.random.default_rng(0).integers(0, 256, (5, 32, 48, 3), dtype=np.uint8)
     files.write_mp4(tmp_path / "in.mp4", frames)
@@ -59,6 +63,8 @@ def test_encode_applies_the_wan_normalization(wan_dir, tmp_path, capsys):
     result = json.loads(run(capsys, "encode", tmp_path / "in.mp4", "-o", tmp_path / "latents.npy",
                             "--model", wan_dir))
     assert result["latent_shape"] == [1, 16, 2, 4, 6] and result["layout"] == "BCFHW"  # as Wan's pipelines hold them
+    # read and encoded a frame range at a time, as Wan's encoder takes them (torchax_vae/streamed_encode.py)
+    assert result["streamed"] and chunks == [1, 4]
     latents = torch.from_numpy(np.load(tmp_path / "latents.npy"))
     shape = (1, 16, 1, 1, 1)
     with torch.no_grad():  # WanVideoToVideoPipeline: (latents - latents_mean) * (1 / latents_std)

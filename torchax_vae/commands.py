@@ -17,12 +17,12 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from . import files, image_files, patches
+from . import files, image_files, patches, streamed_encode, video_input
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
 from .frame_progress import duration, frames_written
-from .input_checks import check_input, check_output_fits, smallest_output
+from .input_checks import check_input, check_output_fits, check_video_shape, smallest_output
 from .synthetic import moving_shapes
 from .vae import TorchaxVAE, vae_subfolder
 
@@ -329,7 +329,7 @@ def encode_file(
     mode = _progress_mode(progress)
     out = files.check_writable(out, files.LATENT_SUFFIXES)
     files.check_distinct(out, [video])
-    files.check_video_file(video)  # before the model loads; read once its channels are known
+    video_input.check_video_file(video)  # before the model loads; read once its channels are known
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
     if ours.rank == 4:  # an image VAE (AutoencoderKL): the file's first image
@@ -338,13 +338,24 @@ def encode_file(
         files.save_latents(out, z, "BCHW")
         return {"output": str(out), **summary}
     # RGB, or RGBA for a 4-channel VAE (Qwen-Image 2.1); [1, C, F, H, W] in [-1, 1]
-    frames, fps = files.read_video(video, max_frames, channels=4 if ours.video_channels == 4 else 3)
-    x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
-    check_input(x, ours, "encode", f"video {video}")
-    compile_seconds, batches, stats = _precompile(ours, "encode", tuple(x.shape), mode)
+    channels = 4 if ours.video_channels == 4 else 3
+    with video_input.video_frames(video, channels) as (fps, each):
+        first = next(each, None)
+    if first is None:
+        raise InputError(f"video {video} has no frames")
+    count = video_input.count_frames(video)
+    count = min(count, max_frames) if max_frames else count
+    shape = (1, ours.video_channels, count, *first.shape[:2])
+    check_video_shape(shape, ours, f"video {video}")
+    compile_seconds, batches, stats = _precompile(ours, "encode", shape, mode)
+    streamed = streamed_encode.streams(ours, stats)
     start = time.perf_counter()
-    with _progress(ours, batches, "encode", mode, frames.shape[0]):
-        dist = ours._posterior(x)
+    with _progress(ours, batches, "encode", mode, count):
+        if streamed:  # a range of frames at a time, as the encoder's loop takes them
+            dist = ours.posterior_class(streamed_encode.moments(ours, video, count, channels))
+        else:
+            frames, fps = video_input.read_video(video, max_frames, channels=channels)
+            dist = ours._posterior(torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0)
         z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start
     z = ours.normalize_latents(z.float())  # as the family's video-to-video pipeline normalizes them
@@ -352,14 +363,15 @@ def encode_file(
     files.save_latents(out, z, layout)
     return {
         "output": str(out),
-        "frames": frames.shape[0],
+        "frames": count,
         "fps": fps,
+        "streamed": streamed,
         "latent_shape": list(z.shape if layout == "BCFHW" else z.permute(0, 2, 1, 3, 4).shape),  # as written
         "layout": layout,
         "programs": len(stats),
         "compile_seconds": compile_seconds,
         "encode_seconds": encode_seconds,
-        "frames_per_second": frames.shape[0] / encode_seconds,
+        "frames_per_second": count / encode_seconds,
     }
 
 

@@ -161,17 +161,26 @@ class Family:
         """The frame axis of `decode`'s output (`decoded_layout`)."""
         return self.decoded_layout.index("F")
 
-    # ----- a decode session: latents fed chunk by chunk (torchax_vae/session.py) -----
+    # ----- sessions: latents (or video frames) fed chunk by chunk (torchax_vae/session.py) -----
 
-    # Whether the family's decode carries causal state from chunk to chunk, so that a session can feed it
-    # latents as a generator makes them. Families with it implement `session_step`.
+    # Whether the family's encode and decode carry causal state from chunk to chunk, so that a session can feed
+    # them chunks as a generator (or a camera, or a file read in order) makes them. Families with it implement
+    # `session_step`.
     carries_state: bool = False
 
-    def session_chunks(self, frames: int, first: bool) -> str | None:
-        """None when a session's chunk of `frames` latent frames (the first, or a later one) keeps the decode
-        exact; else the sizes this family accepts, as words for the error."""
+    def session_chunks(self, frames: int, first: bool, kind: str = "decode") -> str | None:
+        """None when a session's chunk of `frames` frames (latent frames for "decode", video frames for
+        "encode"; the first chunk, or a later one) keeps the result exact; else the sizes this family accepts,
+        as words for the error."""
         return None
 
-    def session_step(self, source, state):
-        """A session's chunk decoded: (frames, the state for the next chunk); state None for the first chunk."""
+    def encode_ranges(self, frames: int) -> list[tuple[int, int]] | None:
+        """The (start, end) ranges of a video of `frames` frames that the encoder's loop takes in order, each
+        a chunk an encode session accepts (what `torchax-vae encode` reads a file in); None where the encoder
+        takes the whole video at once."""
+        return None
+
+    def session_step(self, source, state, kind: str = "decode"):
+        """A session's chunk run: (decode's frames or encode's moments, the state for the next chunk); state
+        None for the first chunk."""
         raise NotImplementedError

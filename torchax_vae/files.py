@@ -24,7 +24,7 @@ from .checks import (LATENT_SUFFIXES, MAX_FPS, InputError, WriteError, check_dis
 
 __all__ = [
     "InputError", "WriteError", "check_distinct", "check_writable", "atomic_output", "load_latents", "save_latents", "write_mp4", "frame_writer",
-    "write_frames", "read_video",
+    "write_frames",
 ]
 
 LAYOUTS = ("BFCHW", "BCFHW")  # stage 2's output_type="latent" gives [B, F, C, H, W]
@@ -212,7 +212,7 @@ def save_latents(path, latents: torch.Tensor, layout: str = "BFCHW") -> None:
 
 
 @contextlib.contextmanager
-def _ffmpeg():
+def quiet_ffmpeg():
     """Quiet around imageio-ffmpeg's subprocess.
 
     It starts ffmpeg with fork + exec at once, which JAX warns about (any fork)
@@ -307,7 +307,7 @@ def frame_writer(path, *, shape, fps: float = 8):
     if not (0 < fps <= MAX_FPS):
         raise InputError(f"fps must be a positive number up to {MAX_FPS}, got {fps}")
     pad_h, pad_w = height % 2, width % 2
-    with atomic_output(path) as tmp, _ffmpeg(), tempfile.TemporaryFile() as log:
+    with atomic_output(path) as tmp, quiet_ffmpeg(), tempfile.TemporaryFile() as log:
         # stderr to a file: a chatty ffmpeg cannot block on a full pipe while we write its stdin
         proc = subprocess.Popen(mp4_command(tmp, height + pad_h, width + pad_w, fps), stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=log)
@@ -358,41 +358,3 @@ def write_frames(path, frames: np.ndarray) -> None:
     _check_frames(frames, (3, 4))
     with frame_writer(path, shape=frames.shape) as write:
         write(frames)
-
-
-def check_video_file(path) -> pathlib.Path:
-    """The path of a readable, non-empty file that is not a latents file (InputError otherwise)."""
-    path = check_readable(path, "video file")
-    if path.suffix.lower() in LATENT_SUFFIXES:
-        raise InputError(f"{path} is a latents file ({path.suffix}), not a video: encode takes a video ffmpeg reads "
-                         "(e.g. .mp4); `torchax-vae decode` turns latents into one")
-    if path.stat().st_size == 0:
-        raise InputError(f"video file {path} is empty")
-    return path
-
-
-def read_video(path, frames: int | None = None, channels: int = 3) -> tuple[np.ndarray, float]:
-    """uint8 frames [F, H, W, channels] and fps from a video or image file (imageio-ffmpeg); at most `frames` frames.
-
-    channels: 3 (RGB) or 4 (RGBA: an image's alpha, or opaque where the file has none).
-    """
-    import imageio_ffmpeg
-
-    path = check_video_file(path)
-    try:
-        with _ffmpeg():
-            reader = imageio_ffmpeg.read_frames(str(path), pix_fmt="rgba" if channels == 4 else "rgb24", bpp=channels)
-            meta = next(reader)
-            width, height = meta["size"]
-            out = []
-            for raw in reader:
-                out.append(np.frombuffer(raw, np.uint8).reshape(height, width, channels))
-                if frames is not None and len(out) == frames:
-                    break
-            reader.close()
-            del reader
-    except Exception as e:
-        raise InputError(f"cannot read video {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-    if not out:
-        raise InputError(f"video {path} has no frames")
-    return np.stack(out), float(meta.get("fps", 8))

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import torch
 
-from . import files
+from . import files, video_input
 from .checks import IMAGE_SUFFIXES, InputError
 from .input_checks import check_input, check_output_fits, smallest_output
 
@@ -83,7 +83,7 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
 
 def encode(ours, image, *, precompile, progress, posterior: str, seed: int) -> tuple[torch.Tensor, dict]:
     """An image file (anything ffmpeg reads: PNG, JPEG, ...; its first frame) -> normalized latents [1, C, h, w]."""
-    pixels, _ = files.read_video(image, 1, channels=4 if ours.video_channels == 4 else 3)
+    pixels, _ = video_input.read_video(image, 1, channels=4 if ours.video_channels == 4 else 3)
     x = torch.from_numpy(pixels[0]).permute(2, 0, 1)[None].float() / 127.5 - 1.0
     check_input(x, ours, "encode", f"image {image}")
     compile_seconds, calls, stats = precompile(ours, "encode", tuple(x.shape))

@@ -13,7 +13,7 @@ import torch
 from . import memory, validation
 from .checks import InputError
 
-__all__ = ["LARGE_OUTPUT_BYTES", "check_input", "check_output_fits", "smallest_output"]
+__all__ = ["LARGE_OUTPUT_BYTES", "check_input", "check_video_shape", "check_output_fits", "smallest_output"]
 
 # Above this, a decode says how many GB of uint8 frames it will hold in memory until they are written.
 LARGE_OUTPUT_BYTES = 4 << 30
@@ -76,4 +76,14 @@ def check_input(x: torch.Tensor, vae, kind: str, what: str) -> None:
             else:
                 vae._family.check_latents(tuple(x.shape), what)
     except (TypeError, ValueError, validation.ZeroOutputWarning) as e:
+        raise InputError(str(e)) from e
+
+
+def check_video_shape(shape, vae, what: str) -> None:
+    """`check_input`'s checks of an encode input's shape alone, for a video read a chunk at a time (its values
+    are checked as each chunk is encoded)."""
+    try:
+        validation.check_shape(shape, name=what, channels=vae.video_channels, role="encoder", rank=vae.rank)
+        vae._family.check_video(tuple(shape), what)
+    except ValueError as e:
         raise InputError(str(e)) from e

@@ -1,15 +1,18 @@
-"""A decode session: latents fed chunk by chunk, as a chunk-by-chunk generator makes them.
+"""Sessions: a video fed chunk by chunk, as a chunk-by-chunk generator (or a camera, or a file read in order)
+makes it.
 
 Self-Forcing, Krea Realtime and LongLive generate a video's latents a few frames at a time and decode each
 chunk as it comes, carrying the VAE's causal state from chunk to chunk. `TorchaxVAE.decode_session()` does
 that on the device: `session.decode(latent_chunk)` returns the frames that chunk completes, and the family's
 state (Wan's feat_cache, CogVideoX's conv_cache) stays on the device for the next chunk.
+`TorchaxVAE.encode_session()` is the same for the encoder: `session.encode(frames)` returns the posterior of
+the latent frames those video frames complete (what `torchax-vae encode` streams a video file through).
 
-The frames of every chunk, joined, are the decode of the joined latents: a session runs the same programs as
-a whole decode, on the same frame groups (`Family.session_chunks` refuses chunkings that would group frames
-otherwise, and says which it accepts). So a session of any length compiles the programs of its first chunk
-and of one later chunk size, and nothing after. A session runs untiled, and is one stream's: it refuses a
-second thread while a chunk decodes, and any call after `close()`.
+The chunks' outputs, joined, are the whole video's: a session runs the same programs as a whole call, on the
+same frame groups (`Family.session_chunks` refuses chunkings that would group frames otherwise, and says
+which it accepts). So a session of any length compiles the programs of its first chunk and of one later
+chunk size, and nothing after. A session runs untiled, and is one stream's: it refuses a second thread while
+a chunk runs, and any call after `close()`.
 """
 
 import threading
@@ -18,75 +21,76 @@ import torch
 
 from . import validation
 
-__all__ = ["DecodeSession"]
+__all__ = ["DecodeSession", "EncodeSession"]
 
 
 def families_with_state() -> str:
-    """The diffusers classes whose decode carries state between chunks (a session's families), as words."""
+    """The diffusers classes whose encode and decode carry state between chunks (a session's families), as words."""
     from .models import WRAPPERS
 
     return ", ".join(w.model_class.__name__ for w in WRAPPERS if w.family.carries_state)
 
 
-class DecodeSession:
-    """One chunk-by-chunk decode on a TorchaxVAE (`TorchaxVAE.decode_session()`); see the module docstring.
+class _Session:
+    """One chunk-by-chunk encode or decode (`kind`) on a TorchaxVAE; see the module docstring."""
 
-    Its chunks are latents as `decode` takes them ([B, C, F, h, w], the pipeline's normalization undone),
-    each of the same batch, channels, height and width as the first.
-    """
+    kind = ""
+    what = ""  # the chunks' frames, as words
 
     def __init__(self, vae):
         family = vae._family
         if not family.carries_state:
-            raise ValueError(f"{vae.model_class.__name__} decodes a whole video per call and carries no causal "
-                             f"state between chunks, so it has no decode session; sessions are for "
-                             f"{families_with_state()} (use decode_stream for a stream of a whole video)")
+            raise ValueError(f"{vae.model_class.__name__} {self.kind}s a whole video per call and carries no causal "
+                             f"state between chunks, so it has no {self.kind} session; sessions are for "
+                             f"{families_with_state()} (use {self.kind} on the whole video)")
         if vae.tiling_mode == "on":
-            raise ValueError("a decode session runs untiled; tiling is on (enable_tiling): call disable_tiling() "
-                             "first, or decode whole videos with decode_stream")
+            raise ValueError(f"a {self.kind} session runs untiled; tiling is on (enable_tiling): call "
+                             f"disable_tiling() first, or {self.kind} whole videos")
         self._vae = vae
         self._state = None  # the family's causal state on the device, None before the first chunk
         self._shape = None  # (batch, channels, height, width) of the first chunk
         self._lock = threading.Lock()
         self._closed = False
-        self.latent_frames = 0  # latent frames decoded so far
+        self.frames = 0  # frames (latent frames for a decode, video frames for an encode) taken so far
 
-    def decode(self, z: torch.Tensor) -> torch.Tensor:
-        """The frames the latent chunk `z` completes, as a tensor like `decode`'s output (on z's device)."""
+    def _run(self, x: torch.Tensor):
+        """The family's output for the chunk x (a JAX array), checked and with the state carried."""
         if not self._lock.acquire(blocking=False):
-            raise RuntimeError("this decode session is decoding a chunk in another thread; a session is one "
-                               "stream's: open one per stream (vae.decode_session())")
+            raise RuntimeError(f"this {self.kind} session is running a chunk in another thread; a session is one "
+                               f"stream's: open one per stream (vae.{self.kind}_session())")
         try:
-            return self._decode(z)
+            return self._step(x)
         finally:
             self._lock.release()
 
-    def _decode(self, z: torch.Tensor) -> torch.Tensor:
+    def _step(self, x: torch.Tensor):
         if self._closed:
-            raise RuntimeError("this decode session is closed; open a new one with vae.decode_session()")
+            raise RuntimeError(f"this {self.kind} session is closed; open a new one with vae.{self.kind}_session()")
         vae, family = self._vae, self._vae._family
         name = "the session's first chunk" if self._state is None else "a later session chunk"
-        validation.check_video(z, name="session chunk", channels=vae.latent_channels, role="decoder", rank=vae.rank)
-        family.check_latents(tuple(z.shape), "session chunk")
-        shape = (z.shape[0], z.shape[1], z.shape[3], z.shape[4])
+        if self.kind == "decode":
+            validation.check_video(x, name="session chunk", channels=vae.latent_channels, role="decoder", rank=vae.rank)
+            family.check_latents(tuple(x.shape), "session chunk")
+        else:
+            validation.check_video(x, name="session chunk", channels=vae.video_channels, role="encoder", rank=vae.rank)
+            family.check_video(tuple(x.shape), "session chunk")
+        shape = (x.shape[0], x.shape[1], x.shape[3], x.shape[4])
         if self._shape is not None and shape != self._shape:
             first = "x".join(map(str, self._shape))
-            raise ValueError(f"session chunk has shape {tuple(z.shape)}; this session's chunks are [B, C, F, h, w] "
+            raise ValueError(f"session chunk has shape {tuple(x.shape)}; this session's chunks are [B, C, F, h, w] "
                              f"with B x C x h x w = {first}, as its first chunk's")
-        accepts = family.session_chunks(z.shape[2], first=self._state is None)
+        accepts = family.session_chunks(x.shape[2], first=self._state is None, kind=self.kind)
         if accepts is not None:
-            raise ValueError(f"{name} has {z.shape[2]} latent frames; {vae.model_class.__name__} decodes exactly "
-                             f"in a session with {accepts}")
-        if z.requires_grad and torch.is_grad_enabled():
-            raise ValueError("a decode session yields no gradients: pass the chunk detached (torch.no_grad())")
+            raise ValueError(f"{name} has {x.shape[2]} {self.what}; {vae.model_class.__name__} {self.kind}s "
+                             f"exactly in a session with {accepts}")
+        if x.requires_grad and torch.is_grad_enabled():
+            raise ValueError(f"a {self.kind} session yields no gradients: pass the chunk detached (torch.no_grad())")
         vae._check_weights()
         family.check_training()
-        from .vae import _like
-
-        out, state = family.session_step(vae._source(z), self._state)
+        out, state = family.session_step(vae._source(x), self._state, kind=self.kind)
         self._state, self._shape = state, shape
-        self.latent_frames += z.shape[2]
-        return _like(out, z)
+        self.frames += x.shape[2]
+        return out
 
     def close(self) -> None:
         """Frees the session's state on the device; later calls raise."""
@@ -98,3 +102,40 @@ class DecodeSession:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class DecodeSession(_Session):
+    """A chunk-by-chunk decode (`TorchaxVAE.decode_session()`). Its chunks are latents as `decode` takes them
+    ([B, C, F, h, w], the pipeline's normalization undone), each of the same batch, channels, height and width
+    as the first."""
+
+    kind, what = "decode", "latent frames"
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """The frames the latent chunk `z` completes, as a tensor like `decode`'s output (on z's device)."""
+        from .vae import _like
+
+        return _like(self._run(z), z)
+
+    @property
+    def latent_frames(self) -> int:
+        """Latent frames decoded so far."""
+        return self.frames
+
+
+class EncodeSession(_Session):
+    """A chunk-by-chunk encode (`TorchaxVAE.encode_session()`). Its chunks are videos as `encode` takes them
+    ([B, C, F, H, W] in [-1, 1]), each of the same batch, channels, height and width as the first."""
+
+    kind, what = "encode", "video frames"
+
+    def encode(self, x: torch.Tensor, return_dict: bool = True):
+        """The posterior of the latent frames the video chunk `x` completes, as `encode` returns it (an
+        `AutoencoderKLOutput`, or a tuple without `return_dict`). Its parameters, joined over the chunks on the
+        frame axis, are the whole video's posterior's."""
+        from diffusers.models.modeling_outputs import AutoencoderKLOutput
+
+        from .vae import _like
+
+        posterior = self._vae.posterior_class(_like(self._run(x), x))
+        return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)

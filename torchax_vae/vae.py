@@ -283,6 +283,13 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
 
         return DecodeSession(self)
 
+    def encode_session(self):
+        """An encode fed video chunk by chunk, as a camera or a file read in order gives it (torchax_vae/session.py):
+        `session.encode(frames)` returns the posterior of the latent frames those frames complete."""
+        from .session import EncodeSession
+
+        return EncodeSession(self)
+
     def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
         """diffusers' `tiled_encode`: the posterior's parameters (moments) of `x`, tiled whatever its size or the settings.
 

@@ -146,23 +146,30 @@ class CogVideoX(Family):
 
     carries_state = True
 
-    def session_chunks(self, frames: int, first: bool) -> str | None:
-        size = self.num_latent_frames_batch_size
+    def session_chunks(self, frames: int, first: bool, kind: str = "decode") -> str | None:
+        size = self._batch_size(kind)
+        what = "latent frames" if kind == "decode" else "video frames"
         # diffusers' GroupNorm statistics span a frame batch: a session is exact when its chunks cut the video
         # where diffusers' batches do (the remainder in the first batch, then `size` frames each)
         if first and frames < size:
-            return f"a first chunk of at least {size} latent frames"
+            return f"a first chunk of at least {size} {what}"
         if not first and frames % size:
-            return f"later chunks of a multiple of {size} latent frames"
+            return f"later chunks of a multiple of {size} {what}"
         return None
 
-    def session_step(self, source, state):
-        size = self.num_latent_frames_batch_size
+    def encode_ranges(self, frames: int) -> list[tuple[int, int]]:
+        return frame_batches(frames, self.num_sample_frames_batch_size)
+
+    def session_step(self, source, state, kind: str = "decode"):
+        size = self._batch_size(kind)
         frames = source.shape[2]
         batches = frame_batches(frames, size) if state is None else [(k, k + size) for k in range(0, frames, size)]
-        outputs, state = stream.run_out(self._frames("decoder", self.lowered.decode_step, source, size,
-                                                     conv_cache=state, first=batches))
+        name, step = ("decoder", self.lowered.decode_step) if kind == "decode" else ("encoder", self.lowered.encode_step)
+        outputs, state = stream.run_out(self._frames(name, step, source, size, conv_cache=state, first=batches))
         return apply(join, outputs, axis=2), state
+
+    def _batch_size(self, kind: str) -> int:
+        return self.num_latent_frames_batch_size if kind == "decode" else self.num_sample_frames_batch_size
 
     def _staged_batch(self, name, chunk, conv_cache, extra):
         """One frame batch as one program per stage (torchax_vae/staging.py); conv_cache is a list per stage."""

@@ -224,12 +224,13 @@ class FeatCache(Family):
         """
         return list(self._steps(kind, source, block, count))
 
-    def _steps(self, kind: str, source, block=None, count: int | None = None, state=None, alone: bool | None = None):
+    def _steps(self, kind: str, source, block=None, count: int | None = None, state=None, alone: bool | None = None,
+               ranges=None):
         """`_calls` as a generator: each call's output as it is queued, the cache carried on the device.
 
         state: a session's carried cache (None: the video's first call); alone: whether this is the only call
-        (an image: no cache to hand on; default: the source has one call). The generator returns the last
-        cache (a session's next state).
+        (an image: no cache to hand on; default: the source has one call); ranges: the calls' frame ranges
+        (default: diffusers' for a whole video). The generator returns the last cache (a session's next state).
         """
         encode = kind == "encode"
         name = "encoder" if encode else "decoder"
@@ -239,7 +240,7 @@ class FeatCache(Family):
             name += "/tile"
             step = step if encode else functools.partial(step, finish=False)
         frames = source.shape[2]
-        chunks = encode_chunks(frames) if encode else [(k, k + 1) for k in range(frames)]
+        chunks = ranges or (encode_chunks(frames) if encode else [(k, k + 1) for k in range(frames)])
         if (len(chunks) == 1 and state is None) if alone is None else alone:  # the only call: no cache to hand on
             name, step = f"{name}/alone", functools.partial(step, carry=False)
         cache = state
@@ -252,14 +253,32 @@ class FeatCache(Family):
             yield out
         return cache
 
-    # ----- a session: latent chunks of any size, the cache carried between them -----
+    # ----- a session: latent chunks of any size (video chunks of whole encoder calls), the cache carried -----
 
     carries_state = True
 
-    def session_step(self, source, state):
-        """Every latent frame of the chunk, carrying the feat_cache (one program for the first frame of the
-        session, one for every later one): the same calls as a whole decode's, so the same frames."""
-        outputs, state = stream.run_out(self._steps("decode", source, state=state, alone=False))
+    def session_chunks(self, frames: int, first: bool, kind: str = "decode") -> str | None:
+        if kind == "decode":
+            return None
+        # diffusers' encoder takes the first frame alone, then 4 at a time: a chunk must end where a call does
+        if first and (frames - 1) % ENCODE_CHUNK:
+            return f"a first chunk of 1 + {ENCODE_CHUNK}k video frames (1, 5, 9, ...)"
+        if not first and frames % ENCODE_CHUNK:
+            return f"later chunks of a multiple of {ENCODE_CHUNK} video frames"
+        return None
+
+    def encode_ranges(self, frames: int) -> list[tuple[int, int]]:
+        return encode_chunks(frames)
+
+    def session_step(self, source, state, kind: str = "decode"):
+        """Every call of the chunk, carrying the feat_cache (one program for the session's first call, one for
+        every later one): the same calls as a whole video's, so the same frames (or moments)."""
+        frames = source.shape[2]
+        if kind == "encode":
+            ranges = encode_chunks(frames) if state is None else [(k, k + ENCODE_CHUNK) for k in range(0, frames, ENCODE_CHUNK)]
+        else:
+            ranges = [(k, k + 1) for k in range(frames)]
+        outputs, state = stream.run_out(self._steps(kind, source, state=state, alone=False, ranges=ranges))
         return apply(join, outputs, axis=2), state
 
     def _untiled_bytes(self, kind: str, source) -> int:
