@@ -10,7 +10,7 @@ import tempfile
 
 __all__ = [
     "InputError", "WriteError", "LATENT_SUFFIXES", "VIDEO_SUFFIXES", "IMAGE_SUFFIXES", "check_distinct", "check_readable",
-    "check_writable",
+    "check_writable", "shown",
 ]
 
 LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")
@@ -18,6 +18,19 @@ VIDEO_SUFFIXES = (".mp4", ".npy")  # a decoded video: H.264 (lossy) or the exact
 IMAGE_SUFFIXES = (".png", ".npy")  # a decoded image: PNG (lossless) or the exact uint8 pixels
 # The highest MP4 frame rate written: above it players and ffmpeg's muxer misbehave (--fps 100000 read back as 0).
 MAX_FPS = 240
+
+
+# The longest echo of a caller's value in an error message: a 30 KB shape list or a 5 KB model name comes back
+# as its start and its length, not whole.
+SHOWN_CHARS = 60
+
+
+def shown(value) -> str:
+    """repr(value) for an error message, cut to its first SHOWN_CHARS characters (and its length) when longer."""
+    text = repr(value)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS]}... ({len(text)} characters)"
 
 
 class InputError(ValueError):

@@ -216,7 +216,7 @@ def preflight(args) -> None:
         except TargetError as e:
             raise InputError(str(e)) from None
     model = getattr(args, "model", None)
-    models = [path for _, path in model] if args.command == "serve" else [model] if model else []
+    models = [path for _, path, _ in model] if args.command == "serve" else [model] if model else []
     for model in models:
         if _local_model(model) and not (args.command == "plan" and pathlib.Path(model).is_file()):
             _check_model_folder(model, getattr(args, "subfolder", "vae"))
@@ -359,7 +359,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         if args.debug:
             raise
-        print(f"torchax-vae {args.command}: interrupted; no output written", file=sys.stderr)
+        # serve: uvicorn re-raises the Ctrl-C it drained on (serve/server.py)
+        done = "stopped after answering every accepted request" if args.command == "serve" else "interrupted; no output written"
+        print(f"torchax-vae {args.command}: {done}", file=sys.stderr)
         return 130
     except (InputError, FileNotFoundError, PermissionError, NotADirectoryError) as e:
         if args.debug:

@@ -171,6 +171,12 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
         self._stochastic = [name for name in stochastic_layers(vae) if name.split(".")[0] not in self._family.not_run]
         self.train(vae.training)
 
+    def __repr__(self) -> str:
+        """The wrapped diffusers class and how it runs (its facade class's name is internal)."""
+        devices = len(self._engine.placement.replicated.device_set)
+        return (f"TorchaxVAE({self.model_class.__name__}, dtype={str(self.dtype).removeprefix('torch.')}, "
+                f"devices={devices}, tiling={self.tiling_mode})")
+
     def __setattr__(self, name: str, value) -> None:
         """A family setting (`tile_sample_min_height`, ...: `family.settings`) goes to the family, whose loops read
         it; anything else is torch's."""

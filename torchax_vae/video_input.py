@@ -61,7 +61,7 @@ def video_frames(path, channels: int = 3):
             yield float(meta.get("fps", 8)), frames()
         finally:
             reader.close()
-            del reader
+            reader = None  # freed inside quiet_ffmpeg, which collects its pipes
 
 
 def read_video(path, frames: int | None = None, channels: int = 3) -> tuple[np.ndarray, float]:

@@ -14,21 +14,36 @@ import logging
 import os
 import threading
 import time
+import uuid
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import outputs, protocol, streams
+from . import bodies, outputs, protocol, server, streams
+from .bodies import BodyBudget, body_size, read_body
 from .metrics import Metrics
+from ..checks import shown
 from .protocol import RequestError
 from .worker import DeviceWorker, Job
 
 log = logging.getLogger("torchax_vae.serve")
+
+
+# A 10 s 720p video at 24 fps (241 frames of 1280x720 is 2.2e8 pixels), with room to spare.
+DEFAULT_MAX_PIXELS = server.DEFAULT_MAX_PIXELS
+
+
+def default_inflight_bytes(max_body: int) -> int:
+    """The body budget by default: a quarter of the host memory available now, and at least one largest body."""
+    from ..memory import host_available_bytes
+
+    available = host_available_bytes()
+    return max(max_body, available // 4) if available else 4 * max_body
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,14 +54,20 @@ class Limits:
     max_body_mb: float = 512.0  # request bodies above this are answered 413
     timeout_s: float = 600.0  # a request not answered by then is dropped and answered 504
     max_active: int = 4  # batches the device worker advances in turn, a chunk each (1: one request at a time)
+    max_inflight_mb: float | None = None  # request bodies held at once, all requests together; None: from the host
+    max_pixels: int = DEFAULT_MAX_PIXELS  # output (decode) or input (encode) pixels x frames of one request
 
 
 class Service:
     """The app's state: the models, the device worker, readiness and draining, the token, the metrics."""
 
     def __init__(self, models: dict, *, dtype=None, mesh=None, warmup=(), token: str | None = None,
-                 limits: Limits = Limits()):
+                 limits: Limits = Limits(), normalized=()):
         self.specs, self.dtype, self.mesh, self.warmup = dict(models), dtype, mesh, list(warmup)
+        unknown = set(normalized) - set(self.specs)
+        if unknown:
+            raise ValueError(f"normalized names models this service does not have: {sorted(unknown)}")
+        self.normalized = frozenset(normalized)  # models whose requests without scaling parameters are normalized
         self.token, self.limits = token, limits
         self.metrics = Metrics()
         self.models: dict = {}
@@ -57,6 +78,10 @@ class Service:
         self.load_error: str | None = None
         self.draining = False
         self.active = 0  # requests between their arrival and their answer
+        self.requests: dict[str, str] = {}  # those requests' ids -> "kind name" (what a second Ctrl-C cuts off)
+        max_body = int(limits.max_body_mb * 2**20)
+        inflight = limits.max_inflight_mb
+        self.bodies = BodyBudget(int(inflight * 2**20) if inflight else default_inflight_bytes(max_body))
 
     def load(self) -> None:
         """Loads and wraps every model, then compiles the warm-up shapes (on the worker's thread)."""
@@ -114,26 +139,16 @@ def _backend_batch(mesh) -> int:
     return backend(device.platform).serve_max_batch
 
 
+def _request_id(request: Request) -> str:
+    """The client's X-Request-ID where it is a short plain token, else a new one: what the logs name a request by."""
+    given = request.headers.get("x-request-id", "")
+    if 0 < len(given) <= 64 and all(c.isascii() and (c.isalnum() or c in "-_.") for c in given):
+        return given
+    return uuid.uuid4().hex[:16]
+
+
 def _error(status: int, message: str, headers: dict | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-
-async def _body(request: Request, limit: int) -> bytes:
-    """The request body, refused (413) above `limit` bytes: by Content-Length before reading, then by the bytes."""
-    length = request.headers.get("content-length")
-    too_large = f"the body is larger than this server's limit of {limit / 2**20:g} MB (--max-body-mb)"
-    if length is not None and length.isdigit() and int(length) > limit:
-        raise RequestError(413, too_large, reason="too_large")
-    chunks, size = [], 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise RequestError(413, too_large, reason="too_large")
-            chunks.append(chunk)
-    except ClientDisconnect:  # it went away mid-body: nothing to answer
-        raise RequestError(499, "the client went away", reason="client_gone") from None
-    return b"".join(chunks)
 
 
 async def _answer_of(request: Request, future: asyncio.Future, job: Job, timeout: float):
@@ -157,11 +172,13 @@ async def _answer_of(request: Request, future: asyncio.Future, job: Job, timeout
     raise RequestError(504, f"no answer within {timeout:g} s; the request was dropped", reason="timeout")
 
 
-def _parse(vae, kind: str, params, headers, body: bytes) -> protocol.Parsed:
+def _parse(vae, kind: str, params, headers, body, max_pixels: int, normalized: bool) -> protocol.Parsed:
     if kind == "encode":
-        return protocol.encode_request(vae, params, headers, body)
-    parsed = protocol.decode_request(vae, params, headers, body)
-    protocol.check_answer(vae, parsed)
+        parsed = protocol.encode_request(vae, params, headers, body, normalized)
+    else:
+        parsed = protocol.decode_request(vae, params, headers, body, normalized)
+        protocol.check_answer(vae, parsed)
+    protocol.check_pixels(vae, parsed, max_pixels)
     return parsed
 
 
@@ -169,11 +186,17 @@ def _route(kind: str):
     async def handle(request: Request) -> Response:
         service: Service = request.app.state.service
         name = request.path_params["name"]
-        start, status, streaming = time.perf_counter(), 500, False
+        start, status, streaming, held = time.perf_counter(), 500, False, [0]
+        request_id = _request_id(request)
+        if request_id in service.requests:  # a client's id in use by another request: this one gets its own
+            request_id = f"{request_id}-{uuid.uuid4().hex[:6]}"
+        service.requests[request_id] = f"{kind} {name}"
         service.active += 1
         service.metrics.in_progress.inc()
 
         def done(status):
+            service.bodies.give(held[0])  # the body's bytes: its tensor is done with too
+            service.requests.pop(request_id, None)
             service.active -= 1
             service.metrics.in_progress.dec()
             label = name if name in service.models else "unknown"  # no label per made-up name
@@ -193,10 +216,18 @@ def _route(kind: str):
                 raise RequestError(503, "the models are loading", {"Retry-After": "5"}, reason="not_ready")
             vae = service.models.get(name)
             if vae is None:
-                raise RequestError(404, f"no model named {name!r}; this server has {sorted(service.models)}",
+                raise RequestError(404, f"no model named {shown(name)}; this server has {sorted(service.models)}",
                                    reason="unknown_model")
-            body = await _body(request, int(service.limits.max_body_mb * 2**20))
-            parsed = await run_in_threadpool(_parse, vae, kind, request.query_params, request.headers, body)
+            size = body_size(request, int(service.limits.max_body_mb * 2**20))
+            if not service.bodies.take(size):  # before a byte is read
+                raise RequestError(503, f"this server holds {service.bodies.held / 2**20:.0f} MB of request bodies, "
+                                   f"and this one's {size / 2**20:.3g} MB would pass its budget of "
+                                   f"{service.bodies.limit / 2**20:.0f} MB (--max-inflight-mb); try again shortly",
+                                   {"Retry-After": bodies.RETRY_AFTER}, reason="busy")
+            held[0] = size
+            body = await read_body(request, size, exact=request.query_params.get("shape") is not None)
+            parsed = await run_in_threadpool(_parse, vae, kind, request.query_params, request.headers, body,
+                                             service.limits.max_pixels, name in service.normalized)
             deadline = time.monotonic() + service.limits.timeout_s
             if kind == "decode" and parsed.output.kind in ("mp4", "frames"):  # sent as its chunks are final
                 response = await streams.answer(request, service, name, parsed, deadline, done)
@@ -221,14 +252,15 @@ def _route(kind: str):
             else:
                 content, headers, media = await run_in_threadpool(outputs.decode_answer, result, parsed.output, vae.dtype)
             status = 200
-            return Response(content, headers=headers, media_type=media)
+            return Response(content, headers={**headers, "X-Request-ID": request_id}, media_type=media)
         except RequestError as e:
             status = e.status
             service.metrics.rejected.labels(e.reason).inc()
-            return _error(e.status, str(e), e.headers)
+            return _error(e.status, str(e), {**e.headers, "X-Request-ID": request_id})
         except Exception as e:  # a bug or the device: this request fails, the server goes on
-            log.exception("%s %s failed", kind, name)
-            return _error(500, f"{kind} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            log.exception("%s %s failed (request %s)", kind, name, request_id)
+            return _error(500, f"{kind} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                          {"X-Request-ID": request_id})
         finally:
             if not streaming:
                 done(status)
@@ -256,20 +288,22 @@ async def _metrics(request: Request) -> Response:
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
-    message = {404: f"no route {request.url.path}; POST /decode/NAME or /encode/NAME",
-               405: f"{request.method} is not allowed on {request.url.path}"}.get(exc.status_code, exc.detail)
+    message = {404: f"no route {shown(request.url.path)}; POST /decode/NAME or /encode/NAME",
+               405: f"{shown(request.method)} is not allowed on {shown(request.url.path)}"}.get(exc.status_code, exc.detail)
     return _error(exc.status_code, message, getattr(exc, "headers", None))
 
 
 def create_app(models: dict, *, dtype=None, mesh=None, warmup=(), token: str | None = None,
-               limits: Limits = Limits()) -> Starlette:
+               limits: Limits = Limits(), normalized=()) -> Starlette:
     """The service as an ASGI app, serving `models` ({name: TorchaxVAE, diffusers VAE, or model folder/hub id}).
 
     The models load (and `warmup`'s (name or None, kind, shape) compile) on the device worker's thread when the
     app starts (its lifespan); `/health/ready` answers 200 once they have. `token`: required as `Authorization:
     Bearer` (or Basic's password) on the POST routes. `dtype`, `mesh`: for the models given unwrapped.
+    `normalized`: names of models whose requests without scaling parameters carry (decode) or ask for (encode)
+    the latents as the family's pipelines normalize them, so video clients need no deprecated `do_scaling`.
     """
-    service = Service(models, dtype=dtype, mesh=mesh, warmup=warmup, token=token, limits=limits)
+    service = Service(models, dtype=dtype, mesh=mesh, warmup=warmup, token=token, limits=limits, normalized=normalized)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

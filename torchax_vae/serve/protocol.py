@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import torch
 
-from ..checks import InputError
+from ..checks import InputError, shown
 
 # The dtypes a request body may hold (the client's DTYPE_MAP, less uint8: latents and images are floats).
 TENSOR_DTYPES = {"float16": np.dtype("<f2"), "float32": np.dtype("<f4"), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
@@ -64,7 +64,7 @@ def _flag(params, name: str, default: bool = False) -> bool:
         return True
     if value.lower() in ("false", "0", "no", "none"):
         return False
-    raise RequestError(400, f"{name} must be True or False, got {value!r}")
+    raise RequestError(400, f"{name} must be True or False, got {shown(value)}")
 
 
 def _number(params, name: str, kind=float, *, positive: bool = False):
@@ -74,9 +74,9 @@ def _number(params, name: str, kind=float, *, positive: bool = False):
     try:
         number = kind(value)
     except ValueError:
-        raise RequestError(400, f"{name} must be a{'n integer' if kind is int else ' number'}, got {value!r}") from None
+        raise RequestError(400, f"{name} must be a{'n integer' if kind is int else ' number'}, got {shown(value)}") from None
     if not math.isfinite(number) or (positive and number <= 0):
-        raise RequestError(400, f"{name} must be a {'positive ' if positive else ''}finite number, got {value!r}")
+        raise RequestError(400, f"{name} must be a {'positive ' if positive else ''}finite number, got {shown(value)}")
     return number
 
 
@@ -88,9 +88,9 @@ def shape_of(params) -> tuple[int, ...]:
     try:
         shape = tuple(int(v) for v in values)
     except ValueError:
-        raise RequestError(400, f"shape must be integers (one shape= per dimension), got {values}") from None
+        raise RequestError(400, f"shape must be integers (one shape= per dimension), got {shown(values)}") from None
     if not shape or len(shape) > MAX_RANK or any(d <= 0 for d in shape):
-        raise RequestError(400, f"shape must be 1 to {MAX_RANK} positive dimensions, got {list(shape)}")
+        raise RequestError(400, f"shape must be 1 to {MAX_RANK} positive dimensions, got {shown(list(shape))}")
     return shape
 
 
@@ -99,12 +99,15 @@ def tensor_from_body(params, body: bytes) -> torch.Tensor:
     shape = shape_of(params)
     name = params.get("dtype")
     if name not in TENSOR_DTYPES:
-        raise RequestError(400, f"dtype must be one of {sorted(TENSOR_DTYPES)}, got {name!r}")
+        raise RequestError(400, f"dtype must be one of {sorted(TENSOR_DTYPES)}, got {shown(name)}")
     dtype = TENSOR_DTYPES[name]
     expected = math.prod(shape) * dtype.itemsize
     if len(body) != expected:
         raise RequestError(400, f"the body holds {len(body)} bytes; shape {list(shape)} of {name} needs {expected}")
-    array = np.frombuffer(body, dtype=dtype).reshape(shape).astype(np.float32)
+    # a view of the body's buffer where it holds float32 (no second copy), one float32 copy otherwise
+    array = np.frombuffer(body, dtype=dtype).reshape(shape).astype(np.float32, copy=False)
+    if not array.flags.writeable:  # an immutable bytes body (a caller's, not the server's buffer)
+        array = array.copy()
     if not np.isfinite(array).all():
         bad = int(np.size(array) - np.isfinite(array).sum())
         raise RequestError(400, f"the tensor holds {bad} NaN or infinite values; expected finite numbers")
@@ -133,24 +136,28 @@ def _layout(params, vae) -> str:
     allowed = ("BCFHW", "BFCHW") if vae.rank == 5 else ("BCHW",)
     if layout not in allowed:
         raise RequestError(400, f"layout must be {' or '.join(allowed)} for {vae.model_class.__name__}, got "
-                                f"{layout!r}")
+                                f"{shown(layout)}")
     return layout
 
 
-def _scaling(params) -> tuple:
+def _scaling(params, normalized: bool = False) -> tuple:
+    """(scaling_factor, shift_factor, whether the model's own normalization applies). The own applies on
+    `do_scaling=True` (diffusers' deprecated flag) without factors, or, for a model served as `normalized`, to a
+    request with no scaling parameter at all (what `remote_decode(..., do_scaling=False)` sends)."""
     scaling = _number(params, "scaling_factor", positive=True)
     shift = _number(params, "shift_factor")
-    own = _flag(params, "do_scaling") and scaling is None and shift is None
+    asked = _flag(params, "do_scaling", default=normalized)
+    own = asked and scaling is None and shift is None
     return scaling, shift, own
 
 
 def _output(params, headers) -> Output:
     output_type = params.get("output_type", "pil")
     if output_type not in OUTPUT_TYPES:
-        raise RequestError(400, f"output_type must be one of {list(OUTPUT_TYPES)}, got {output_type!r}")
+        raise RequestError(400, f"output_type must be one of {list(OUTPUT_TYPES)}, got {shown(output_type)}")
     image_format = params.get("image_format", "jpg")
     if image_format not in IMAGE_FORMATS:
-        raise RequestError(400, f"image_format must be one of {list(IMAGE_FORMATS)}, got {image_format!r}")
+        raise RequestError(400, f"image_format must be one of {list(IMAGE_FORMATS)}, got {shown(image_format)}")
     fps = _number(params, "fps", positive=True) or 8.0
     partial = _flag(params, "partial_postprocess")
     accept = headers.get("accept", "tensor/binary")
@@ -163,7 +170,7 @@ def _output(params, headers) -> Output:
     return Output("tensor", "uint8" if partial else "raw")
 
 
-def decode_request(vae, params, headers, body: bytes) -> Parsed:
+def decode_request(vae, params, headers, body: bytes, normalized: bool = False) -> Parsed:
     """A decode request for `vae` (a TorchaxVAE), checked: latents in the VAE's layout, de-normalized as asked."""
     z = tensor_from_body(params, body)
     layout = _layout(params, vae)
@@ -182,7 +189,7 @@ def decode_request(vae, params, headers, body: bytes) -> Parsed:
     elif z.ndim == 5 and layout == "BFCHW":
         z = z.permute(0, 2, 1, 3, 4).contiguous()
     _check_channels(vae, z, layout)
-    scaling, shift, own = _scaling(params)
+    scaling, shift, own = _scaling(params, normalized)
     if own:
         z = vae.denormalize_latents(z)
     else:
@@ -202,8 +209,8 @@ def decode_request(vae, params, headers, body: bytes) -> Parsed:
 def _check_channels(vae, z: torch.Tensor, layout: str) -> None:
     channels = vae.latent_channels
     if z.ndim != vae.rank:
-        shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]" if vae.rank == 5 else "[B, C, H, W]"
-        raise RequestError(400, f"latents must be {vae.rank}-D {shown} for {vae.model_class.__name__}; got "
+        axes = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]" if vae.rank == 5 else "[B, C, H, W]"
+        raise RequestError(400, f"latents must be {vae.rank}-D {axes} for {vae.model_class.__name__}; got "
                                 f"{z.ndim}-D with shape {list(z.shape)}")
     if z.shape[1] != channels:
         hint = ""
@@ -219,7 +226,7 @@ def _check_input(vae, x: torch.Tensor, kind: str) -> None:
     check_input(x, vae, kind, f"the {kind} input")
 
 
-def encode_request(vae, params, headers, body: bytes) -> Parsed:
+def encode_request(vae, params, headers, body: bytes, normalized: bool = False) -> Parsed:
     """An encode request: an image (PNG/JPEG bytes) or a raw tensor in [-1, 1]; 4-D images become one-frame videos
     for the video families."""
     if params.get("shape") is not None:
@@ -237,9 +244,9 @@ def encode_request(vae, params, headers, body: bytes) -> Parsed:
         raise RequestError(400, str(e)) from None
     posterior = params.get("posterior", "mode")
     if posterior not in ("mode", "sample"):
-        raise RequestError(400, f"posterior must be 'mode' or 'sample', got {posterior!r}")
+        raise RequestError(400, f"posterior must be 'mode' or 'sample', got {shown(posterior)}")
     seed = (_number(params, "seed", int) or 0) if posterior == "sample" else None
-    return Parsed("encode", x.contiguous(), (), seed, None, _scaling(params), _layout(params, vae))
+    return Parsed("encode", x.contiguous(), (), seed, None, _scaling(params, normalized), _layout(params, vae))
 
 
 def scaled_latents(vae, z: torch.Tensor, parsed: Parsed) -> torch.Tensor:
@@ -286,3 +293,18 @@ def check_answer(vae, parsed: Parsed) -> None:
             check_output_fits(smallest, f"latents of shape {list(shape)}", None)
     except InputError as e:
         raise RequestError(413, str(e), reason="too_large") from None
+
+
+def check_pixels(vae, parsed: Parsed, cap: int) -> None:
+    """Refuses (413) a request whose output (decode: at least `smallest_output`'s) or input (encode) has more
+    pixels x frames than `cap` (--max-pixels), before anything compiles."""
+    from ..input_checks import smallest_output
+
+    shape = tuple(parsed.tensor.shape)
+    video = smallest_output(vae, shape) if parsed.kind == "decode" else shape
+    batch, frames, (height, width) = video[0], math.prod(video[2:-2]), video[-2:]
+    pixels = batch * frames * height * width
+    if pixels > cap:
+        what = "decodes to at least" if parsed.kind == "decode" else "holds"
+        raise RequestError(413, f"this request {what} {batch} x {frames} frames of {height}x{width}, {pixels:,} pixels; "
+                                f"this server's cap is {cap:,} per request (--max-pixels)", reason="too_large")

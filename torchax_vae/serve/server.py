@@ -2,25 +2,37 @@
 
 On SIGTERM (or Ctrl-C) readiness turns 503 and new requests are answered 503 while every accepted request is
 finished and answered; then uvicorn's own graceful shutdown runs and the process ends (by the signal, as
-uvicorn re-raises it). A second Ctrl-C ends it at once.
+uvicorn re-raises it). A second signal ends it at once: one line naming the requests it cuts off (by id), no
+traceback, and the signal's exit status.
 """
 
 import argparse
 import logging
+import os
 import pathlib
+import signal
+import sys
 import threading
 import time
 
-from ..checks import InputError
+from ..checks import InputError, shown
 
 DEFAULT_PORT = 8000
+DEFAULT_MAX_PIXELS = 300_000_000  # (app.py's: this module loads without starlette, before the command's checks)
 
 
-def _named_model(text: str) -> tuple[str, str]:
+LATENTS = ("raw", "normalized")  # how a model's requests without scaling parameters carry latents
+
+
+def _named_model(text: str) -> tuple[str, str, str | None]:
+    """NAME=PATH[:raw|:normalized] -> (name, path, latents or None for --latents's)."""
     name, sep, path = text.partition("=")
     if not sep or not name or not path or "/" in name:
-        raise argparse.ArgumentTypeError(f"expected NAME=PATH (a model folder or hub id), got {text!r}")
-    return name, path
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH[:normalized] (a model folder or hub id), got {shown(text)}")
+    head, colon, tail = path.rpartition(":")
+    if colon and tail in LATENTS and head:
+        return name, head, tail
+    return name, path, None
 
 
 def _warmup(text: str) -> tuple[str | None, str, tuple[int, ...]]:
@@ -43,7 +55,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("serve", help="a VAE service for diffusers' remote_decode / remote_encode (docs/serve.md)")
     p.add_argument("--model", action="append", required=True, type=_named_model, metavar="NAME=PATH",
                    help="serve the VAE of PATH (a model folder or hub id, as for decode) at /decode/NAME and "
-                        "/encode/NAME; repeat for more models")
+                        "/encode/NAME; repeat for more models; a :normalized or :raw suffix overrides --latents")
+    p.add_argument("--latents", choices=LATENTS, default="raw",
+                   help="what requests without scaling parameters carry: the decoder's own latents (raw, "
+                        "diffusers' remote_decode(do_scaling=False)) or the pipeline's normalized ones (normalized: "
+                        "Wan's latents_mean/std applied here, no deprecated do_scaling); per model: NAME=PATH:normalized")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"(default: {DEFAULT_PORT})")
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="compute dtype (default: fp32)")
@@ -56,6 +72,12 @@ def add_parser(sub) -> None:
     p.add_argument("--max-queue", type=_positive(int), default=64, help="requests waiting; more get 429 (default: 64)")
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="wait for a batch to fill (default: 5)")
     p.add_argument("--max-body-mb", type=_positive(float), default=512.0, help="largest request body (default: 512)")
+    p.add_argument("--max-inflight-mb", type=_positive(float), default=None,
+                   help="request bodies held at once, all requests together; a request past it is answered 503 "
+                        "before it is read (default: a quarter of the host memory available at start)")
+    p.add_argument("--max-pixels", type=_positive(int), default=DEFAULT_MAX_PIXELS,
+                   help="pixels x frames one request may decode (output) or encode (input); more get 413 "
+                        f"(default: {DEFAULT_MAX_PIXELS:,}, a 10 s 720p video with room to spare)")
     p.add_argument("--timeout", type=_positive(float), default=600.0,
                    help="seconds a request may wait for its answer (default: 600)")
     p.add_argument("--dp", type=_positive(int), default=1,
@@ -87,16 +109,19 @@ def run(args) -> int:
     from ..mesh import make_mesh
     from .app import Limits, create_app
 
-    names = [name for name, _ in args.model]
+    names = [name for name, _, _ in args.model]
     if len(set(names)) != len(names):
         raise InputError(f"--model names must differ, got {names}")
     token = _token(args.token_file)
     process.start()
     cache.enable(cache.resolve(args.cache_dir, args.no_cache))
-    mesh = make_mesh(dp=args.dp) if jax.device_count() > 1 else None
-    limits = Limits(args.max_batch, args.max_queue, args.max_wait_ms, args.max_body_mb, args.timeout)
+    mesh = _mesh(args.dp, jax.device_count(), make_mesh)
+    limits = Limits(args.max_batch, args.max_queue, args.max_wait_ms, args.max_body_mb, args.timeout,
+                    max_inflight_mb=args.max_inflight_mb, max_pixels=args.max_pixels)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
-    app = create_app(dict(args.model), dtype=dtype, mesh=mesh, warmup=args.warmup, token=token, limits=limits)
+    normalized = [name for name, _, latents in args.model if (latents or args.latents) == "normalized"]
+    app = create_app({name: path for name, path, _ in args.model}, dtype=dtype, mesh=mesh, warmup=args.warmup,
+                     token=token, limits=limits, normalized=normalized)
     logging.getLogger("torchax_vae.serve").setLevel(args.log_level.upper())
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
     service = app.state.service
@@ -106,6 +131,28 @@ def run(args) -> int:
     if service.load_error:  # a model that cannot load ends the command (a service would answer only 503s)
         raise InputError(service.load_error)
     return 0 if server.started else 1
+
+
+def _exit_now(service, sig: int) -> None:
+    """A second SIGINT/SIGTERM: one line naming the requests it cuts off, then the process ends with the signal's
+    exit status (128 + its number), no traceback and no cleanup (the device worker may be mid-call)."""
+    cut = sorted(service.requests)
+    log = logging.getLogger("torchax_vae.serve")
+    log.warning("second %s: exiting now; %d accepted request%s cut off%s", signal.Signals(sig).name, len(cut),
+                "" if len(cut) == 1 else "s", f": {', '.join(cut)}" if cut else "")
+    for handler in [*log.handlers, *logging.getLogger().handlers]:
+        handler.flush()
+    sys.stderr.flush()
+    os._exit(128 + sig)
+
+
+def _mesh(dp: int, devices: int, make_mesh):
+    """The models' mesh over every device (None for one device), or an InputError naming the --dp values that work."""
+    divisors = [d for d in range(1, devices + 1) if devices % d == 0]
+    if dp not in divisors:
+        raise InputError(f"--dp {dp} does not divide the {devices} device{'s' if devices > 1 else ''} here; "
+                         f"use one of {divisors}")
+    return make_mesh(dp=dp) if devices > 1 else None
 
 
 def _stop_if_loading_fails(server, service) -> None:
@@ -123,8 +170,8 @@ class DrainingServer:
 
         class _Server(uvicorn.Server):
             def handle_exit(self, sig, frame):
-                if service.draining or self.should_exit:  # a second signal: as uvicorn (Ctrl-C twice: at once)
-                    return super().handle_exit(sig, frame)
+                if service.draining or self.should_exit:  # a second signal: now, without unwinding anything
+                    _exit_now(service, sig)
                 service.begin_drain()
                 logging.getLogger("torchax_vae.serve").info("draining: finishing %d accepted requests", service.active)
                 threading.Thread(target=self._exit_when_drained, args=(sig, frame), daemon=True).start()
