@@ -18,6 +18,7 @@ import time
 from ..checks import InputError, shown
 
 DEFAULT_PORT = 8000
+KEEP_ALIVE_SECONDS = 5
 DEFAULT_MAX_PIXELS = 300_000_000  # (app.py's: this module loads without starlette, before the command's checks)
 
 
@@ -123,7 +124,10 @@ def run(args) -> int:
     app = create_app({name: path for name, path, _ in args.model}, dtype=dtype, mesh=mesh, warmup=args.warmup,
                      token=token, limits=limits, normalized=normalized)
     logging.getLogger("torchax_vae.serve").setLevel(args.log_level.upper())
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
+    # idle keep-alive connections close after 5 s (uvicorn's default, set here so that it stays so); bodies
+    # have their own deadline (serve/bodies.py)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on",
+                            timeout_keep_alive=KEEP_ALIVE_SECONDS)
     service = app.state.service
     server = DrainingServer(config, service)
     threading.Thread(target=_stop_if_loading_fails, args=(server, service), daemon=True).start()
