@@ -4,11 +4,13 @@
         decode_stream against decode on the same wrapper in one process.
 --rss LENGTHS: `torchax-vae decode` (streamed to ffmpeg) on the demo model's latents of each length, each in a
         process of its own; its peak RSS (getrusage of the child) and seconds.
+--encode-rss LENGTHS: the same for `torchax-vae encode` of a synthetic MP4 (read a frame batch at a time).
 --service: through `torchax-vae serve`'s app: time to first bytes over the whole answer (frames, mp4), and a small
         decode's latency beside a long video, with one batch at a time and with chunk scheduling.
 
     python scripts/stream_bench.py --ttff --json rows.jsonl
     python scripts/stream_bench.py --rss 49,193,481,1441 --size 120x176
+    python scripts/stream_bench.py --encode-rss 49,193,481 --size 120x176
     python scripts/stream_bench.py --service
 """
 
@@ -62,20 +64,39 @@ def ttff(rows):
         rows.append(row)
 
 
-def rss(rows, lengths, size):
+def _synthetic_video(path, frames: int, height: int, width: int) -> None:
+    """An MP4 of moving shapes, written 16 frames at a time (the script holds no whole video either)."""
+    from torchax_vae import files
+    from torchax_vae.synthetic import moving_shapes
+
+    with files.frame_writer(path, shape=(frames, height, width, 3)) as write:
+        for start in range(0, frames, 16):
+            n = min(16, frames - start)
+            clip = moving_shapes(start, 1, n, height, width)[0]  # [3, n, H, W] in [-1, 1]
+            write(((clip.transpose(1, 2, 3, 0) + 1) * 127.5).round().clip(0, 255).astype("uint8"))
+
+
+def rss(rows, lengths, size, kind="decode"):
+    """`torchax-vae decode` (of random latents) or `encode` (of a synthetic MP4) per length, each in a process of
+    its own: its peak RSS and seconds."""
     import torch
 
     height, width = size
     model = HERE.parent / "torchax_vae" / "assets" / "tiny_vae"
     with tempfile.TemporaryDirectory() as folder:
         for frames in lengths:
-            latents = pathlib.Path(folder) / f"z{frames}.pt"
-            # CogVideoX's latents [B, F, C, h, w]: (frames - 1) / 4 + 1 latent frames of (height / 8) x (width / 8)
-            torch.save(torch.randn(1, (frames - 1) // 4 + 1, 16, height // 8, width // 8), latents)
-            out = pathlib.Path(folder) / f"v{frames}.mp4"
+            if kind == "decode":
+                source = pathlib.Path(folder) / f"z{frames}.pt"
+                # CogVideoX's latents [B, F, C, h, w]: (frames - 1) / 4 + 1 latent frames of (height / 8) x (width / 8)
+                torch.save(torch.randn(1, (frames - 1) // 4 + 1, 16, height // 8, width // 8), source)
+                out = pathlib.Path(folder) / f"v{frames}.mp4"
+            else:
+                source = pathlib.Path(folder) / f"in{frames}.mp4"
+                _synthetic_video(source, frames, height, width)
+                out = pathlib.Path(folder) / f"z{frames}.npy"
             start = time.perf_counter()
             with tempfile.TemporaryFile("w+") as log:
-                command = [str(pathlib.Path(sys.executable).with_name("torchax-vae")), "decode", str(latents), "-o",
+                command = [str(pathlib.Path(sys.executable).with_name("torchax-vae")), kind, str(source), "-o",
                            str(out), "--model", str(model), "--no-progress"]
                 proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True)
                 _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak RSS
@@ -85,7 +106,7 @@ def rss(rows, lengths, size):
                 output = log.read()
             if proc.returncode:
                 raise SystemExit(output)
-            row = {"frames": frames, "size": f"{height}x{width}", "seconds": round(seconds, 1),
+            row = {"command": kind, "frames": frames, "size": f"{height}x{width}", "seconds": round(seconds, 1),
                    "peak_rss_mb": round(usage.ru_maxrss / 1024),
                    "output_mb": round(out.stat().st_size / 1e6, 1), "line": output.strip().splitlines()[-1]}
             print(json.dumps(row), flush=True)
@@ -157,6 +178,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ttff", action="store_true")
     parser.add_argument("--rss", type=lambda s: [int(n) for n in s.split(",")])
+    parser.add_argument("--encode-rss", type=lambda s: [int(n) for n in s.split(",")],
+                        help="as --rss, for `torchax-vae encode` of a synthetic MP4 of each length")
     parser.add_argument("--size", type=lambda s: tuple(int(n) for n in s.split("x")), default=(480, 720))
     parser.add_argument("--service", action="store_true")
     parser.add_argument("--json", type=pathlib.Path)
@@ -169,6 +192,8 @@ def main():
         ttff(rows)
     if args.rss:
         rss(rows, sorted(args.rss), args.size)
+    if args.encode_rss:
+        rss(rows, sorted(args.encode_rss), args.size, "encode")
     if args.service:
         service(rows, frames=81, size=128, small=64)
     if args.json:

@@ -33,6 +33,7 @@ def test_dispatch_and_what_pipelines_read(pair):
 
 
 @pytest.mark.slow  # 26 s on 2 cores (default-suite time): 2x2x2 tiles each way; the default suite keeps the boundary
+@pytest.mark.heavy  # 67 s on 2 cores (AMD): the batch test below compares the same tiles with diffusers in CI
 def test_tiny_fp32(pair):
     vae, ours = pair
     check_encode_decode(vae, ours, video(1, *VIDEO), "allegro-tiny 2x2x2 tiles")
@@ -82,6 +83,7 @@ def test_smaller_than_a_tile_gives_what_diffusers_gives_with_a_warning():
 
 
 @pytest.mark.slow  # 13 s on 2 cores: the 24 x 128 x 128 tile twice more
+@pytest.mark.heavy  # 42 s on 2 cores (AMD): out of CI's time
 def test_bf16():
     vae = random_vae("allegro-tiny")
     vae.enable_tiling()

@@ -104,6 +104,7 @@ def test_decode_batch_of_two_in_vae_layout_writes_two_files(model_dir, tmp_path)
 
 
 @pytest.mark.slow  # 21 s on 2 cores (each direction alone: the tests around it)
+@pytest.mark.heavy  # 78 s on 2 cores (AMD); the streamed encode's parity: test_wan_cli.py and test_stream.py
 def test_encode_then_decode_round_trip(model_dir, cache_dir, tmp_path):
     vae = random_vae("tiny")
     frames = np.random.default_rng(0).integers(0, 256, (9, 32, 48, 3), dtype=np.uint8)
@@ -122,7 +123,8 @@ def test_encode_then_decode_round_trip(model_dir, cache_dir, tmp_path):
     assert imread(tmp_path / "out.mp4").shape == (9, 32, 48, 3)
 
 
-@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature
+@pytest.mark.heavy  # about 60 s on 2 cores (AMD): out of CI's time
 def test_warmup_fills_the_cache_that_decode_then_uses(model_dir, tmp_path):
     cache = tmp_path / "cache"
     out = ok(cli("warmup", "--model", model_dir, "--shape", "9,32,48", "--json", cache=cache))
@@ -183,7 +185,8 @@ def test_demo_without_a_model_folder_says_so(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature
+@pytest.mark.heavy  # about 60 s on 2 cores (AMD): out of CI's time
 def test_demo_pipeline_on_a_random_tiny_model(tmp_path):
     """The demo's code path (the shipped model's quality is tested separately): MP4, parity, PSNR reported."""
     random_vae("tiny").save_pretrained(tmp_path / "model")

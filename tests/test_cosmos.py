@@ -46,6 +46,7 @@ def test_tiny_fp32(pair, frames):
 
 
 @pytest.mark.slow  # 15 s on 2 cores (whole clips, batched and sliced: tests/test_mochi.py)
+@pytest.mark.heavy  # 50 s on 2 cores (AMD): Mochi's whole clips, batched and sliced, stay in CI
 def test_a_batch_sliced_or_not_and_one_program_per_clip():
     vae = random_vae("cosmos-tiny")
     ours = TorchaxVAE(vae)

@@ -100,7 +100,7 @@ def test_patch_env_is_idempotent():
 
 
 @pytest.mark.slow  # 10 to 12 s each on 2 cores (default-suite time); the rule itself is tested above on every conv shape
-@pytest.mark.parametrize("config", ["tiny", "wan2.2-tiny"])  # 2.2 includes 2.1's
+@pytest.mark.parametrize("config", ["tiny", pytest.param("wan2.2-tiny", marks=pytest.mark.heavy)])  # 2.2: 54 s
 def test_gpu_rule_through_the_model_matches_pytorch(monkeypatch, config):
     """The whole GPU lowering, run on CPU with a bound small enough to split most convolutions, equals PyTorch."""
     row = backends.BACKENDS["gpu"]

@@ -66,7 +66,7 @@ def test_one_program_per_clip_and_bad_lengths_refused_at_the_boundary():
 
 
 @pytest.mark.slow  # 10 s on 2 cores each (default-suite time: its slicing and tiling share diffusers arithmetic with HunyuanVideo's)
-@pytest.mark.parametrize("overlap", [0.25, 0.5])
+@pytest.mark.parametrize("overlap", [pytest.param(0.25, marks=[pytest.mark.slow, pytest.mark.heavy]), 0.5])  # 0.25: 39 s, by hand
 def test_slicing_and_tiling_equal_diffusers(overlap):
     """diffusers' own tiling arguments for this class: sample and latent tile sizes and an overlap factor."""
     vae = random_vae("hunyuan15-tiny")

@@ -71,6 +71,7 @@ def test_tiling_as_diffusers(size):
 
 
 @pytest.mark.slow  # 40 s on 2 cores: each edge tile shape compiles
+@pytest.mark.heavy  # 49 s on 2 cores (AMD): out of CI's time; test_tiling_as_diffusers carries the tiles
 def test_overlap_factor_and_minimum_size_as_set_on_the_instance():
     vae = random_vae("kl-tiny")
     ours = TorchaxVAE(vae)

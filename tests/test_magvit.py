@@ -96,7 +96,7 @@ def test_lengths_and_sizes_refused_at_the_boundary():
 
 
 @pytest.mark.parametrize("name, size", [("magvit-clipnorm-tiny", 16),
-                                        pytest.param("magvit-tiny", 32, marks=pytest.mark.slow)])
+                                        pytest.param("magvit-tiny", 32, marks=[pytest.mark.slow, pytest.mark.heavy])])  # 29 s
 def test_bf16(name, size):
     """magvit-tiny at 32 x 32: at 16 x 16 its per-frame GroupNorm normalizes groups of 4 values (one channel, 2 x 2)
     at its deepest level, which turns bf16 rounding into errors up to 2.8x PyTorch bf16's (mean 2.7x; GroupNorm

@@ -71,7 +71,7 @@ def test_a_batch_sliced_or_not_and_one_program_per_clip():
                                                 marks=pytest.mark.slow),  # 11 s
                                    pytest.param(dict(tile_sample_min_height=24, tile_sample_min_width=16,
                                                      tile_sample_stride_height=16, tile_sample_stride_width=8),
-                                                marks=pytest.mark.slow)])
+                                                marks=[pytest.mark.slow, pytest.mark.heavy])])  # 33 s: by hand
 def test_tiling_equals_diffusers(tiles):
     """diffusers' own tiling arguments for this class: tile sizes and strides, blended over their difference."""
     vae = random_vae("mochi-tiny")
@@ -90,6 +90,7 @@ def test_tiling_equals_diffusers(tiles):
 
 
 @pytest.mark.slow  # 15 s: a libtpu compile
+@pytest.mark.heavy  # 73 s on 2 cores (AMD): out of CI's time (the plan tests compile the other families for TPUs)
 def test_plans_for_tpus(pair):
     """libtpu 0.0.42 failed to lay out the per-frame GroupNorm's reductions (patches/group_norm.py
     `_dot_group_norm`): the encoder compiles for v6e-8, its work split evenly."""

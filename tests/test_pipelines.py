@@ -80,7 +80,7 @@ def test_image_to_video():
     assert_close(actual, expected, 1e-4, "CogVideoXImageToVideoPipeline frames")
 
 
-@pytest.mark.parametrize("num_frames", [9, pytest.param(17, marks=pytest.mark.slow)])  # 17: two frame batches
+@pytest.mark.parametrize("num_frames", [9, pytest.param(17, marks=[pytest.mark.slow, pytest.mark.heavy])])  # 17: two batches, 38 s
 def test_video_to_video(num_frames):
     generator = torch.Generator().manual_seed(3)
     video = [

@@ -88,7 +88,8 @@ def test_bench_script_reports_per_device_memory_over_a_mesh(capsys):
     assert all(r <= 0.35 for r in ratios.values()), ratios
 
 
-@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature
+@pytest.mark.heavy  # 43 s on 2 cores (AMD): out of CI's time, as the other script tests
 def test_bench_script_compares_cold_and_cached_start(capsys):
     assert load("bench").main(["--config", "tiny", "--frames", "9", "--size", "32x48", "--cache-start"]) == 0
     out = capsys.readouterr().out
@@ -259,6 +260,7 @@ def test_speed_reads_torch_compile_peak_memory_from_torch(monkeypatch):
 
 
 @pytest.mark.slow  # 46 s on 2 cores
+@pytest.mark.heavy  # 66 s on 2 cores (AMD): out of CI's time, as the script tests above
 def test_gpu_table_row_runs_end_to_end_at_a_small_size(capsys, tmp_path):
     """scripts/gpu_table.py: one accelerator-table row (here Wan 2.2's path at 9x32x64 on the CPU), all sides, the
     warm process's first call profiled (--profile-first: JAX's trace and cProfile's stats)."""

@@ -17,7 +17,7 @@ def rss_bytes() -> int:
 
 
 @pytest.mark.slow  # 70 s on 2 cores: many calls by design
-@pytest.mark.parametrize("name", ["tiny", "wan-tiny"])
+@pytest.mark.parametrize("name", ["tiny", pytest.param("wan-tiny", marks=pytest.mark.heavy)])  # Wan: 60 s
 def test_mixed_shapes_many_calls_flat_memory(name):
     vae = random_vae(name)
     ours = TorchaxVAE(vae)

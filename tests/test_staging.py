@@ -43,7 +43,7 @@ def test_wrapped_modules_behave_as_before_outside_a_stage_trace(tiny_vae):
     assert torch.equal(actual, expected)
 
 
-@pytest.mark.parametrize("frames", [pytest.param(1, marks=pytest.mark.slow), 9, pytest.param(17, marks=[pytest.mark.slow, pytest.mark.heavy])])
+@pytest.mark.parametrize("frames", [pytest.param(1, marks=[pytest.mark.slow, pytest.mark.heavy]), 9, pytest.param(17, marks=[pytest.mark.slow, pytest.mark.heavy])])
 def test_layer_programs_equal_batch_programs_and_pytorch(tiny_vae, frames):
     """Both splits against PyTorch: several frame batches, so every layer's conv_cache is carried."""
     x = torch.randn(2, 3, frames, 16, 24, generator=torch.Generator().manual_seed(frames))

@@ -188,6 +188,7 @@ def test_off_and_a_users_own_jax_cache(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow  # about 20 s of compiles for two abstract targets
+@pytest.mark.heavy  # 49 s on 2 cores (AMD): out of CI's time; the stored-program tests of the default suite hold
 def test_a_process_that_decoded_on_cpu_precompiles_for_abstract_tpus_and_h100s_with_the_store_on(store_dir):
     """The store keys programs by platform: before, precompile on a TPU mesh loaded (or exported) the CPU
     program and failed with "exported for platforms ('cpu',) but it is used on ('tpu',)"."""

@@ -87,7 +87,7 @@ def test_stream_joins_to_decode(models, name):
 
 
 @pytest.mark.slow  # 20-50 s each on 2 cores (diffusers' tiled, sliced decode beside ours); CI's slow set runs them
-@pytest.mark.parametrize("name", ("wan-tiny", "tiny", "hunyuan-tiny"))
+@pytest.mark.parametrize("name", ("wan-tiny", *(pytest.param(n, marks=pytest.mark.heavy) for n in ("tiny", "hunyuan-tiny"))))
 def test_tiled_and_sliced_stream(models, name):
     vae, ours = models(name)
     z, args = _inputs(vae, ours, name, batch=2)

@@ -32,9 +32,10 @@ def tiled(tiny_vae, tiny_torchax):
     "frames,batch,height,width,slicing,overlap_w",
     [
         (9, 2, 48, 40, False, None),  # rows 32, 24 tall; columns 24, 24, 8 wide
-        pytest.param(13, 1, 56, 44, False, 1 / 2, marks=pytest.mark.slow),  # two short tiles in a row: 24, 24, 20, 8
+        # (45 s each on 2 cores (AMD): by hand, -m heavy)
+        pytest.param(13, 1, 56, 44, False, 1 / 2, marks=[pytest.mark.slow, pytest.mark.heavy]),  # short tiles: 24, 24, 20, 8
         pytest.param(5, 2, 40, 64, True, None, marks=pytest.mark.slow),
-        pytest.param(17, 1, 33, 25, False, None, marks=pytest.mark.slow),  # odd sizes: short tiles' extents round down
+        pytest.param(17, 1, 33, 25, False, None, marks=[pytest.mark.slow, pytest.mark.heavy]),  # odd sizes round down
     ],
 )
 def test_tiled_encode_decode_match_diffusers(tiled, frames, batch, height, width, slicing, overlap_w):
@@ -52,7 +53,8 @@ def test_tiled_encode_decode_match_diffusers(tiled, frames, batch, height, width
     assert_close(ours.decode(expected).sample, vae.decode(expected).sample, FP32, f"tiled decode {what}")
 
 
-@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature
+@pytest.mark.heavy  # 73 s on 2 cores (AMD): out of CI's time
 def test_exact_tile_shapes_match_diffusers_with_a_program_per_shape(tiled):
     vae, ours = tiled
     ours.uniform_tiles = False
@@ -101,7 +103,8 @@ def test_tiled_decode_uses_two_programs_at_any_size_and_length(fresh):
     ]
 
 
-@pytest.mark.slow  # the default suite keeps a faster case of the same feature; CI runs this with -m slow
+@pytest.mark.slow  # the default suite keeps a faster case of the same feature
+@pytest.mark.heavy  # 54 s on 2 cores (AMD): out of CI's time
 def test_tiled_decode_memory_does_not_grow_with_the_video(fresh):
     def peak_temp(shape):
         return max(s["temp_bytes"] for s in fresh.precompile("decode", shape))
