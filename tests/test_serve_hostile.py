@@ -116,6 +116,11 @@ def test_the_pixel_cap_refuses_large_work_up_front(wan):
         assert decode.status_code == 413, decode.text
         error = decode.json()["error"]  # 2 latent frames: 5 frames of 64x64
         assert "1 x 5 frames of 64x64, 20,480 pixels" in error and "cap is 5,000" in error and "--max-pixels" in error
+        with _connect(url) as sock:  # refused from the query alone: none of its body is sent
+            sock.sendall(_head(url, BYTES))
+            sock.settimeout(10)
+            first = sock.recv(65536)
+        assert b" 413 " in first.split(b"\r\n")[0] and b"--max-pixels" in first, first[:300]
         video = {"shape": [1, 3, 5, 64, 64], "dtype": "float32"}
         encode = requests.post(f"{url}/encode/wan", data=b"\0" * (3 * 5 * 64 * 64 * 4), params=video, timeout=30)
         assert encode.status_code == 413 and "holds 1 x 5 frames" in encode.json()["error"], encode.text

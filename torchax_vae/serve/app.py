@@ -218,6 +218,7 @@ def _route(kind: str):
             if vae is None:
                 raise RequestError(404, f"no model named {shown(name)}; this server has {sorted(service.models)}",
                                    reason="unknown_model")
+            protocol.check_query_pixels(vae, kind, request.query_params, service.limits.max_pixels)  # before reading
             size = body_size(request, int(service.limits.max_body_mb * 2**20))
             if not service.bodies.take(size):  # before a byte is read
                 raise RequestError(503, f"this server holds {service.bodies.held / 2**20:.0f} MB of request bodies, "

@@ -20,6 +20,7 @@ TENSOR_DTYPES = {"float16": np.dtype("<f2"), "float32": np.dtype("<f4"), "bfloat
 OUTPUT_TYPES = ("pt", "pil", "mp4", "frames")  # frames: streamed uint8 frames (serve/streams.py)
 IMAGE_FORMATS = {"jpg": ("JPEG", "image/jpeg"), "png": ("PNG", "image/png")}
 MAX_RANK = 5
+BLOCK = 1 << 20  # values checked at a time
 
 
 class RequestError(Exception):
@@ -108,8 +109,9 @@ def tensor_from_body(params, body: bytes) -> torch.Tensor:
     array = np.frombuffer(body, dtype=dtype).reshape(shape).astype(np.float32, copy=False)
     if not array.flags.writeable:  # an immutable bytes body (a caller's, not the server's buffer)
         array = array.copy()
-    if not np.isfinite(array).all():
-        bad = int(np.size(array) - np.isfinite(array).sum())
+    flat = array.reshape(-1)
+    bad = sum(int(np.size(block) - np.isfinite(block).sum()) for block in np.split(flat, range(BLOCK, flat.size, BLOCK)))
+    if bad:  # (counted a block at a time: no temporary the size of the body)
         raise RequestError(400, f"the tensor holds {bad} NaN or infinite values; expected finite numbers")
     return torch.from_numpy(array)
 
@@ -298,13 +300,31 @@ def check_answer(vae, parsed: Parsed) -> None:
 def check_pixels(vae, parsed: Parsed, cap: int) -> None:
     """Refuses (413) a request whose output (decode: at least `smallest_output`'s) or input (encode) has more
     pixels x frames than `cap` (--max-pixels), before anything compiles."""
+    _check_pixels(vae, parsed.kind, tuple(parsed.tensor.shape), cap)
+
+
+def check_query_pixels(vae, kind: str, params, cap: int) -> None:
+    """`check_pixels` from the query alone, before the body is read: for a tensor body of the VAE's own rank (its
+    `shape` in the `layout` asked for); packed latents and images are checked once read."""
+    if params.get("shape") is None:
+        return
+    shape = shape_of(params)
+    if len(shape) != vae.rank:
+        return
+    if len(shape) == 5 and _layout(params, vae) == "BFCHW":
+        shape = (shape[0], shape[2], shape[1], *shape[3:])
+    if kind == "decode" and shape[1] != vae.latent_channels:
+        return  # refused with its own words once read
+    _check_pixels(vae, kind, shape, cap)
+
+
+def _check_pixels(vae, kind: str, shape, cap: int) -> None:
     from ..input_checks import smallest_output
 
-    shape = tuple(parsed.tensor.shape)
-    video = smallest_output(vae, shape) if parsed.kind == "decode" else shape
+    video = smallest_output(vae, shape) if kind == "decode" else shape
     batch, frames, (height, width) = video[0], math.prod(video[2:-2]), video[-2:]
     pixels = batch * frames * height * width
     if pixels > cap:
-        what = "decodes to at least" if parsed.kind == "decode" else "holds"
+        what = "decodes to at least" if kind == "decode" else "holds"
         raise RequestError(413, f"this request {what} {batch} x {frames} frames of {height}x{width}, {pixels:,} pixels; "
                                 f"this server's cap is {cap:,} per request (--max-pixels)", reason="too_large")

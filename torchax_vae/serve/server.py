@@ -7,6 +7,7 @@ traceback, and the signal's exit status.
 """
 
 import argparse
+import ctypes
 import logging
 import os
 import pathlib
@@ -18,6 +19,7 @@ import time
 from ..checks import InputError, shown
 
 DEFAULT_PORT = 8000
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 KEEP_ALIVE_SECONDS = 5
 DEFAULT_MAX_PIXELS = 300_000_000  # (app.py's: this module loads without starlette, before the command's checks)
 
@@ -114,6 +116,7 @@ def run(args) -> int:
     if len(set(names)) != len(names):
         raise InputError(f"--model names must differ, got {names}")
     token = _token(args.token_file)
+    _return_large_buffers()
     process.start()
     cache.enable(cache.resolve(args.cache_dir, args.no_cache))
     mesh = _mesh(args.dp, jax.device_count(), make_mesh)
@@ -135,6 +138,16 @@ def run(args) -> int:
     if service.load_error:  # a model that cannot load ends the command (a service would answer only 503s)
         raise InputError(service.load_error)
     return 0 if server.started else 1
+
+
+def _return_large_buffers() -> None:
+    """glibc raises its mmap threshold after a large buffer is freed (up to 32 MB), so that later request bodies
+    come from the heap, whose pages stay with the process: RSS would then grow past the body budget. Fixed at
+    1 MiB, every body's buffer is mapped for it and handed back when freed (a no-op off glibc)."""
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, 1 << 20)
+    except (OSError, AttributeError):
+        pass
 
 
 def _exit_now(service, sig: int) -> None:
