@@ -355,6 +355,7 @@ def encode_file(
             dist = ours.posterior_class(streamed_encode.moments(ours, video, count, channels))
         else:
             frames, fps = video_input.read_video(video, max_frames, channels=channels)
+            count = frames.shape[0]  # as read (the count above is ffmpeg's)
             dist = ours._posterior(torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0)
         z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start
