@@ -145,16 +145,16 @@ def test_ctrl_c_is_one_line_and_exit_130(model_dir, latents, tmp_path, monkeypat
 
 
 def test_argument_errors_come_back_without_importing_torch_or_jax(tmp_path):
+    """What makes the error fast is that torch, JAX and diffusers are never imported: that is asserted, not a time."""
     code = (
-        "import sys, time; t = time.perf_counter(); from torchax_vae.cli import main; "
+        "import sys; from torchax_vae.cli import main; "
         f"rc = main(['decode', {str(tmp_path / 'missing.pt')!r}, '-o', 'v.mp4', '--model', 'x/y']); "
         "heavy = [m for m in ('torch', 'jax', 'diffusers') if m in sys.modules]; "
-        "print(rc, heavy, time.perf_counter() - t)"
+        "print(rc, heavy)"
     )
     proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
-    rc, heavy, seconds = proc.stdout.split(" ", 2) if proc.stdout else ("?", "?", "?")
+    rc, heavy = proc.stdout.strip().split(" ", 1) if proc.stdout else ("?", "?")
     assert (rc, heavy) == ("2", "[]"), proc.stdout + proc.stderr
-    assert float(seconds) < 2.0, seconds
     assert "latents file" in proc.stderr and "does not exist" in proc.stderr
 
 
@@ -193,19 +193,21 @@ def test_latents_of_another_vae_name_the_model_not_the_layout(model_dir, tmp_pat
 
 def test_an_uncached_hub_id_offline_fails_at_once(latents, tmp_path, monkeypatch, capsys):
     import socket
-    import time
 
     from huggingface_hub import constants
 
+    lookups = []
+
     def offline(*args, **kwargs):
+        lookups.append(args[:2])
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setattr(socket, "getaddrinfo", offline)
-    start = time.perf_counter()
     code, lines = run(capsys, "decode", latents, "-o", tmp_path / "v.mp4", "--model", "org/model")
     assert code == 2 and "not in the Hugging Face cache" in lines[0] and "cannot be reached" in lines[0], lines
-    assert time.perf_counter() - start < 5  # before: ~30 s of retries, then "no file named config.json"
+    # at once: one look-up, no retries (before: ~30 s of huggingface_hub's retries, then "no file named config.json")
+    assert len(lookups) <= 1, lookups
 
 
 def test_a_cached_hub_id_loads_from_the_cache_without_the_network(model_dir, latents, tmp_path, monkeypatch, capsys):
@@ -433,17 +435,15 @@ def test_progress_lines_count_frames_written(model_dir, tmp_path):
 @pytest.mark.slow  # 25 s on 2 cores: a subprocess that compiles, then the interrupt
 def test_ctrl_c_while_decoding_exits_130_at_once_and_writes_nothing(model_dir, tmp_path):
     import signal
-    import time
 
     proc, out = _long_decode(model_dir, tmp_path)
     for _, line in _stderr_lines(proc):
         if "frames written" in line:  # decoding has started (the first tenth is written)
             break
-    sent = time.perf_counter()
     proc.send_signal(signal.SIGINT)
     _, rest = proc.communicate(timeout=60)
-    took = time.perf_counter() - sent
-    assert proc.returncode == 130 and took < 3, (proc.returncode, took, rest[-500:])
+    # at once: the decode stops where it is (it would go on to write its last nine tenths), not at its end
+    assert proc.returncode == 130 and "(100%)" not in rest, (proc.returncode, rest[-500:])
     assert "interrupted; no output written" in rest and "Exception ignored" not in rest
     assert not out.exists() and not list(tmp_path.glob(".long.mp4.*")), sorted(p.name for p in tmp_path.iterdir())
 
@@ -453,11 +453,11 @@ def test_ctrl_c_during_startup_is_not_lost(model_dir, tmp_path):
     import time
 
     proc, out = _long_decode(model_dir, tmp_path)
-    time.sleep(3)  # importing torch, JAX and diffusers, loading the model
-    sent = time.perf_counter()
+    time.sleep(1)  # importing torch, JAX and diffusers, loading the model (the test holds wherever it lands)
     proc.send_signal(signal.SIGINT)
-    _, rest = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and time.perf_counter() - sent < 3, (proc.returncode, rest[-500:])
+    _, rest = proc.communicate(timeout=120)
+    # not lost: the process ends interrupted, and the decode (its "frames written" lines) never ran to its end
+    assert proc.returncode == 130 and "(100%)" not in rest, (proc.returncode, rest[-500:])
     assert not out.exists()
 
 

@@ -5,7 +5,6 @@ JSON errors, the token, the body limit, batching, a full queue, deadlines and cl
 
 import concurrent.futures
 import http.client
-import io
 import json
 import threading
 import time
@@ -289,11 +288,24 @@ def test_requests_of_one_shape_batch_together(wrapped):
     vae = wrapped["wan"]
     zs = [randn(1, 16, 2, 8, 8, seed=10 + i) for i in range(4)]
     references = [vae.decode(z).sample for z in zs]
-    with serving(create_app({"wan": vae}, limits=Limits(max_batch=4, max_wait_ms=2000))) as url:
-        with concurrent.futures.ThreadPoolExecutor(4) as pool:
-            outs = list(pool.map(lambda z: remote_decode(endpoint=f"{url}/decode/wan", tensor=z, output_type="pt",
-                                                         return_type="pt", do_scaling=False), zs))
-        assert metric(url, "torchax_vae_batch_size_sum") > metric(url, "torchax_vae_batch_size_count")
+    with serving(create_app({"wan": vae}, limits=Limits(max_batch=4, max_wait_ms=0))) as url:
+        gate = Gate(vae)  # the first request holds the worker until the other three are queued: no race on arrival
+        try:
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                def send(z):
+                    return remote_decode(endpoint=f"{url}/decode/wan", tensor=z, output_type="pt", return_type="pt",
+                                         do_scaling=False)
+
+                first = pool.submit(send, zs[0])
+                assert gate.entered.wait(60)
+                rest = [pool.submit(send, z) for z in zs[1:]]
+                _until(lambda: metric(url, "torchax_vae_queue_length") == 3)
+                gate.open.set()
+                outs = [first.result()] + [r.result() for r in rest]
+        finally:
+            gate.close()
+        # two batches: the first alone, then the three queued behind it together
+        assert metric(url, "torchax_vae_batch_size_count") == 2 and metric(url, "torchax_vae_batch_size_sum") == 4
     for out, reference in zip(outs, references):
         delta = (out - reference).abs().max().item()
         assert delta <= 1e-4, f"batched answer max |Δ| {delta:.3g}"
@@ -333,7 +345,8 @@ def test_full_queue_429_deadline_504_and_a_client_that_goes_away():
     vae = TorchaxVAE(random_vae("wan-tiny"))
     z = torch.zeros(1, 16, 2, 8, 8)
     vae.decode(z)  # compiled: the first request, held past its deadline, stops before its first chunk and runs none
-    app = create_app({"wan": vae}, limits=Limits(max_batch=1, max_queue=1, max_wait_ms=0, timeout_s=3))
+    # a deadline far past the few polls below however loaded the machine (the gate, not the clock, holds the worker)
+    app = create_app({"wan": vae}, limits=Limits(max_batch=1, max_queue=1, max_wait_ms=0, timeout_s=10))
     with serving(app) as url:
         gate = Gate(vae)
         try:
@@ -345,7 +358,7 @@ def test_full_queue_429_deadline_504_and_a_client_that_goes_away():
                 full = _send(f"{url}/decode/wan", z)
                 assert full.status_code == 429 and full.headers["Retry-After"] == "1", full.text
                 assert "queue is full" in full.json()["error"]
-                # no answer within 3 s: both are answered 504; the one still queued never reaches the device
+                # no answer within 10 s: both are answered 504; the one still queued never reaches the device
                 assert second.result().status_code == 504 and "dropped" in second.result().json()["error"]
                 assert first.result().status_code == 504
                 gate.open.set()
@@ -376,13 +389,33 @@ def test_full_queue_429_deadline_504_and_a_client_that_goes_away():
         assert json.loads(requests.get(f"{url}/health/live").text) == {"status": "live"}
 
 
-def test_metrics_names_and_units(base):
-    text = requests.get(f"{base}/metrics").text
-    for name in ("torchax_vae_requests_total", "torchax_vae_queue_length", "torchax_vae_batch_size",
-                 "torchax_vae_queue_wait_seconds", "torchax_vae_device_seconds", "torchax_vae_request_seconds",
-                 "torchax_vae_compiles_total", "torchax_vae_rejected_requests_total", "torchax_vae_ready"):
-        assert f"# TYPE {name.removesuffix('_total')}" in text, name
-    assert io.StringIO(text).read()  # parses (metric() above uses prometheus_client's parser)
+def test_metrics_names_types_and_counts(base):
+    """Each metric has its type, and one answered decode moves the counts it should by one."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def families():
+        return {f.name: f.type for f in text_string_to_metric_families(requests.get(f"{base}/metrics").text)}
+
+    types = families()
+    for name, kind in (("torchax_vae_requests", "counter"), ("torchax_vae_queue_length", "gauge"),
+                       ("torchax_vae_batch_size", "histogram"), ("torchax_vae_queue_wait_seconds", "histogram"),
+                       ("torchax_vae_device_seconds", "histogram"), ("torchax_vae_request_seconds", "histogram"),
+                       ("torchax_vae_compiles", "counter"), ("torchax_vae_rejected_requests", "counter"),
+                       ("torchax_vae_first_chunk_seconds", "histogram"), ("torchax_vae_chunks", "counter"),
+                       ("torchax_vae_cancelled_jobs", "counter"), ("torchax_vae_ready", "gauge")):
+        assert types.get(name) == kind, (name, types.get(name))
+    labels = {"route": "decode", "model": "wan"}
+    counted = {
+        "answered": lambda: metric(base, "torchax_vae_requests_total", code="200", **labels),
+        "timed": lambda: metric(base, "torchax_vae_request_seconds_count", **labels),
+        "device calls": lambda: metric(base, "torchax_vae_device_seconds_count", model="wan", kind="decode"),
+        "first chunks": lambda: metric(base, "torchax_vae_first_chunk_seconds_count"),
+    }
+    before = {k: f() for k, f in counted.items()}
+    assert _send(f"{base}/decode/wan", randn(1, 16, 2, 8, 8, seed=30)).status_code == 200
+    moved = {k: f() - before[k] for k, f in counted.items()}
+    assert moved == dict.fromkeys(counted, 1.0), moved
+    assert metric(base, "torchax_vae_ready") == 1 and metric(base, "torchax_vae_queue_length") == 0
 
 
 def test_bf16_service_answers_bf16_as_in_process():

@@ -2,6 +2,7 @@
 `torchax-vae decode`, and SIGTERM under load (every accepted request answered, new ones 503, then exit)."""
 
 import concurrent.futures
+import http.client
 import os
 import signal
 import subprocess
@@ -77,22 +78,41 @@ def _decode(base, z):
         "shape": list(z.shape), "dtype": "float32", "output_type": "pt", "partial_postprocess": "True"})
 
 
+def _until(condition, what: str, within: float = 60) -> None:
+    """Polls `condition` until it holds; a generous ceiling, never a timing bound."""
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
 def test_sigterm_finishes_accepted_requests_then_exits(server):
     process, base, _ = server
     z = randn(1, 5, 16, 12, 16, seed=1)  # CogVideoX's pipeline layout [B, F, C, H, W]
     count = 8
+    body = z.numpy().tobytes()
+    # one more accepted request whose body is held back: the server cannot end before it has its answer, so what is
+    # asked during the drain below is asked of a running server however fast the other eight are answered
+    held = http.client.HTTPConnection("127.0.0.1", int(base.rsplit(":", 1)[1]), timeout=120)
+    held.putrequest("POST", "/decode/demo?" + "&".join(f"shape={d}" for d in z.shape)
+                    + "&dtype=float32&output_type=pt&partial_postprocess=True")
+    held.putheader("Content-Length", str(len(body)))
+    held.endheaders()
+    held.send(body[:-16])
     with concurrent.futures.ThreadPoolExecutor(count) as pool:
         answers = [pool.submit(_decode, base, z) for _ in range(count)]
-        deadline = time.monotonic() + 60
-        while metric(base, "torchax_vae_requests_in_progress") < count:
-            assert time.monotonic() < deadline, "the requests were not all accepted"
-            time.sleep(0.01)
+        _until(lambda: metric(base, "torchax_vae_requests_in_progress") == count + 1, "the requests were not all accepted")
         process.send_signal(signal.SIGTERM)
-        time.sleep(0.05)
+        _until(lambda: requests.get(f"{base}/health/ready", timeout=10).status_code == 503, "no drain after SIGTERM")
         during = [requests.get(f"{base}/health/ready", timeout=10), _decode(base, z)]
+        held.send(body[-16:])
+        last = held.getresponse()
+        last_body = last.read()
+        held.close()
         results = [a.result() for a in answers]
     for answer in during:
         assert answer.status_code == 503 and "shutting down" in answer.json()["error"], answer.text
+    assert last.status == 200 and last_body == results[0].content, (last.status, last_body[:200])
     assert [r.status_code for r in results] == [200] * count, [r.text[:200] for r in results if r.status_code != 200]
     first = results[0].content
     assert all(r.content == first for r in results) and results[0].headers["dtype"] == "uint8"
