@@ -56,7 +56,8 @@ def compare(vae, ours: TorchaxVAE, config: str, frames: int, batch: int, slicing
         vae.enable_slicing()
     if type(vae).__name__ in UNSLICED_REFERENCE:
         vae.disable_slicing()
-    expected, actual = vae.encode(x).latent_dist, ours.encode(x).latent_dist
+    # the wrapper takes its own dtype (bf16: inputs cast, as pipelines cast to vae.dtype)
+    expected, actual = vae.encode(x).latent_dist, ours.encode(x.to(ours.dtype)).latent_dist
     expected_sample = expected.sample(generator=torch.Generator().manual_seed(0))
     actual_sample = actual.sample(generator=torch.Generator().manual_seed(0))
     args = decode_args(vae, batch, torch.float32)  # LTX 0.9.1's timestep (its injected noise: seeded alike)
@@ -66,7 +67,7 @@ def compare(vae, ours: TorchaxVAE, config: str, frames: int, batch: int, slicing
     latents = expected.mode()  # the mean of a Gaussian posterior; Cosmos's identity posterior: its latents
     reference = vae.decode(latents, *args).sample
     torch.manual_seed(0)
-    decoded = ours.decode(latents, *args).sample
+    decoded = ours.decode(latents.to(ours.dtype), *args).sample
     row = Row(
         config=config,
         dtype=str(ours.dtype).removeprefix("torch."),

@@ -172,9 +172,9 @@ def _side(side: str, case: SpeedCase):
     device = torch_device()
     x = make_input(case, vae).to(device)  # the pipeline's latents are where its transformer ran
     dtype = torch.bfloat16 if case.dtype == "bf16" else torch.float32
+    x = x.to(dtype)  # both sides take the model's dtype, as pipelines cast latents to vae.dtype
     if side in ("torch", "torch.compile"):
         model = vae.to(device=device, dtype=dtype)
-        x = x.to(dtype)
         if side == "torch.compile":  # what a GPU user would try instead: the encoder and decoder compiled in place
             model.encoder.compile()
             model.decoder.compile()

@@ -145,8 +145,10 @@ def bf16_check(vae, ours_bf16, x, what, decode_args=(), latents=posterior_mode):
     """
     reference = fp32_reference(vae, x, decode_args, latents)
     theirs = bf16_errors(vae, x, reference, decode_args, latents=latents)
-    ours = {"encode": max_abs_diff(latents(ours_bf16, x), reference["encode"]),
-            "decode": max_abs_diff(ours_bf16.decode(reference["encode"], *decode_args).sample, reference["decode"])}
+    # inputs in bf16, as PyTorch bf16's (and as diffusers' pipelines cast them to vae.dtype)
+    ours = {"encode": max_abs_diff(latents(ours_bf16, x.bfloat16()), reference["encode"]),
+            "decode": max_abs_diff(ours_bf16.decode(reference["encode"].bfloat16(), *decode_args).sample,
+                                   reference["decode"])}
     for stage in ("encode", "decode"):
         assert ours[stage] <= BF16_ERROR_RATIO * theirs[stage], (
             f"{what} bf16 {stage}: max |Δ| vs fp32 = {ours[stage]:.3g}, PyTorch bf16's = {theirs[stage]:.3g}"

@@ -1,5 +1,6 @@
 """What a diffusers user touches besides the numbers: errors, dtype/device, loading, the wrapped module."""
 
+import copy
 import json
 
 import jax.numpy as jnp
@@ -29,6 +30,8 @@ def fresh():
         ("decode", torch.zeros(1, 16, 1, 2, 2), ValueError, "has 16 channels .* decoder expects 4"),
         ("decode", torch.zeros(1, 4, 1, 2, 2, dtype=torch.int32), TypeError, "floating-point"),
         ("decode", torch.zeros(1, 4, 0, 2, 2), ValueError, "is empty"),
+        # fp16 latents into an fp32 model: refused as diffusers' own model refuses them (issue 55; they came back fp16)
+        ("decode", torch.zeros(1, 4, 1, 2, 2, dtype=torch.float16), RuntimeError, "is float16, but .* computes in float32"),
         ("encode", torch.full((1, 3, 1, 16, 16), float("nan")), ValueError, "NaN or Inf"),
         ("decode", torch.tensor([float("inf")]).expand(1, 4, 1, 2, 2), ValueError, "NaN or Inf"),
     ],
@@ -62,19 +65,32 @@ def test_users_module_is_untouched_and_weights_are_copies():
     assert_close(before, expected, FP32, "decode")
 
 
-def test_dtype_device_and_to(fresh):
+def test_dtype_device_and_to():
+    vae = random_vae("tiny")
+    fresh = TorchaxVAE(vae)
     assert fresh.dtype == torch.float32 and fresh.device == torch.device("cpu")
     assert fresh.config.latent_channels == 4 and fresh.config.scaling_factor == pytest.approx(1.15258426)
     z = torch.randn(1, 4, 3, 2, 2)
     fp32_out = fresh.decode(z).sample
     assert fresh.to("cpu") is fresh
     assert fresh.to(torch.bfloat16).dtype == torch.bfloat16
-    bf16_out = fresh.decode(z).sample
-    assert bf16_out.dtype == torch.float32  # the caller's dtype
-    assert 0 < (bf16_out - fp32_out).abs().max() < 0.1
-    assert fresh.decode(z.bfloat16()).sample.dtype == torch.bfloat16
+    bf16_out = fresh.decode(z.bfloat16()).sample
+    assert bf16_out.dtype == torch.bfloat16 and (bf16_out.float() - fp32_out).abs().max() > 0
+    # another dtype than the model's is refused, as diffusers' own model refuses it (torch's RuntimeError), before
+    # anything compiles
+    compiled = len(fresh.compile_stats())
+    for wrong in (z, z.half()):
+        with pytest.raises(RuntimeError, match=r"is float(32|16), but this TorchaxVAE computes in bfloat16"):
+            fresh.decode(wrong)
+        with pytest.raises(RuntimeError):
+            copy.deepcopy(vae).to(torch.bfloat16).decode(wrong)
+    with pytest.raises(TypeError, match="computes in bfloat16"):
+        fresh.encode(torch.zeros(1, 3, 1, 16, 16))
+    assert len(fresh.compile_stats()) == compiled
+    # back to fp32: its weights went through bf16, as diffusers' own model's do in the same round trip
     fresh.to(dtype=torch.float32)
-    assert_close(fresh.decode(z).sample, fp32_out, 1e-2, "decode after bf16 -> fp32")
+    theirs = copy.deepcopy(vae).to(torch.bfloat16).to(torch.float32)
+    assert_close(fresh.decode(z).sample, theirs.decode(z).sample, FP32, "decode after bf16 -> fp32")
 
 
 def test_dtype_names_and_bad_dtype():

@@ -169,7 +169,7 @@ def test_bf16(pair):
     with Bf16ConvsWithFp32Sums():
         their_errors = ((theirs.encode(x.bfloat16()).latent_dist.mean.float() - mean).abs().max().item(),
                         (theirs.decode(z.bfloat16(), num_frames=3).sample.float() - frames).abs().max().item())
-    our_errors = ((ours.encode(x).latent_dist.mean - mean).abs().max().item(),
-                  (ours.decode(z, num_frames=3).sample - frames).abs().max().item())
+    our_errors = ((ours.encode(x.bfloat16()).latent_dist.mean.float() - mean).abs().max().item(),
+                  (ours.decode(z.bfloat16(), num_frames=3).sample.float() - frames).abs().max().item())
     for what, ours_, theirs_ in zip(("encode", "decode"), our_errors, their_errors):
         assert ours_ <= BF16_ERROR_RATIO * theirs_, f"svd-tiny bf16 {what}: ours {ours_:.3g}, PyTorch's {theirs_:.3g}"

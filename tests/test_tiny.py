@@ -109,7 +109,7 @@ def test_bf16_and_state_dict(pair, tmp_path):
     theirs = copy.deepcopy(vae).to(torch.bfloat16)
     their_error = (theirs.decode(theirs.encode(x.bfloat16()).latents).sample.float() - fp32).abs().max().item()
     bf16 = TorchaxVAE(vae, dtype=torch.bfloat16)
-    our_error = (bf16.decode(bf16.encode(x).latents).sample.float() - fp32).abs().max().item()
+    our_error = (bf16.decode(bf16.encode(x.bfloat16()).latents).sample.float() - fp32).abs().max().item()
     assert our_error <= 2 * their_error + 1e-3, f"bf16 round trip: ours {our_error:.3g}, PyTorch bf16's {their_error:.3g}"
     ours.save_pretrained(tmp_path)
     z = randn(1, 4, 2, 2, seed=8)

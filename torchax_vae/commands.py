@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from . import files, image_files, patches, streamed_encode, video_input
+from . import convert, files, image_files, patches, streamed_encode, video_input
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
@@ -114,9 +114,11 @@ def _frames_second(ours, video):
     return jnp.transpose(video, (0, 2, 1, 3, 4))
 
 
-def _on_device(x: torch.Tensor) -> torch.Tensor:
-    """A torchax tensor holding x on the default JAX device (TorchaxVAE then keeps everything there)."""
-    return patches.import_torchax().default_env().j2t_iso(jax.device_put(x.numpy()))
+def _on_device(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A torchax tensor holding x on the default JAX device (TorchaxVAE then keeps everything there), in `dtype`
+    (the model's: what the command reads is cast to it, as diffusers' pipelines cast latents to vae.dtype)."""
+    array = jax.device_put(x.float().numpy()).astype(convert.jax_dtype(dtype))
+    return patches.import_torchax().default_env().j2t_iso(array)
 
 
 # A run estimated past this many seconds (from its first frame batch) is announced with its estimate (an output's
@@ -283,7 +285,7 @@ def decode_file(
         with frames_written(total, "decode", mode, LONG_RUN_SECONDS) as wrote:
             # a decoder that injects noise (LTX-Video 0.9.1, LTX-2) draws it from this call's generator
             noise = {"generator": torch.Generator().manual_seed(seed)} if ours.decode_draws_noise else {}
-            chunks = stack.enter_context(ours.decode_stream(_on_device(z), *decode_args, **noise))
+            chunks = stack.enter_context(ours.decode_stream(_on_device(z, ours.dtype), *decode_args, **noise))
             for chunk in chunks:  # frames leave the device as they are final, and go to ffmpeg at once
                 frames = np.asarray(jax.device_get(_to_uint8(_frames_second(ours, chunk._elem))))
                 for write, clip in zip(writers, frames):
@@ -356,7 +358,8 @@ def encode_file(
         else:
             frames, fps = video_input.read_video(video, max_frames, channels=channels)
             count = frames.shape[0]  # as read (the count above is ffmpeg's)
-            dist = ours._posterior(torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0)
+            x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
+            dist = ours._posterior(x.to(ours.dtype))
         z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start
     z = ours.normalize_latents(z.float())  # as the family's video-to-video pipeline normalizes them

@@ -132,3 +132,22 @@ def to_torch(a: jax.Array, device=None, dtype: torch.dtype | None = None) -> tor
     else:
         t = torch.from_numpy(host)
     return t.to(device=device, dtype=dtype)
+
+
+def is_torchax(x) -> bool:
+    """Whether x is a torchax tensor (a JAX array behind a torch.Tensor face)."""
+    return getattr(x, "_elem", None) is not None and isinstance(x._elem, jax.Array)
+
+
+def like(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
+    """out as a tensor like the caller's x: a torchax tensor on the device, or a torch tensor on x's device."""
+    if is_torchax(x):
+        return x._env.j2t_iso(out.astype(jax_dtype(x.dtype)))
+    return to_torch(out, device=x.device, dtype=x.dtype)
+
+
+def uint8_like(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
+    """uint8 frames as a tensor where x is: a torchax tensor on the device, or a torch tensor on x's device."""
+    if is_torchax(x):
+        return x._env.j2t_iso(out)
+    return to_torch(out, device=x.device, dtype=torch.uint8)

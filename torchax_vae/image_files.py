@@ -56,7 +56,7 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
     compile_seconds, calls, stats = precompile(ours, "decode", tuple(z.shape))
     start = time.perf_counter()
     with progress(ours, calls, "decode", 1):
-        images = ours.decode(_on_device(z), *decode_args).sample
+        images = ours.decode(_on_device(z, ours.dtype), *decode_args).sample
         pixels = np.asarray(jax.device_get(_to_uint8(images._elem)))
     seconds = time.perf_counter() - start
     if ours.batch_is_frames and len(paths) == 1 and paths[0].suffix.lower() != ".png":  # one video [F, H, W, C]
@@ -89,7 +89,7 @@ def encode(ours, image, *, precompile, progress, posterior: str, seed: int) -> t
     compile_seconds, calls, stats = precompile(ours, "encode", tuple(x.shape))
     start = time.perf_counter()
     with progress(ours, calls, "encode", 1):
-        dist = ours._posterior(x)
+        dist = ours._posterior(x.to(ours.dtype))  # in the model's dtype, as pipelines cast images to vae.dtype
         z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     seconds = time.perf_counter() - start
     z = ours.normalize_latents(z.float())  # as the family's image-to-image pipelines normalize them

@@ -19,7 +19,7 @@ import threading
 
 import torch
 
-from . import validation
+from . import convert, validation
 
 __all__ = ["DecodeSession", "EncodeSession"]
 
@@ -69,10 +69,12 @@ class _Session:
         vae, family = self._vae, self._vae._family
         name = "the session's first chunk" if self._state is None else "a later session chunk"
         if self.kind == "decode":
-            validation.check_video(x, name="session chunk", channels=vae.latent_channels, role="decoder", rank=vae.rank)
+            validation.check_video(x, name="session chunk", channels=vae.latent_channels, role="decoder", rank=vae.rank,
+                                      dtype=vae.dtype)
             family.check_latents(tuple(x.shape), "session chunk")
         else:
-            validation.check_video(x, name="session chunk", channels=vae.video_channels, role="encoder", rank=vae.rank)
+            validation.check_video(x, name="session chunk", channels=vae.video_channels, role="encoder", rank=vae.rank,
+                                      dtype=vae.dtype)
             family.check_video(tuple(x.shape), "session chunk")
         shape = (x.shape[0], x.shape[1], x.shape[3], x.shape[4])
         if self._shape is not None and shape != self._shape:
@@ -113,9 +115,7 @@ class DecodeSession(_Session):
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         """The frames the latent chunk `z` completes, as a tensor like `decode`'s output (on z's device)."""
-        from .vae import _like
-
-        return _like(self._run(z), z)
+        return convert.like(self._run(z), z)
 
     @property
     def latent_frames(self) -> int:
@@ -135,7 +135,6 @@ class EncodeSession(_Session):
         frame axis, are the whole video's posterior's."""
         from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
-        from .vae import _like
 
-        posterior = self._vae.posterior_class(_like(self._run(x), x))
+        posterior = self._vae.posterior_class(convert.like(self._run(x), x))
         return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)

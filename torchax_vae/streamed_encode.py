@@ -31,5 +31,5 @@ def moments(vae, path, frames: int, channels: int) -> torch.Tensor:
             if len(chunk) < end - start:  # the file ended before the count said it would
                 raise InputError(f"video {path} ended after {start + len(chunk)} frames; counted {frames}")
             x = torch.from_numpy(np.stack(chunk)).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
-            out.append(session.encode(x).latent_dist.parameters)
+            out.append(session.encode(x.to(vae.dtype)).latent_dist.parameters)  # the model's dtype
     return torch.cat(out, dim=2)

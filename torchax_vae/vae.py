@@ -29,6 +29,7 @@ from .facade import ConfigFacade
 from .family import Family
 from .lowering import jax_weights
 from .module_surface import ModuleSurface
+from .streaming import Streaming
 from .policy import Policy
 from .mesh import Placement, check_mesh
 from .programs import Programs
@@ -55,24 +56,6 @@ def _as_dtype(dtype) -> torch.dtype | None:
     raise TypeError(f"dtype must be a torch.dtype or one of {sorted(_DTYPE_NAMES)}, got {dtype!r}")
 
 
-def _is_torchax(x) -> bool:
-    return getattr(x, "_elem", None) is not None and isinstance(x._elem, jax.Array)
-
-
-def _like(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
-    """out as a tensor like the caller's x: a torchax tensor on the device, or a torch tensor on x's device."""
-    if _is_torchax(x):
-        return x._env.j2t_iso(out.astype(convert.jax_dtype(x.dtype)))
-    return convert.to_torch(out, device=x.device, dtype=x.dtype)
-
-
-def convert_uint8(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
-    """uint8 frames as a tensor where x is: a torchax tensor on the device, or a torch tensor on x's device."""
-    if _is_torchax(x):
-        return x._env.j2t_iso(out)
-    return convert.to_torch(out, device=x.device, dtype=torch.uint8)
-
-
 def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
     """`subfolder`, or None where a local folder holds the VAE itself (its config.json at the top)."""
     local = pathlib.Path(name_or_path).expanduser()
@@ -87,7 +70,7 @@ FAMILY_FACTS = ("model_class", "rank", "pipeline_layout", "decoded_layout", "pos
                 "batch_is_frames")
 
 
-class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, ConfigMixin):
+class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, ConfigMixin):
     """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
@@ -244,57 +227,11 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, F, H, W] into videos, as diffusers does; differentiable like `encode`."""
-        validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank)
+        validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank,
+                                  dtype=self.dtype)
         self._family.check_latents(tuple(z.shape), "decode input")
         sample = self._compute(functools.partial(self._per_sample, self._family.decode), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
-
-    def decode_stream(self, z: torch.Tensor, *args, frames: str = "float", **kwargs) -> stream.DecodeStream:
-        """`decode(z, *args, **kwargs)` as an iterator over frame chunks, each as soon as it is final.
-
-        The chunks are tensors in `decoded_layout`, like `decode`'s output; joined on the frame axis they are
-        `decode(z, *args, **kwargs).sample`, bit for bit (the same programs). Only the chunks in flight stay
-        on the device; `close()` (or `break`, or a `with` block's end) stops the decode and frees them.
-        Image families, and families whose decode is one call, yield one chunk. No gradients flow through it.
-
-        frames: "float" (the decoder's values, in its dtype) or "uint8" (made on the device as diffusers'
-        video processor rounds [-1, 1] to 0..255, a quarter of the bytes to copy to the host).
-        """
-        if frames not in ("float", "uint8"):
-            raise ValueError(f"frames must be 'float' or 'uint8', got {frames!r}")
-        if z.requires_grad and torch.is_grad_enabled():
-            raise ValueError("decode_stream yields no gradients: call decode for a differentiable output, or "
-                             "pass z detached (torch.no_grad())")
-        try:
-            with stream.capturing():
-                self.decode(z, *args, **kwargs)
-        except stream.Captured as captured:
-            run, x = captured.run, captured.x
-        else:  # a facade whose decode runs without `_compute` would have decoded already
-            raise NotImplementedError(f"{type(self).__name__}.decode does not run through _compute")
-        with stream.chunked():
-            chunks = stream.chunks_of(run(self._source(x)))
-
-        def convert(chunk):
-            if frames == "uint8":
-                return convert_uint8(stream.to_uint8(chunk), x)
-            return _like(chunk, x)
-
-        return stream.DecodeStream(chunks, convert)
-
-    def decode_session(self):
-        """A decode fed latents chunk by chunk, as a generator makes them (torchax_vae/session.py):
-        `session.decode(latent_chunk)` returns the frames that chunk completes; `session.close()` frees it."""
-        from .session import DecodeSession
-
-        return DecodeSession(self)
-
-    def encode_session(self):
-        """An encode fed video chunk by chunk, as a camera or a file read in order gives it (torchax_vae/session.py):
-        `session.encode(frames)` returns the posterior of the latent frames those frames complete."""
-        from .session import EncodeSession
-
-        return EncodeSession(self)
 
     def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
         """diffusers' `tiled_encode`: the posterior's parameters (moments) of `x`, tiled whatever its size or the settings.
@@ -306,7 +243,8 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
     def _encode_with(self, x: torch.Tensor, name: str, tiled: bool | None = None, **options) -> torch.Tensor:
         """The moments of `x` (checked first as `name`'s input), sliced per video unless `tiled` (as diffusers'
         tiled_encode); options: the family's encoder program options (LTX-2's `causal`), given to `_encode`."""
-        validation.check_video(x, name=f"{name} input", channels=self.video_channels, role="encoder", rank=self.rank)
+        validation.check_video(x, name=f"{name} input", channels=self.video_channels, role="encoder", rank=self.rank,
+                                  dtype=self.dtype)
         self._family.check_video(tuple(x.shape), f"{name} input")
         encode = functools.partial(self._family.encode, **options)
         if tiled:
@@ -315,7 +253,8 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
 
     def tiled_decode(self, z: torch.Tensor, return_dict: bool = True):
         """diffusers' `tiled_decode`: `z` decoded in tiles whatever its size or the settings (no slicing)."""
-        validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder", rank=self.rank)
+        validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder", rank=self.rank,
+                                  dtype=self.dtype)
         self._family.check_latents(tuple(z.shape), "tiled_decode input")
         sample = self._compute(functools.partial(self._family.decode, tiled=True), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
@@ -354,8 +293,8 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
         if stream.is_capturing():  # decode_stream: every check of the call has run; it runs `run` itself
             raise stream.Captured(run, x)
         if not (x.requires_grad and torch.is_grad_enabled()):
-            return _like(run(self._source(x)), x)
-        if _is_torchax(x):
+            return convert.like(run(self._source(x)), x)
+        if convert.is_torchax(x):
             raise NotImplementedError(
                 "gradients through a TorchaxVAE flow to torch tensors (CPU or CUDA); this input is a torchax "
                 "tensor that requires grad: pass a torch tensor, or detach it"
@@ -373,7 +312,7 @@ class TorchaxVAE(AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, C
 
     def _source(self, x: torch.Tensor):
         engine = self._engine
-        if _is_torchax(x):
+        if convert.is_torchax(x):
             return DeviceSource(x._elem, engine.jax_dtype, engine.placement)
         return HostSource(x, engine.jax_dtype, engine.placement)
 

@@ -10,12 +10,20 @@ class ZeroOutputWarning(UserWarning):
     TorchaxVAE answers the same, as a drop-in, and warns; the command and the service refuse it."""
 
 
+class DtypeMismatchError(TypeError, RuntimeError):
+    """A floating-point input of another dtype than the TorchaxVAE computes in. diffusers' own models raise torch's
+    RuntimeError on it ("Input type (c10::Half) and bias type (float) should be the same"), so this is a
+    RuntimeError as theirs is (and a TypeError, as this module's other wrong-type errors are), raised before
+    anything compiles. The command and the service cast what they read to the model's dtype themselves."""
+
+
 LAYOUTS = {5: "[batch, channels, frames, height, width]", 4: "[batch, channels, height, width]"}
 
 
-def check_video(x, *, name: str, channels: int, role: str, rank: int = 5) -> None:
+def check_video(x, *, name: str, channels: int, role: str, rank: int = 5, dtype: torch.dtype | None = None) -> None:
     """Raises TypeError/ValueError saying what is wrong with `x` and what was expected: a floating-point tensor
-    of `rank` dimensions (the family's: 5 for video, 4 for images) with `channels` channels, finite."""
+    of `rank` dimensions (the family's: 5 for video, 4 for images) with `channels` channels, finite, and of
+    `dtype` where one is given (DtypeMismatchError)."""
     layout = LAYOUTS[rank]
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor {layout}, got {type(x).__name__}")
@@ -23,6 +31,13 @@ def check_video(x, *, name: str, channels: int, role: str, rank: int = 5) -> Non
         raise ValueError(f"{name} must be {rank}-D {layout}, got {x.ndim}-D with shape {tuple(x.shape)}")
     if not x.is_floating_point():
         raise TypeError(f"{name} must have a floating-point dtype, got {x.dtype}")
+    if dtype is not None and x.dtype != dtype:
+        want = str(dtype).removeprefix("torch.")
+        raise DtypeMismatchError(
+            f"{name} is {str(x.dtype).removeprefix('torch.')}, but this TorchaxVAE computes in {want}: cast it "
+            f"(x.to(torch.{want})), as diffusers' pipelines cast latents to vae.dtype; diffusers' own model raises "
+            "on this mismatch too"
+        )
     check_shape(tuple(x.shape), name=name, channels=channels, role=role, rank=rank)
     if not _all_finite(x):
         raise ValueError(f"{name} contains NaN or Inf values")

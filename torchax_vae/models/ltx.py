@@ -241,7 +241,8 @@ class TimestepWindowVAE(WindowVAE):
         """The video of `z` at timestep `temb` (checked first), sliced per video unless `tiled` (as diffusers'
         tiled_decode), its noise drawn from `generator` (None: torch's global one); options: the decoder's
         program options (LTX-2's `causal`)."""
-        validation.check_video(z, name=f"{name} input", channels=self.latent_channels, role="decoder", rank=self.rank)
+        validation.check_video(z, name=f"{name} input", channels=self.latent_channels, role="decoder", rank=self.rank,
+                                  dtype=self.dtype)
         if generator is not None and not (isinstance(generator, torch.Generator) and generator.device.type == "cpu"):
             raise TypeError(f"generator must be a CPU torch.Generator (the noise is drawn on the host, as PyTorch "
                             f"draws it on the CPU), got {generator!r}")

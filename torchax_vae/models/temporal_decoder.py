@@ -74,7 +74,8 @@ class TemporalDecoderVAE(KLVAE):
     def decode(self, z: torch.Tensor, num_frames: int, return_dict: bool = True):
         """Decodes latents [B x num_frames, C, h, w], each run of `num_frames` one video, into frames
         [B x num_frames, C, H, W], as diffusers does."""
-        validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank)
+        validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank,
+                                  dtype=self.dtype)
         frames = self._num_frames(num_frames, z.shape[0])
         sample = self._compute(functools.partial(self._family.decode, num_frames=frames), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)

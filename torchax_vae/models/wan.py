@@ -85,6 +85,7 @@ class WanVAE(FeatCacheVAE):
     def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
         """diffusers' `tiled_encode`: the moments of `x`, which is patchified for Wan 2.2 (`patchify(video, 2)`), as there."""
         if self.config.patch_size:
-            validation.check_video(x, name="tiled_encode input", channels=self.config.in_channels, role="encoder", rank=self.rank)
+            validation.check_video(x, name="tiled_encode input", channels=self.config.in_channels, role="encoder", rank=self.rank,
+                                  dtype=self.dtype)
             x = unpatchify(x, patch_size=self.config.patch_size)  # the programs patchify again, on the device
         return super().tiled_encode(x)
