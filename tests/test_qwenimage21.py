@@ -2,11 +2,12 @@
 
 import pytest
 import torch
-from helpers import MODELS, TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from vaes import requires
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif("qwenimage21-tiny" not in MODELS, reason="diffusers < 0.42 has no AutoencoderKLQwenImage21")
+pytestmark = pytest.mark.skipif(bool(requires("qwenimage21-tiny")), reason=str(requires("qwenimage21-tiny")))
 
 FP32 = TOLERANCE[torch.float32]
 

@@ -389,6 +389,10 @@ def imports(*modules: str) -> bool:
     try:
         for module in modules:
             importlib.import_module(module)
-    except Exception:  # absent, or PyPI's torchvision beside a torch it was not built for ("torchvision::nms ...")
+    except ImportError:  # absent
+        return False
+    except RuntimeError as e:  # PyPI's torchvision beside a torch it was not built for: "operator torchvision::nms
+        if "torchvision::" not in str(e):  # does not exist"; any other failure is loud
+            raise
         return False
     return True
