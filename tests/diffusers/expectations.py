@@ -39,8 +39,9 @@ for _test in ("test_training", "test_training_with_ema"):
     EXPECTED_FAILURES[f"test_qwenimage_as_wan.py::TestAutoencoderKLQwenImageTraining::{_test}"] = WEIGHTS_ARE_CONSTANTS
 # AutoencoderKL's (issue 39); its training tests sit in the main class
 PARAMETERS_ARE_COPIES = ("it casts the reference model by assigning `param.data` of each named parameter; a "
-                         "TorchaxVAE's parameters are copies of its JAX weights, so that cast changes nothing "
-                         "(docs/limits.md, 'The torch module surface': cast with .to(dtype))")
+                         "TorchaxVAE's parameters are copies of its JAX weights, so that cast changes nothing, and "
+                         "the fp16/bf16 inputs it then gives the fp32 model are refused as diffusers' own model "
+                         "refuses them (docs/limits.md, 'The torch module surface': cast with .to(dtype))")
 OFFLINE = "loads fusing/autoencoder-kl-dummy from the hub, which is out of reach here (it fails on plain diffusers too)"
 _KL = "tests/models/autoencoders/test_models_autoencoder_kl.py::TestAutoencoderKL::"
 EXPECTED_FAILURES.update({
@@ -347,6 +348,17 @@ FAIL_IN_BOTH_RUNS["tests/pipelines/test_pipelines.py::PipelineFastTests::test_dd
     "on plain diffusers too")
 EXPECTED_FAILURES["tests/pipelines/test_pipelines.py::PipelineFastTests::test_from_pipe_torch_dtype_is_deprecated"] = (
     FROM_PIPE)
+
+# How each reason's tests fail wrapped, recorded from a run (`pytest --runxfail`): the exception types and a pattern
+# its message must match (failures.py). A test that fails any other way fails the run.
+RAISES = {
+    WEIGHTS_ARE_CONSTANTS: ((RuntimeError,), r"element 0 of tensors does not require grad and does not have a grad_fn"),
+    WHOLE_PROGRAMS: ((AssertionError,), r"Modules with GC enabled \{'\w+VAE'\} do not match expected set"),
+    # torchax_vae.validation.DtypeMismatchError, a RuntimeError as torch's own mismatch error is
+    PARAMETERS_ARE_COPIES: ((RuntimeError,), r"input is (float16|bfloat16), but this TorchaxVAE computes in float32"),
+    FROM_PIPE: ((ValueError,), r"expected \[.*'vae'.*\], but only \{.*\} were passed"),
+}
+assert set(EXPECTED_FAILURES.values()) <= set(RAISES), set(EXPECTED_FAILURES.values()) - set(RAISES)
 
 # diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
 # Allegro's and SanaVideo's, which once failed wrapped): the first 22 files take about 20 minutes wrapped and 15 on
