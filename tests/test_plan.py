@@ -4,7 +4,6 @@ by libtpu for abstract TPU chips and by JAX's CUDA plugin for abstract H100s, on
 import dataclasses
 import importlib.util
 import json
-import time
 import warnings
 
 import pytest
@@ -300,13 +299,15 @@ def test_a_replan_is_read_back_and_the_verdict_comes_first(tmp_path, capsys, mon
     monkeypatch.setenv("TORCHAX_VAE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(cache, "_chosen", cache._chosen)  # the command points the process's store there: put it back
     args = ["plan", "--model", str(_config_file(tmp_path)), "--target", "h100", "--shape", "9,128,192", "--no-progress"]
-    seconds, outputs = [], []
+    from torchax_vae import targets
+
+    loads, real = [], targets.Target.devices  # each plan that compiles first asks its target for devices
+    monkeypatch.setattr(targets.Target, "devices", lambda self: loads.append(self.name) or real(self))
+    outputs = []
     for _ in range(2):
-        start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no "Error reading persistent compilation cache entry"
             assert cli.main(args) == 0
-        seconds.append(time.perf_counter() - start)
         out, err = capsys.readouterr()
         assert err == "", err
         outputs.append(out.splitlines())
@@ -315,6 +316,6 @@ def test_a_replan_is_read_back_and_the_verdict_comes_first(tmp_path, capsys, mon
     assert outputs[0][3].startswith("sharding: one device")
     assert not any(line.startswith("  decoder") for line in outputs[0]), "program lines without --verbose"
     assert len(list((tmp_path / "cache" / "plans").glob("*.json"))) == 1
-    assert seconds[1] < 0.1 * seconds[0] or seconds[1] < 1.0, seconds
+    assert len(loads) == 1, f"the second plan loaded a compiler: it was not read back ({loads})"
     assert cli.main([*args, "--verbose"]) == 0
     assert any(line.startswith("  decoder") for line in capsys.readouterr().out.splitlines())

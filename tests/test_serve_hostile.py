@@ -83,7 +83,7 @@ def test_a_stalled_body_gets_408_and_its_connection_closed(wan, monkeypatch):
             took = time.monotonic() - start
         assert b" 408 " in answer.split(b"\r\n")[0], answer[:300]
         assert b"did not arrive within 1 s (10 of 8192 bytes came" in answer, answer[-300:]
-        assert took < 10, f"the connection stayed open {took:.1f} s"
+        assert took < 30, f"the connection stayed open {took:.1f} s"  # (not for ever: a generous ceiling)
         assert metric(url, "torchax_vae_rejected_requests_total", reason="slow_body") == 1
 
 
@@ -202,7 +202,8 @@ def test_a_second_ctrl_c_exits_at_once_naming_what_it_cut_off():
         if process.poll() is None:
             process.kill()
             process.communicate()
-    assert took < 5, f"the second Ctrl-C took {took:.1f} s to end the server"
+    # at once: well before the long decode would end (a ceiling for a loaded machine; the cut-off line says the rest)
+    assert took < 20, f"the second Ctrl-C took {took:.1f} s to end the server"
     assert process.returncode == 128 + signal.SIGINT, stderr[-2000:]
     assert "Traceback" not in stderr and "interrupted; no output written" not in stderr, stderr[-3000:]
     assert "second SIGINT: exiting now; 1 accepted request cut off: long-one" in stderr, stderr[-2000:]

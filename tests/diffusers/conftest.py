@@ -210,8 +210,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xfail(reason=FAIL_ON_PLAIN_DIFFUSERS[node], strict=True))
         if not PLAIN and node.startswith("tests/remote/"):
             reason = remote_harness.expected_failure(node)
-            if reason:
-                item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+            if reason:  # a value slice of the released weights' output, which random weights miss: only that
+                item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=AssertionError))
 
 
 def _node(item) -> str:

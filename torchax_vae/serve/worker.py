@@ -276,7 +276,8 @@ class DeviceWorker:
     def _steps(self, vae, batch: list[Job]):
         """The batch's chunks, each a list of one piece per job: decoded frames [b, C, f, H, W] (images
         [b, C, H, W]: one chunk), or encode's latents as the request asked (one chunk)."""
-        x = torch.cat([job.parsed.tensor for job in batch]).to(vae.dtype)  # as diffusers' pipelines cast to vae.dtype
+        tensors = [job.parsed.tensor for job in batch]  # one alone is used as it is: torch.cat would copy its body
+        x = (tensors[0] if len(tensors) == 1 else torch.cat(tensors)).to(vae.dtype)  # as pipelines cast to vae.dtype
         rows = x.shape[0]
         padded = next((s for s in batch_sizes(self.max_batch, _dp(vae)) if s >= rows), rows)
         if padded > rows and not vae.batch_is_frames:  # the last row again: the compiled sizes stay few, and
