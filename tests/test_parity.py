@@ -97,6 +97,7 @@ def test_official_fp32_batch2_sliced(official_vae, official_torchax):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 64 s on 2 cores: CI runs the official fp32 case and every family's tiny bf16 check
 def test_official_bf16(official_vae):
     from torchax_vae import TorchaxVAE
 
