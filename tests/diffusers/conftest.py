@@ -70,8 +70,8 @@ from wrapping import is_paused, paused, served_vae_classes, wrap_served_vaes  # 
 
 # which tests are expected to fail, and which pipeline files run in CI: expectations.py
 from expectations import (  # noqa: E402
-    EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, PIPELINE_FILES_IN_CI, RAISES, SECOND_ENVIRONMENT,
-    imports,
+    EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, PIPELINE_FILES_IN_CI, PLAIN_RAISES, RAISES,
+    SECOND_ENVIRONMENT, imports,
 )
 
 # Modules of diffusers' tests that the vendored pipeline tests import (helpers and mixins); their own tests are
@@ -204,10 +204,6 @@ def pytest_collection_modifyitems(config, items):
         if needs and not imports(*needs):
             item.add_marker(pytest.mark.skip(reason=f"its pipeline needs {', '.join(needs)}: run it in the second "
                                                     "environment of tests/diffusers/SOURCE.md"))
-        if PLAIN and node in FAIL_IN_BOTH_RUNS:  # wrapped: compared with this plain failure (the hooks below)
-            item.add_marker(pytest.mark.xfail(reason=FAIL_IN_BOTH_RUNS[node], strict=True))
-        if PLAIN and node in FAIL_ON_PLAIN_DIFFUSERS:
-            item.add_marker(pytest.mark.xfail(reason=FAIL_ON_PLAIN_DIFFUSERS[node], strict=True))
         if not PLAIN and node.startswith("tests/remote/"):
             reason = remote_harness.expected_failure(node)
             if reason:  # a value slice of the released weights' output, which random weights miss: only that
@@ -245,9 +241,15 @@ def pytest_runtest_makereport(item, call):
     (FAIL_IN_BOTH_RUNS); anything else fails, saying what differed."""
     report = yield
     node = _node(item)
-    if PLAIN or call.when != "call" or HERE not in pathlib.Path(str(item.path)).parents:
+    if call.when != "call" or HERE not in pathlib.Path(str(item.path)).parents:
         return report
-    if node in FAIL_IN_BOTH_RUNS and _PLAIN_FAILURE in item.stash:
+    if PLAIN and (node in FAIL_IN_BOTH_RUNS or node in FAIL_ON_PLAIN_DIFFUSERS):
+        reason = FAIL_IN_BOTH_RUNS.get(node) or FAIL_ON_PLAIN_DIFFUSERS[node]
+        problem = failures.matches_recorded(call.excinfo, *PLAIN_RAISES[reason])
+        problems = [problem] if problem else []
+    elif PLAIN:
+        return report
+    elif node in FAIL_IN_BOTH_RUNS and _PLAIN_FAILURE in item.stash:
         reason = FAIL_IN_BOTH_RUNS[node]
         problems = failures.differences(item.stash[_PLAIN_FAILURE], failures.failure_of(call.excinfo, str(item.path)))
     elif node in EXPECTED_FAILURES:

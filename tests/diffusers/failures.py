@@ -6,7 +6,8 @@
   and the same arrays in the failing test's frame (the pipeline's output, its slice) within the output tolerance.
   A test whose hard-coded slice fails on plain diffusers is so checked against plain diffusers' own output.
 - A test expected to fail only wrapped (`EXPECTED_FAILURES`) must raise its reason's recorded exception type with a
-  message that matches its recorded pattern (`expectations.RAISES`).
+  message that matches its recorded pattern (`expectations.RAISES`); in the plain run, a test expected to fail
+  there must so match `expectations.PLAIN_RAISES`.
 
 Anything else is reported as a failure that says what differed (conftest.py's report hook).
 """
@@ -87,7 +88,7 @@ def differences(plain: Failure, wrapped: Failure) -> list[str]:
 def matches_recorded(excinfo, raises: tuple[type, ...], pattern: str) -> str | None:
     """None where the failure is the recorded one; else what it was instead."""
     if excinfo is None:
-        return "it passes now: take it off EXPECTED_FAILURES (expectations.py)"
+        return "it passes now: take it off its list of expected failures (expectations.py)"
     error = excinfo.value
     if isinstance(error, raises) and re.search(pattern, str(error)):
         return None
