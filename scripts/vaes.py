@@ -223,6 +223,18 @@ LTX2_CONFIGS = {
     },
 }
 
+# AutoencoderKLLTX2Audio (diffusers >= 0.37): LTX2Pipeline's fast-test audio VAE (tests/pipelines/ltx2/test_ltx2.py,
+# 58eb52c: one level, no downsampling), and the released LTX-2 audio VAE's architecture (the class defaults, 53 M
+# parameters: stereo 64-bin log-mel spectrograms, 4x compression in time and mel)
+LTX2_AUDIO_CONFIGS = {
+    "ltx2-audio-tiny": {
+        "base_channels": 4, "output_channels": 2, "ch_mult": (1,), "num_res_blocks": 1, "attn_resolutions": None,
+        "in_channels": 2, "resolution": 32, "latent_channels": 2, "norm_type": "pixel", "causality_axis": "height",
+        "mel_bins": 8,
+    },
+    "ltx2-audio": {},
+}
+
 # AutoencoderKLQwenImage21 (diffusers >= 0.42): a tiny residual config, 4-channel images, 4x spatial
 QWENIMAGE21_CONFIGS = {
     "qwenimage21-tiny": {
@@ -365,6 +377,7 @@ MODELS = {
 # silently drops out of the tests that take their cases from MODELS). `MISSING` says which configs cannot be built
 # here, and why.
 NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
+                 ("AutoencoderKLLTX2Audio", (0, 37), LTX2_AUDIO_CONFIGS),
                  ("AutoencoderKLQwenImage21", (0, 42), QWENIMAGE21_CONFIGS))
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42
 MISSING: dict[str, str] = {}

@@ -43,6 +43,19 @@ except ImportError:
     pass
 else:
     WRAPPERS += (LTX2VideoVAE,)
+try:  # ... and its audio VAE and vocoders (LTX-2.3's LTX2VocoderWithBWE came later)
+    from .ltx2_audio import LTX2AudioVAE
+    from .ltx2_vocoder import LTX2VocoderModel
+except ImportError:
+    pass
+else:
+    WRAPPERS += (LTX2AudioVAE, LTX2VocoderModel)
+    try:
+        from .ltx2_vocoder import LTX2VocoderWithBWEModel
+    except ImportError:
+        pass
+    else:
+        WRAPPERS += (LTX2VocoderWithBWEModel,)
 try:  # diffusers has AutoencoderKLQwenImage21 from 0.42 on
     from .qwenimage21 import QwenImage21VAE
 except ImportError:
