@@ -122,8 +122,11 @@ def test_latents_as_return_dict_false_gives_them(model_dir, tmp_path, capsys):
     torch.save((z,), tmp_path / "tuple.pt")  # what `pipe(..., return_dict=False)` hands back
     code, _ = run(capsys, "decode", tmp_path / "tuple.pt", "-o", tmp_path / "v.npy", "--model", model_dir, "--no-cache")
     assert code == 0
-    torch.save([z, z], tmp_path / "two.pt")
+    torch.save([z, z], tmp_path / "two.pt")  # a pair is (video, audio), as LTX-2's pipeline returns: CogVideoX has no sound
     code, lines = run(capsys, "decode", tmp_path / "two.pt", "-o", tmp_path / "w.npy", "--model", model_dir)
+    assert code == 2 and "makes video without sound; the families with sound: LTX-2" in lines[0], lines
+    torch.save([z, z, z], tmp_path / "three.pt")
+    code, lines = run(capsys, "decode", tmp_path / "three.pt", "-o", tmp_path / "w.npy", "--model", model_dir)
     assert code == 2 and "expected a tensor or a 1-tuple" in lines[0], lines
 
 

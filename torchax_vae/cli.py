@@ -130,6 +130,12 @@ def parser() -> argparse.ArgumentParser:
                         "pipeline's decode_noise_scale (default: the timestep)")
     p.add_argument("--seed", type=int, default=0,
                    help="timestep-conditioned decoders: seeds that noise and the decoder's injected noise")
+    p.add_argument("--audio-latents", default=None, metavar="FILE",
+                   help="sound (LTX-2): the audio latents, where LATENTS holds the video's alone (a (video, audio) "
+                        "pair in LATENTS is read without it); decoded by the pipeline folder's audio_vae/ and "
+                        "vocoder/ into the MP4's AAC track")
+    p.add_argument("--audio-out", default=None, metavar="NAME.wav",
+                   help="sound (LTX-2): also write the sound as a 16-bit WAV (-o NAME.wav writes it alone)")
     _common(p)
 
     p = sub.add_parser("encode", help="video -> latents (scaled, as the pipelines hold them)")
@@ -199,9 +205,14 @@ def _check_model_folder(model: str, subfolder: str | None) -> None:
 def preflight(args) -> None:
     """Every check that needs no model: input files, outputs, the model folder, the cache folder (InputError)."""
     if args.command == "decode":
-        check_readable(args.latents, "latents file", LATENT_SUFFIXES)
-        check_writable(args.output, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1])  # .png: an image VAE's
-        check_distinct(args.output, [args.latents])
+        inputs = [args.latents, *([args.audio_latents] if args.audio_latents else [])]
+        for path in inputs:
+            check_readable(path, "latents file", LATENT_SUFFIXES)
+        check_writable(args.output, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1] + (".wav",))  # .png: an image VAE's
+        check_distinct(args.output, inputs)
+        if args.audio_out:
+            check_writable(args.audio_out, (".wav",))
+            check_distinct(args.audio_out, inputs + [args.output])
     elif args.command == "encode":
         check_readable(args.video, "video file")
         check_writable(args.output, LATENT_SUFFIXES)
@@ -260,6 +271,7 @@ def _run(args) -> dict:
             args.latents, args.output, args.model, subfolder=args.subfolder or None, dtype=args.dtype,
             tiling=args.tiling, fps=args.fps, layout=args.layout, progress=progress, size=args.size,
             decode_timestep=args.decode_timestep, decode_noise_scale=args.decode_noise_scale, seed=args.seed,
+            audio_latents=args.audio_latents, audio_out=args.audio_out,
         )
     if args.command == "encode":
         return commands.encode_file(
@@ -287,10 +299,17 @@ def _report(command: str, result: dict) -> str:
         return (f"wrote {result['output']}: latents {result['latent_shape']} ({result['layout']}) from a "
                 f"{result['size']} image; compile {result['compile_seconds']:.1f} s, encode "
                 f"{result['encode_seconds']:.1f} s")
+    if command == "decode" and "clips" in result:  # the sound alone
+        return (f"wrote {', '.join(result['outputs'])}: {_count(result['clips'], 'clip')} of "
+                f"{result['audio_seconds']:.2f} s at {result['sample_rate']} Hz; decode {result['decode_seconds']:.1f} s")
     if command == "decode":
+        sound = (f", with {result['audio_seconds']:.2f} s of sound at {result['sample_rate']} Hz"
+                 f"{' (also ' + ', '.join(result['audio_outputs']) + ')' if result['audio_outputs'] else ''}"
+                 if "sample_rate" in result else "")
         return (f"wrote {', '.join(result['outputs'])}: {result['videos']} x {result['frames']} frames "
-                f"{result['size']}; compile {result['compile_seconds']:.1f} s ({_count(result['programs'], 'program')}), "
-                f"decode {result['decode_seconds']:.1f} s, {result['frames_per_second']:.2f} frames/s")
+                f"{result['size']}{sound}; compile {result['compile_seconds']:.1f} s "
+                f"({_count(result['programs'], 'program')}), decode {result['decode_seconds']:.1f} s, "
+                f"{result['frames_per_second']:.2f} frames/s")
     if command == "encode":
         return (f"wrote {result['output']}: latents {result['latent_shape']} ({result['layout']}) from {result['frames']} frames; "
                 f"compile {result['compile_seconds']:.1f} s, encode {result['encode_seconds']:.1f} s, "

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from . import convert, files, image_files, patches, streamed_encode, video_input
+from . import convert, files, image_files, patches, sound, streamed_encode, video_input
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
@@ -221,6 +221,7 @@ def decode_file(
     latents: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
     tiling: bool = False, fps: float = 8, layout: str | None = None, progress="bar", size=None,
     decode_timestep: float | None = None, decode_noise_scale: float | None = None, seed: int = 0,
+    audio_latents: str | None = None, audio_out: str | None = None,
 ) -> dict:
     """Stage 3: latents saved by stage 2 -> one video per batch element, decoded by TorchaxVAE.
 
@@ -232,17 +233,28 @@ def decode_file(
     (`pipeline_layout`: CogVideoX's is BFCHW, the others' BCFHW).
     decode_timestep, decode_noise_scale, seed: for timestep-conditioned decoders (LTX-Video 0.9.1 on), as the
     pipeline's arguments of those names and its generator's seed (`TorchaxVAE.decode_inputs`).
+    Sound (torchax_vae/sound.py): audio latents beside the video's in `latents` (LTX-2's (video, audio) pair) or
+    in `audio_latents` go into the MP4 as AAC, and to `audio_out` (.wav) where given; `out` ending in .wav
+    writes the sound alone.
     """
     mode = _progress_mode(progress)
-    out = files.check_writable(out, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1])
-    files.check_distinct(out, [latents])
-    z = files.load_latents(latents, None, packed=True, images=True)  # as stored: the layout depends on the family
+    out = files.check_writable(out, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1] + (".wav",))
+    inputs = [latents, *([audio_latents] if audio_latents else [])]
+    files.check_distinct(out, inputs)
+    if out.suffix.lower() == ".wav":
+        return sound.sound_only(latents, audio_latents, out, model, dtype)
+    z, audio_z = sound.read(latents, audio_latents)  # as stored: the layout depends on the family
+    if z is None:
+        raise InputError(f"{latents} holds audio latents alone: write their sound with -o NAME.wav")
     paths = _outputs(out, z.shape[0])
-    for path in paths:
+    wavs = [] if audio_out is None else sound.wav_paths(files.check_writable(audio_out, (".wav",)), z.shape[0])
+    for path in paths + wavs:
         files.check_writable(path)
-        files.check_distinct(path, [latents])
+        files.check_distinct(path, inputs + [p for p in paths + wavs if p is not path])
     vae = load_vae(model, subfolder)
     ours = _make_vae(vae, dtype, tiling)
+    speaker = sound.for_video(ours, model, dtype, audio_z, audio_out, f"latents in {audio_latents or latents}",
+                              z.shape[0], out)
     image_files.check_output(out, ours.rank, ours.model_class.__name__, ours.batch_is_frames)
     if ours.rank == 4:  # an image VAE (AutoencoderKL): PNG files; Stable Video Diffusion's frames: one video
         if ours.batch_is_frames and out.suffix.lower() != ".png":
@@ -280,8 +292,13 @@ def decode_file(
     batch, channels, total, height, width = video_shape
     start = time.perf_counter()
     with contextlib.ExitStack() as stack:  # every output appears, atomically, once all its frames are written
-        writers = [stack.enter_context(files.frame_writer(path, shape=(total, height, width, channels), fps=fps))
-                   for path in paths]
+        tracks = [None] * len(paths)
+        if speaker is not None:  # the sound first (one program each: the audio VAE's, the vocoder's), as WAVs
+            tracks, heard = sound.tracks(speaker, audio_z, stack, wavs)
+        mp4 = out.suffix.lower() == ".mp4"  # (an .npy holds the frames alone: its sound goes to audio_out)
+        writers = [stack.enter_context(files.frame_writer(path, shape=(total, height, width, channels), fps=fps,
+                                                          audio=track if mp4 else None))
+                   for path, track in zip(paths, tracks)]
         with frames_written(total, "decode", mode, LONG_RUN_SECONDS) as wrote:
             # a decoder that injects noise (LTX-Video 0.9.1, LTX-2) draws it from this call's generator
             noise = {"generator": torch.Generator().manual_seed(seed)} if ours.decode_draws_noise else {}
@@ -301,6 +318,7 @@ def decode_file(
         "compile_seconds": compile_seconds,
         "decode_seconds": decode_seconds,
         "frames_per_second": batch * total / decode_seconds,
+        **({"audio_outputs": [str(p) for p in wavs], **heard} if speaker is not None else {}),
     }
 
 

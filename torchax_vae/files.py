@@ -116,7 +116,8 @@ def _unpickling_reason(error: Exception) -> str:
 _WRITERS = {".npy": "numpy.save(path, latents)", ".safetensors": "safetensors.torch.save_file({'latents': latents})"}
 
 
-def load_latents(path, layout: str | None = "BFCHW", packed: bool = False, images: bool = False) -> torch.Tensor:
+def load_latents(path, layout: str | None = "BFCHW", packed: bool = False, images: bool = False,
+                 audio: bool = False):
     """Latents from .pt/.pth, .safetensors or .npy as a float tensor [B, C, F, H, W].
 
     `layout` says how the file stores them: "BFCHW" (what the CogVideoX
@@ -126,31 +127,45 @@ def load_latents(path, layout: str | None = "BFCHW", packed: bool = False, image
     latents are ambiguous between the layouts; save `latents[None]` or the whole
     batch). With `packed`, a 3-D array [B, tokens, channels] (Qwen-Image's
     pipelines pack latents so) is returned as it is, for the family to unpack.
+
+    audio: the file may also hold audio latents, as LTX-2's pipeline returns them with a video's
+    (`torch.save((video, audio))`, or a dict with an "audio" entry beside "latents" or "video"; a .safetensors
+    with those keys): returns (video latents, audio latents or None), the audio float and as stored.
     """
     path = pathlib.Path(path)
     if layout is not None and layout not in LAYOUTS:
         raise InputError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    data = _read_latents(path)
+    sound = None
+    if audio:
+        data, sound = _with_audio(data, path)
+    if isinstance(data, dict):
+        data = _single_tensor(data, path)
+    elif isinstance(data, (tuple, list)):  # what `return_dict=False` hands back: (latents,)
+        if len(data) != 1 or not isinstance(data[0], torch.Tensor):
+            pair = "; a (video, audio) pair is read where the model makes sound (LTX-2)" if len(data) == 2 else ""
+            raise InputError(f"{path}: expected a tensor or a 1-tuple of one (return_dict=False), "
+                             f"found a {type(data).__name__} of {len(data)}{pair}")
+        data = data[0]
+    video = None if audio and data is None else _as_latents(data, path, layout, packed, images)
+    if not audio:
+        return video
+    return video, None if sound is None else _as_float(sound, path, "audio latents")
+
+
+def _read_latents(path: pathlib.Path):
+    """What a latents file holds: an array, or (a .pt's) a dict, tuple or list, as stored."""
     check_readable(path, "latents file", LATENT_SUFFIXES)
     if path.stat().st_size == 0:
         raise InputError(f"latents file {path} is empty: expected what torch.save, safetensors or numpy.save wrote")
     try:
         if path.suffix == ".npy":
-            data = np.load(path, allow_pickle=False)
-        elif path.suffix == ".safetensors":
+            return np.load(path, allow_pickle=False)
+        if path.suffix == ".safetensors":
             from safetensors.torch import load_file
 
-            data = _single_tensor(load_file(path), path)
-        else:
-            data = torch.load(path, map_location="cpu", weights_only=True)
-            if isinstance(data, dict):
-                data = _single_tensor(data, path)
-            elif isinstance(data, (tuple, list)):  # what `return_dict=False` hands back: (latents,)
-                if len(data) != 1 or not isinstance(data[0], torch.Tensor):
-                    raise InputError(f"{path}: expected a tensor or a 1-tuple of one (return_dict=False), "
-                                     f"found a {type(data).__name__} of {len(data)}")
-                data = data[0]
-    except InputError:
-        raise
+            return load_file(path)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:  # not torch.save of tensors; never relay torch's weights_only=False advice
         raise InputError(f"cannot read latents from {path}: {_unpickling_reason(e)}; expected a file written by "
                          "torch.save(latents) (a tensor, a dict of one, or a 1-tuple), e.g. the pipeline output's .frames")
@@ -158,15 +173,38 @@ def load_latents(path, layout: str | None = "BFCHW", packed: bool = False, image
         writer = _WRITERS.get(path.suffix, "torch.save(latents)")
         detail = f"{type(e).__name__}: {str(e).splitlines()[0]}" if str(e).strip() else type(e).__name__
         raise InputError(f"cannot read latents from {path}: not a file {writer} wrote, or a truncated one ({detail})")
+
+
+def _with_audio(data, path):
+    """(the video part, the audio latents or None) of what a latents file holds (`load_latents`' `audio`)."""
+    if isinstance(data, (tuple, list)) and len(data) == 2:
+        return (data[0],), data[1]
+    if isinstance(data, dict) and "audio" in data:
+        rest = {key: value for key, value in data.items() if key != "audio"}
+        video = rest.get("latents", rest.get("video"))
+        if video is None and len(rest) > 1:
+            raise InputError(f"{path}: beside 'audio', expected one tensor or a 'latents' or 'video' entry, found "
+                             f"keys {sorted(rest)}")
+        return (video if video is not None else rest or None), data["audio"]
+    return data, None
+
+
+def _as_float(data, path, what: str) -> torch.Tensor:
     if not isinstance(data, (torch.Tensor, np.ndarray)):
-        raise InputError(f"{path}: expected a tensor of latents, found a {type(data).__name__}")
+        raise InputError(f"{path}: expected a tensor of {what}, found a {type(data).__name__}")
     tensor = torch.as_tensor(data)
     if not tensor.is_floating_point():
-        raise InputError(f"{path}: latents must be floating point, got {tensor.dtype}")
+        raise InputError(f"{path}: {what} must be floating point, got {tensor.dtype}")
+    return tensor.float().contiguous()
+
+
+def _as_latents(data, path, layout, packed: bool, images: bool):
+    """The video latents of a file, checked (`load_latents`)."""
+    tensor = _as_float(data, path, "latents")
     if (packed and tensor.ndim == 3) or (images and tensor.ndim == 4):
-        return tensor.float().contiguous()
+        return tensor
     check_rank(tensor, path, 5, layout)
-    return to_layout(tensor.float(), layout, "BCFHW").contiguous()
+    return to_layout(tensor, layout, "BCFHW").contiguous()
 
 
 def check_rank(tensor: torch.Tensor, path, rank: int, layout: str | None = None) -> None:
@@ -244,23 +282,26 @@ def _write_all(f, data: np.ndarray) -> None:
     f.write(data.data)
 
 
-def mp4_command(tmp, height: int, width: int, fps: float, fragmented: bool = False) -> list[str]:
+def mp4_command(tmp, height: int, width: int, fps: float, fragmented: bool = False, audio=None) -> list[str]:
     """ffmpeg (imageio-ffmpeg's binary) reading raw RGB frames on stdin into an H.264 MP4 (yuv420p, CRF 12);
-    fragmented: as fragments a reader can play as they come (written to a pipe: `tmp` "pipe:1")."""
+    fragmented: as fragments a reader can play as they come (written to a pipe: `tmp` "pipe:1"); audio: a WAV
+    file whose sound goes in as AAC at its own sample rate (torchax_vae/sound.py), else the MP4 is silent."""
     import imageio_ffmpeg
 
     fragments = ["-movflags", "frag_keyframe+empty_moov+default_base_moof"] if fragmented else []
+    sound = ["-i", str(audio), "-map", "0:v:0", "-map", "1:a:0", "-c:a", "aac"] if audio is not None else ["-an"]
     return [
         imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-v", "error", "-hide_banner",
         "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-r", repr(float(fps)), "-i", "-",
-        "-an", "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", *fragments, "-f", "mp4", str(tmp),
+        *sound, "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", *fragments, "-f", "mp4", str(tmp),
     ]
 
 
 @contextlib.contextmanager
-def frame_writer(path, *, shape, fps: float = 8):
+def frame_writer(path, *, shape, fps: float = 8, audio=None):
     """Writes a video of uint8 frames `shape` = [F, H, W, C] as its frames come: yields `write(frames)`, which
     takes the next frames [n, H, W, C]; the file appears, atomically, once all F are written and the block ends.
+    audio: a WAV file to put in an MP4 as its sound (`mp4_command`).
 
     .npy: the header of the whole array first, then the frames (C 3 or 4; exact). Otherwise an MP4 (C 3):
     ffmpeg reads the frames on its stdin as they come (odd heights or widths padded by one edge pixel, as
@@ -284,6 +325,8 @@ def frame_writer(path, *, shape, fps: float = 8):
             raise WriteError(f"cannot write {path}: {written[0]} of its {total} frames came")
 
     npy = pathlib.Path(path).suffix.lower() == ".npy"
+    if npy and audio is not None:
+        raise InputError(f"{path}: an .npy holds the frames alone; write the sound beside it (a .wav) or an .mp4")
     if npy:
         with atomic_output(path) as tmp, open(tmp, "wb") as f:
             header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)), "fortran_order": False,
@@ -309,7 +352,7 @@ def frame_writer(path, *, shape, fps: float = 8):
     pad_h, pad_w = height % 2, width % 2
     with atomic_output(path) as tmp, quiet_ffmpeg(), tempfile.TemporaryFile() as log:
         # stderr to a file: a chatty ffmpeg cannot block on a full pipe while we write its stdin
-        proc = subprocess.Popen(mp4_command(tmp, height + pad_h, width + pad_w, fps), stdin=subprocess.PIPE,
+        proc = subprocess.Popen(mp4_command(tmp, height + pad_h, width + pad_w, fps, audio=audio), stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=log)
         stopped = [False]
 

@@ -1,0 +1,209 @@
+"""Stage 3 with sound: a video family's audio latents, through its audio VAE and vocoder on JAX, into a waveform.
+
+LTX-2's pipeline returns, with `output_type="latent"`, the video's latents and
+the audio's ([B, C, L, M], the audio VAE's own). Its stage 3 is
+`audio_vae.decode` (a stereo log-mel spectrogram) and then `vocoder` (the
+waveform [B, 2, samples] at `vocoder.config.output_sampling_rate`). Here both
+are TorchaxVAEs (models/ltx2_audio.py, models/ltx2_vocoder.py), loaded from the
+pipeline folder's `audio_vae/` and `vocoder/`, as diffusers lays a saved
+pipeline out. The waveform is written as diffusers' `encode_video` writes it:
+clipped to [-1, 1], times 32767, as int16 (mono duplicated to stereo), then AAC
+at the model's sample rate in the MP4 (files.mp4_command), or a 16-bit WAV.
+"""
+
+import pathlib
+import wave
+
+import numpy as np
+import torch
+
+from .files import InputError, atomic_output
+
+__all__ = ["WITH_SOUND", "Sound", "pcm16", "write_wav"]
+
+# The video VAE classes whose pipelines make sound, and the folders of a saved pipeline that hold it.
+WITH_SOUND = {"AutoencoderKLLTX2Video": "LTX-2"}
+SUBFOLDERS = ("audio_vae", "vocoder")
+AUDIO_VAES = ("AutoencoderKLLTX2Audio",)  # what those folders may hold
+VOCODERS = ("LTX2Vocoder", "LTX2VocoderWithBWE")
+
+
+def families() -> str:
+    return ", ".join(f"{name} ({cls})" for cls, name in WITH_SOUND.items())
+
+
+class Sound:
+    """A family's audio VAE and vocoder, as TorchaxVAEs; `waveform(z)` is the pipeline's audio stage 3."""
+
+    def __init__(self, audio_vae, vocoder):
+        self.audio_vae = audio_vae
+        self.vocoder = vocoder
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self.vocoder.config.output_sampling_rate)
+
+    def latent_shape(self, batch: int, frames: int) -> tuple[int, int, int, int]:
+        """[B, C, L, M] audio latents of `frames` latent frames, as the pipeline makes them (its latent mel bins:
+        `config.mel_bins // mel_compression_ratio`)."""
+        config = self.audio_vae.config
+        return (batch, config.latent_channels, frames, config.mel_bins // self.audio_vae.mel_compression_ratio)
+
+    def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
+        """InputError unless `z` is audio latents this audio VAE decodes (and `batch` of them, where given)."""
+        if z.ndim != 4:
+            raise InputError(f"{where}: audio latents must be 4-D [B, C, L, mel_bins] (LTX2Pipeline's "
+                             f"output_type='latent' audio), got {z.ndim}-D with shape {tuple(z.shape)}")
+        want = self.latent_shape(z.shape[0], z.shape[2])
+        if tuple(z.shape) != want or not z.shape[2]:
+            raise InputError(f"{where}: audio latents {tuple(z.shape)} do not fit this "
+                             f"{self.audio_vae.model_class.__name__}: expected [B, {want[1]}, L, {want[3]}] "
+                             f"({want[1]} channels, {want[3]} latent mel bins), L > 0")
+        if batch is not None and z.shape[0] != batch:
+            raise InputError(f"{where}: {z.shape[0]} audio latents for {batch} videos; one each, as the pipeline "
+                             "returns them")
+        if not torch.isfinite(z).all():
+            raise InputError(f"{where}: audio latents contain NaN or Inf values")
+
+    def waveform(self, z: torch.Tensor) -> torch.Tensor:
+        """The waveform [B, channels, samples] of audio latents: `audio_vae.decode` then `vocoder`, each cast to the
+        model's dtype as the pipeline casts them."""
+        spectrogram = self.audio_vae.decode(z.to(self.audio_vae.dtype)).sample
+        return self.vocoder(spectrogram.to(self.vocoder.dtype))
+
+
+def pcm16(waveform: torch.Tensor) -> np.ndarray:
+    """int16 samples [B, samples, 2] of a waveform [B, channels, samples], as diffusers' `encode_video` makes them."""
+    if waveform.shape[1] == 1:  # mono is written as stereo, the channel duplicated
+        waveform = waveform.repeat(1, 2, 1)
+    if waveform.shape[1] != 2:
+        raise ValueError(f"expected a mono or stereo waveform [B, 1 or 2, samples], got {tuple(waveform.shape)}")
+    samples = (torch.clip(waveform.detach().float().cpu(), -1.0, 1.0) * 32767.0).to(torch.int16)
+    return samples.transpose(1, 2).contiguous().numpy()
+
+
+def write_wav(path, pcm: np.ndarray, sample_rate: int) -> None:
+    """16-bit PCM samples [samples, channels] as a WAV file, atomically."""
+    with atomic_output(path) as tmp:
+        write_wav_to(tmp, pcm, sample_rate)
+
+
+def write_wav_to(path, pcm: np.ndarray, sample_rate: int) -> None:
+    with wave.open(str(path), "wb") as f:
+        f.setnchannels(pcm.shape[1])
+        f.setsampwidth(2)
+        f.setframerate(int(sample_rate))
+        f.writeframes(np.ascontiguousarray(pcm, dtype="<i2").tobytes())
+
+
+def read_wav(path) -> tuple[np.ndarray, int]:
+    """(int16 samples [samples, channels], sample rate) of a 16-bit WAV file."""
+    with wave.open(str(pathlib.Path(path)), "rb") as f:
+        data = np.frombuffer(f.readframes(f.getnframes()), dtype="<i2")
+        return data.reshape(-1, f.getnchannels()), f.getframerate()
+
+
+def load(model: str, dtype: str) -> Sound:
+    """The audio VAE and vocoder of a pipeline folder (or hub id) `model`, as TorchaxVAEs in `dtype` ("fp32"/"bf16");
+    InputError where it has none."""
+    from .commands import load_vae
+    from .vae import TorchaxVAE
+
+    local = pathlib.Path(model).expanduser()
+    if local.is_dir():
+        lacking = [name for name in SUBFOLDERS if not (local / name / "config.json").is_file()]
+        if lacking:
+            raise InputError(f"model folder {model} has no {' or '.join(f'{name}/' for name in lacking)}: sound "
+                             f"needs a pipeline folder with audio_vae/ and vocoder/, as {families()} pipelines save")
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    audio_vae, vocoder = (load_vae(model, name) for name in SUBFOLDERS)
+    if type(audio_vae).__name__ not in AUDIO_VAES or type(vocoder).__name__ not in VOCODERS:
+        raise InputError(f"{model}: its audio_vae/ holds a {type(audio_vae).__name__} and its vocoder/ a "
+                         f"{type(vocoder).__name__}; sound is decoded for {families()}")
+    return Sound(TorchaxVAE(audio_vae, dtype=torch_dtype), TorchaxVAE(vocoder, dtype=torch_dtype))
+
+
+def wav_paths(out: pathlib.Path, batch: int) -> list[pathlib.Path]:
+    """One WAV per clip: `out` for one, out_0.wav, out_1.wav, ... for more (as the videos)."""
+    return [out] if batch == 1 else [out.with_name(f"{out.stem}_{i}{out.suffix}") for i in range(batch)]
+
+
+def read(latents: str, audio_latents: str | None):
+    """(video latents or None, audio latents or None) of the command's input files (files.load_latents)."""
+    from . import files
+
+    z, audio = files.load_latents(latents, None, packed=True, images=True, audio=True)
+    if audio_latents is not None:
+        if audio is not None:
+            raise InputError(f"{latents} holds audio latents already; --audio-latents is for video latents saved "
+                             "alone")
+        audio = files.load_latents(audio_latents, None, images=True)
+    return z, audio
+
+
+def for_video(ours, model: str, dtype: str, audio, audio_out, where: str, batch: int, out) -> "Sound | None":
+    """The sound to decode beside a video of `ours` written to `out` (InputError, before anything compiles, where it
+    cannot be), or None for a silent video."""
+    if audio is None:
+        if audio_out is not None:
+            raise InputError(f"--audio-out: {where} holds no audio latents; save the pipeline's (video, audio) pair, "
+                             "or give --audio-latents")
+        return None
+    name = ours.model_class.__name__
+    if name not in WITH_SOUND:
+        raise InputError(f"{where}: audio latents given, but a {name} makes video without sound; the families "
+                         f"with sound: {families()}")
+    if pathlib.Path(out).suffix.lower() == ".npy" and audio_out is None:
+        raise InputError(f"{out}: an .npy holds the frames alone; give --audio-out NAME.wav for the sound of {where}, "
+                         "or write an .mp4")
+    speaker = load(model, dtype)
+    speaker.check(audio, where, batch)
+    return speaker
+
+
+def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model: str, dtype: str) -> dict:
+    """`torchax-vae decode ... -o NAME.wav`: the sound of the audio latents alone, one 16-bit WAV per clip."""
+    import time
+
+    from . import files
+
+    z, audio = read(latents, audio_latents)
+    if audio is None and z is not None and z.ndim == 4:  # the audio latents saved alone
+        audio = z
+    if audio is None:
+        raise InputError(f"{out}: a .wav is the sound of audio latents, and {latents} holds none (LTX2Pipeline's "
+                         "output_type='latent' returns them beside the video's)")
+    paths = wav_paths(out, audio.shape[0])
+    for path in paths:
+        files.check_writable(path)
+        files.check_distinct(path, [latents, *([audio_latents] if audio_latents else [])])
+    speaker = load(model, dtype)
+    speaker.check(audio, f"audio latents in {audio_latents or latents}")
+    start = time.perf_counter()
+    pcm = pcm16(speaker.waveform(audio))
+    seconds = time.perf_counter() - start
+    for path, clip in zip(paths, pcm):
+        write_wav(path, clip, speaker.sample_rate)
+    return {"outputs": [str(p) for p in paths], "clips": len(paths), "samples": pcm.shape[1],
+            "sample_rate": speaker.sample_rate, "audio_seconds": pcm.shape[1] / speaker.sample_rate,
+            "decode_seconds": seconds}
+
+
+def tracks(speaker: Sound, audio, stack, wavs) -> tuple[list[pathlib.Path], dict]:
+    """The sound of each clip as a temporary WAV for its MP4 (removed when `stack` closes), and in `wavs` (the
+    --audio-out files, renamed into place only when `stack` closes without an error, with the videos); and
+    what it measured."""
+    import tempfile
+    import time
+
+    start = time.perf_counter()
+    pcm = pcm16(speaker.waveform(audio))
+    seconds = time.perf_counter() - start
+    folder = pathlib.Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="torchax_vae_sound.")))
+    temporary = [folder / f"{i}.wav" for i in range(len(pcm))]
+    for path, clip in zip(temporary, pcm):
+        write_wav_to(path, clip, speaker.sample_rate)
+    for path, clip in zip(wavs, pcm):
+        write_wav_to(stack.enter_context(atomic_output(path)), clip, speaker.sample_rate)
+    return temporary, {"sample_rate": speaker.sample_rate, "audio_seconds": pcm.shape[1] / speaker.sample_rate,
+                       "audio_decode_seconds": seconds}
