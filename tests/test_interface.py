@@ -230,7 +230,8 @@ def test_family_lists_agree():
     from torchax_vae.models import WRAPPERS
 
     served = {wrapper.model_class.__name__ for wrapper in WRAPPERS}
-    optional = {"AutoencoderKLLTX2Video", "AutoencoderKLQwenImage21"}  # diffusers >= 0.37, >= 0.42 only
+    optional = {"AutoencoderKLLTX2Video", "AutoencoderKLLTX2Audio", "LTX2Vocoder", "LTX2VocoderWithBWE",
+                "AutoencoderKLQwenImage21"}  # diffusers >= 0.37 (LTX-2 and its sound), >= 0.42 only
     assert served <= set(torchax_vae.FAMILIES) and set(torchax_vae.FAMILIES) - served <= optional
     root = pathlib.Path(__file__).resolve().parent.parent
     readme_opening = root.joinpath("README.md").read_text().split("```")[0]

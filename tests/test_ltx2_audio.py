@@ -49,6 +49,22 @@ def vocoder(**config):
     return LTX2Vocoder(**config).eval()
 
 
+def ltx2_folder(root):
+    """An LTX-2 pipeline folder's VAEs at `root` (vae/, audio_vae/, vocoder/: small, seeded random weights), as
+    `pipe.save_pretrained` lays them out; returns stage 2's output for two clips, the video's latents and the
+    audio's ([B, C, L, mel_bins / 4], as LTX2Pipeline returns them), and PyTorch's waveform of that audio."""
+    from vaes import random_vae
+
+    random_vae("ltx2-tiny").save_pretrained(root / "vae")
+    vae, voc = audio_vae(**THREE_LEVELS), vocoder(**VOCODER)
+    vae.save_pretrained(root / "audio_vae")
+    voc.save_pretrained(root / "vocoder")
+    g = torch.Generator().manual_seed(0)
+    video, audio = torch.randn(2, 8, 2, 4, 4, generator=g), torch.randn(2, 4, 40, 4, generator=g)
+    with torch.no_grad():
+        return video, audio, voc(vae.decode(audio).sample)
+
+
 @pytest.fixture(scope="module")
 def three_levels():
     vae = audio_vae(**THREE_LEVELS)

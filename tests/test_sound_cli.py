@@ -23,19 +23,10 @@ def pipeline(tmp_path_factory):
     """An LTX-2 pipeline folder's VAEs (vae/, audio_vae/, vocoder/: small, seeded random weights), its stage 2
     output saved as `torch.save((video, audio))`, and PyTorch's waveform of that audio."""
     root = tmp_path_factory.mktemp("ltx2")
-    random_vae("ltx2-tiny").save_pretrained(root / "vae")
-    audio_vae = audio_models.audio_vae(**audio_models.THREE_LEVELS)
-    vocoder = audio_models.vocoder(**audio_models.VOCODER)
-    audio_vae.save_pretrained(root / "audio_vae")
-    vocoder.save_pretrained(root / "vocoder")
-    g = torch.Generator().manual_seed(0)
-    video = torch.randn(2, 8, 2, 4, 4, generator=g)
-    audio = torch.randn(2, 4, 40, 4, generator=g)  # [B, C, L, mel_bins / 4], as LTX2Pipeline returns them
+    video, audio, waveform = audio_models.ltx2_folder(root)
     torch.save((video, audio), root / "pair.pt")
     torch.save(video, root / "video.pt")
     torch.save(audio, root / "audio.pt")
-    with torch.no_grad():
-        waveform = vocoder(audio_vae.decode(audio).sample)
     return root, waveform
 
 
@@ -48,7 +39,7 @@ def run(capsys, *args) -> tuple[int, list[str]]:
         + captured.out.splitlines()
 
 
-def audio_track(path) -> np.ndarray:
+def audio_track(path) -> np.ndarray:  # (test_serve_sound.py's too)
     """The MP4's sound decoded by ffmpeg: int16 [samples, 2]."""
     proc = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(path), "-map", "0:a:0", "-f",
                            "s16le", "-acodec", "pcm_s16le", "-"], capture_output=True, check=True)

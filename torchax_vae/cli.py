@@ -80,7 +80,7 @@ def _fps(text: str) -> float:
 
 def _model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--model", required=required,
-                   help=f"a {', '.join(FAMILIES.values())} checkpoint: local folder or hub id (cached); the VAE class "
+                   help=f"a {', '.join(dict.fromkeys(FAMILIES.values()))} checkpoint: local folder or hub id (cached); the VAE class "
                         "is read from its config")
     p.add_argument("--subfolder", default="vae", help="the VAE's folder inside --model (default: vae)")
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="compute dtype (default: fp32)")
@@ -101,7 +101,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="torchax-vae",
-        description=f"diffusers VAEs ({', '.join(FAMILIES.values())}) on JAX through torchax. Stage 3 of a text-to-video "
+        description=f"diffusers VAEs ({', '.join(dict.fromkeys(FAMILIES.values()))}) on JAX through torchax. Stage 3 of a text-to-video "
                     "or text-to-image pipeline: decode the latents a pipeline saved (output_type='latent') into a "
                     "video or images.",
     )

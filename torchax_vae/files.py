@@ -288,7 +288,11 @@ def mp4_command(tmp, height: int, width: int, fps: float, fragmented: bool = Fal
     file whose sound goes in as AAC at its own sample rate (torchax_vae/sound.py), else the MP4 is silent."""
     import imageio_ffmpeg
 
-    fragments = ["-movflags", "frag_keyframe+empty_moov+default_base_moof"] if fragmented else []
+    # With sound, the first fragment's moov waits for the AAC encoder's priming (delay_moov), so that players skip
+    # it; the track's end cannot be trimmed in a fragmented file: it keeps the last AAC frame's padding (under 1024
+    # samples of near silence, docs/serve.md)
+    flags = "frag_keyframe+empty_moov+default_base_moof" + ("+delay_moov" if audio is not None else "")
+    fragments = ["-movflags", flags] if fragmented else []
     sound = ["-i", str(audio), "-map", "0:v:0", "-map", "1:a:0", "-c:a", "aac"] if audio is not None else ["-an"]
     return [
         imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-v", "error", "-hide_banner",

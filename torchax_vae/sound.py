@@ -26,6 +26,7 @@ WITH_SOUND = {"AutoencoderKLLTX2Video": "LTX-2"}
 SUBFOLDERS = ("audio_vae", "vocoder")
 AUDIO_VAES = ("AutoencoderKLLTX2Audio",)  # what those folders may hold
 VOCODERS = ("LTX2Vocoder", "LTX2VocoderWithBWE")
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the command's --dtype
 
 
 def families() -> str:
@@ -89,7 +90,8 @@ def write_wav(path, pcm: np.ndarray, sample_rate: int) -> None:
 
 
 def write_wav_to(path, pcm: np.ndarray, sample_rate: int) -> None:
-    with wave.open(str(path), "wb") as f:
+    """`write_wav`, to `path` as it is (or a file object)."""
+    with wave.open(path if hasattr(path, "write") else str(path), "wb") as f:
         f.setnchannels(pcm.shape[1])
         f.setsampwidth(2)
         f.setframerate(int(sample_rate))
@@ -97,15 +99,15 @@ def write_wav_to(path, pcm: np.ndarray, sample_rate: int) -> None:
 
 
 def read_wav(path) -> tuple[np.ndarray, int]:
-    """(int16 samples [samples, channels], sample rate) of a 16-bit WAV file."""
-    with wave.open(str(pathlib.Path(path)), "rb") as f:
+    """(int16 samples [samples, channels], sample rate) of a 16-bit WAV file (a path or a file object)."""
+    with wave.open(path if hasattr(path, "read") else str(path), "rb") as f:
         data = np.frombuffer(f.readframes(f.getnframes()), dtype="<i2")
         return data.reshape(-1, f.getnchannels()), f.getframerate()
 
 
-def load(model: str, dtype: str) -> Sound:
-    """The audio VAE and vocoder of a pipeline folder (or hub id) `model`, as TorchaxVAEs in `dtype` ("fp32"/"bf16");
-    InputError where it has none."""
+def load(model: str, dtype: torch.dtype | None = None, mesh=None) -> Sound:
+    """The audio VAE and vocoder of a pipeline folder (or hub id) `model`, as TorchaxVAEs in `dtype` (None: the
+    checkpoint's) on `mesh` (None: one device); InputError where it has none."""
     from .commands import load_vae
     from .vae import TorchaxVAE
 
@@ -115,12 +117,19 @@ def load(model: str, dtype: str) -> Sound:
         if lacking:
             raise InputError(f"model folder {model} has no {' or '.join(f'{name}/' for name in lacking)}: sound "
                              f"needs a pipeline folder with audio_vae/ and vocoder/, as {families()} pipelines save")
-    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
     audio_vae, vocoder = (load_vae(model, name) for name in SUBFOLDERS)
     if type(audio_vae).__name__ not in AUDIO_VAES or type(vocoder).__name__ not in VOCODERS:
         raise InputError(f"{model}: its audio_vae/ holds a {type(audio_vae).__name__} and its vocoder/ a "
                          f"{type(vocoder).__name__}; sound is decoded for {families()}")
-    return Sound(TorchaxVAE(audio_vae, dtype=torch_dtype), TorchaxVAE(vocoder, dtype=torch_dtype))
+    return Sound(TorchaxVAE(audio_vae, dtype=dtype, mesh=mesh), TorchaxVAE(vocoder, dtype=dtype, mesh=mesh))
+
+
+def has_sound(model, vae) -> bool:
+    """Whether a pipeline folder `model`, whose VAE is `vae`, has sound to decode beside it (a family with sound,
+    and its audio_vae/ and vocoder/ there)."""
+    local = pathlib.Path(str(model)).expanduser()
+    return type(vae).__name__ in WITH_SOUND and local.is_dir() and \
+        all((local / name / "config.json").is_file() for name in SUBFOLDERS)
 
 
 def wav_paths(out: pathlib.Path, batch: int) -> list[pathlib.Path]:
@@ -156,7 +165,7 @@ def for_video(ours, model: str, dtype: str, audio, audio_out, where: str, batch:
     if pathlib.Path(out).suffix.lower() == ".npy" and audio_out is None:
         raise InputError(f"{out}: an .npy holds the frames alone; give --audio-out NAME.wav for the sound of {where}, "
                          "or write an .mp4")
-    speaker = load(model, dtype)
+    speaker = load(model, _DTYPES[dtype])
     speaker.check(audio, where, batch)
     return speaker
 
@@ -177,7 +186,7 @@ def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model
     for path in paths:
         files.check_writable(path)
         files.check_distinct(path, [latents, *([audio_latents] if audio_latents else [])])
-    speaker = load(model, dtype)
+    speaker = load(model, _DTYPES[dtype])
     speaker.check(audio, f"audio latents in {audio_latents or latents}")
     start = time.perf_counter()
     pcm = pcm16(speaker.waveform(audio))

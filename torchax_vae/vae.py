@@ -77,7 +77,8 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderTiny` and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
-    `AutoencoderKLCosmos` or `AutoencoderKLMagvit`.
+    `AutoencoderKLCosmos` or `AutoencoderKLMagvit`; and LTX-2's sound, `AutoencoderKLLTX2Audio` (`pipe.audio_vae`) and
+    its vocoders `LTX2Vocoder` and `LTX2VocoderWithBWE` (`pipe.vocoder`: called as diffusers' module is).
 
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module

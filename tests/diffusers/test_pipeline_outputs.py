@@ -371,7 +371,9 @@ def _run(tester, wrap: bool, record: list | None = None):
     torch.manual_seed(0)
     vaes = [component for component in components.values() if isinstance(component, TorchaxVAE)]
     assert vaes or not wrap, f"{type(tester).__name__}: no served VAE among {sorted(components)}"
-    return _as_array(pipe(**_inputs(tester))[0]), vaes[0] if vaes else None
+    output = pipe(**_inputs(tester))
+    sound = getattr(output, "audio", None)  # LTX-2's: its audio VAE's and vocoder's waveform, wrapped too
+    return _as_array(output[0]), vaes[0] if vaes else None, None if sound is None else _as_array(sound)
 
 
 def decode_tolerance(expected: np.ndarray, name: str = "") -> float:
@@ -403,11 +405,15 @@ def test_output_equals_plain_diffusers(module, name):
     recorders = []
     with torch.no_grad():
         try:
-            expected, _ = _run(tester, wrap=False, record=recorders)
+            expected, _, expected_sound = _run(tester, wrap=False, record=recorders)
         finally:
             for recorder in recorders:
                 recorder.close()
-        got, vae = _run(tester, wrap=True)
+        got, vae, sound = _run(tester, wrap=True)
+    if expected_sound is not None:  # decoded only (the audio VAE's decoder, the vocoder): the decode tolerance
+        delta = float(np.abs(sound - expected_sound).max())
+        print(f"{name}: sound max |delta| {delta:.3g} on a waveform up to {float(np.abs(expected_sound).max()):.3g}")
+        assert delta <= decode_tolerance(expected_sound), f"{name}: sound max |delta| {delta:.3g}"
     assert got.shape == expected.shape, (got.shape, expected.shape)
     assert vae.compile_stats(), f"{name}: no TorchaxVAE program ran"
     spread = float(expected.std())

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import bodies, outputs, protocol, server, streams
+from . import bodies, outputs, protocol, server, sounds, streams
 from .bodies import BodyBudget, body_size, read_body
 from .metrics import Metrics
 from ..checks import shown
@@ -71,6 +71,7 @@ class Service:
         self.token, self.limits = token, limits
         self.metrics = Metrics()
         self.models: dict = {}
+        self.sounds: dict = {}  # name -> sound.Sound, for models served with their sound (serve/sounds.py)
         self.worker = DeviceWorker(self.models, self.metrics, max_batch=limits.max_batch or _backend_batch(mesh),
                                    max_queue=limits.max_queue, max_wait=limits.max_wait_ms / 1000,
                                    max_active=limits.max_active)
@@ -85,13 +86,16 @@ class Service:
 
     def load(self) -> None:
         """Loads and wraps every model, then compiles the warm-up shapes (on the worker's thread)."""
+        from .. import sound
         from ..commands import load_vae, summary
         from ..vae import TorchaxVAE
 
         try:
             for name, spec in self.specs.items():
                 if isinstance(spec, (str, os.PathLike)):
-                    spec = load_vae(str(spec))
+                    folder, spec = spec, load_vae(str(spec))
+                    if sound.has_sound(folder, spec):  # a pipeline folder of LTX-2: its audio VAE and vocoder
+                        self.sounds[name] = sound.load(str(folder), self.dtype, self.mesh)
                 if not isinstance(spec, TorchaxVAE):
                     spec = TorchaxVAE(spec, dtype=self.dtype, mesh=self.mesh)
                 self.models[name] = spec
@@ -183,9 +187,15 @@ def _parse_or_refusal(*args) -> "protocol.Parsed | RequestError":
         return e
 
 
-def _parse(vae, kind: str, params, headers, body, max_pixels: int, normalized: bool) -> protocol.Parsed:
+def _parse(vae, kind: str, params, headers, body, max_pixels: int, normalized: bool, speaker=None,
+           name: str = "") -> protocol.Parsed:
     if kind == "encode":
         parsed = protocol.encode_request(vae, params, headers, body, normalized)
+    elif sounds.asked(params):  # sound (LTX-2): with the video's latents, or alone
+        parsed = sounds.parse(vae, speaker, name, params, headers, body, normalized)
+        if parsed.kind == "sound":
+            return parsed
+        protocol.check_answer(vae, parsed)
     else:
         parsed = protocol.decode_request(vae, params, headers, body, normalized)
         protocol.check_answer(vae, parsed)
@@ -237,15 +247,22 @@ def _route(kind: str):
                                    f"{service.bodies.limit / 2**20:.0f} MB (--max-inflight-mb); try again shortly",
                                    {"Retry-After": bodies.RETRY_AFTER}, reason="busy")
             held[0] = size
-            body = await read_body(request, size, exact=request.query_params.get("shape") is not None)
-            parsed = await run_in_threadpool(_parse_or_refusal, vae, kind, request.query_params, request.headers, body,
-                                             service.limits.max_pixels, name in service.normalized)
+            params = request.query_params
+            body = await read_body(request, size, exact=any(params.get(k) is not None for k in ("shape", "audio_shape")))
+            speaker = service.sounds.get(name)
+            parsed = await run_in_threadpool(_parse_or_refusal, vae, kind, params, request.headers, body,
+                                             service.limits.max_pixels, name in service.normalized, speaker, name)
             del body  # the parsed tensor views it where it is float32; nothing else keeps it
             if isinstance(parsed, RequestError):
                 raise parsed
             deadline = time.monotonic() + service.limits.timeout_s
+            if parsed.kind == "sound":  # the sound alone: two programs, on this request's thread
+                content, headers, media = await run_in_threadpool(sounds.answer, speaker, parsed)
+                status = 200
+                return Response(content, headers={**headers, "X-Request-ID": request_id}, media_type=media)
             if kind == "decode" and parsed.output.kind in ("mp4", "frames"):  # sent as its chunks are final
-                response = await streams.answer(request, service, name, parsed, deadline, done)
+                audio = None if parsed.audio is None else await run_in_threadpool(sounds.track, speaker, parsed.audio)
+                response = await streams.answer(request, service, name, parsed, deadline, done, audio)
                 streaming = True  # its body's end does the accounting
                 return response
             loop = asyncio.get_running_loop()

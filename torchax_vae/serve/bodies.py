@@ -60,13 +60,15 @@ def _declared(request: Request) -> int | None:
 
 
 def _tensor_bytes(params) -> int | None:
-    """A tensor body's size from its shape and dtype parameters (None: the body is an image)."""
-    if params.get("shape") is None:
+    """A tensor body's size from its shape (and audio_shape: serve/sounds.py) and dtype parameters (None: the body
+    is an image)."""
+    keys = [key for key in ("shape", "audio_shape") if params.get(key) is not None]
+    if not keys:
         return None
-    shape, name = shape_of(params), params.get("dtype")
+    name = params.get("dtype")
     if name not in TENSOR_DTYPES:
         raise RequestError(400, f"dtype must be one of {sorted(TENSOR_DTYPES)}, got {shown(name)}")
-    return math.prod(shape) * TENSOR_DTYPES[name].itemsize
+    return sum(math.prod(shape_of(params, key)) for key in keys) * TENSOR_DTYPES[name].itemsize
 
 
 def body_size(request: Request, limit: int) -> int:
@@ -78,8 +80,10 @@ def body_size(request: Request, limit: int) -> int:
         raise RequestError(413, f"the body is {size} bytes, larger than this server's limit of {limit / 2**20:g} MB "
                                 "(--max-body-mb)", reason="too_large")
     if needed is not None and declared is not None and declared != needed:
-        raise RequestError(400, f"Content-Length is {declared} bytes; shape {list(shape_of(request.query_params))} of "
-                                f"{request.query_params.get('dtype')} needs {needed}")
+        params = request.query_params
+        shapes = " and ".join(f"{key} {list(shape_of(params, key))}" for key in ("shape", "audio_shape")
+                              if params.get(key) is not None)
+        raise RequestError(400, f"Content-Length is {declared} bytes; {shapes} of {params.get('dtype')} needs {needed}")
     return limit if size is None else size
 
 

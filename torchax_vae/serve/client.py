@@ -1,8 +1,10 @@
-"""A small client for the service's streamed frames (`output_type=frames`, serve/streams.py has the framing).
+"""A small client for the service's streamed frames (`output_type=frames`, serve/streams.py has the framing), and
+for its decodes with sound (serve/sounds.py), which diffusers' `remote_decode` cannot send.
 
-    from torchax_vae.serve.client import stream_frames
+    from torchax_vae.serve.client import decode_with_sound, stream_frames
     for frames in stream_frames("http://127.0.0.1:8000/decode/wan", latents):
         ...  # uint8 [B, f, H, W, C], as each chunk of final frames arrives
+    mp4 = decode_with_sound("http://127.0.0.1:8000/decode/ltx2", video, audio)  # LTX-2's (video, audio) latents
 
 Standard library only (urllib), so it runs where the latents are made, beside any torch or none.
 """
@@ -15,12 +17,64 @@ import urllib.request
 
 import numpy as np
 
-__all__ = ["stream_frames", "StreamError"]
+__all__ = ["decode_with_sound", "stream_frames", "StreamError"]
 
 
 
 class StreamError(RuntimeError):
     """The server refused the request, or the stream failed or was cut short."""
+
+
+def _array(tensor, what: str) -> tuple[np.ndarray, str]:
+    array = np.ascontiguousarray(tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else tensor)
+    dtype = {np.dtype("<f4"): "float32", np.dtype("<f2"): "float16"}.get(array.dtype.newbyteorder("<"))
+    if dtype is None:
+        raise TypeError(f"{what} must be float32 or float16, got {array.dtype}")
+    return array, dtype
+
+
+def _query(params) -> list:
+    return [(k, "true" if v is True else "false" if v is False else v) for k, v in params.items() if v is not None]
+
+
+def _open(endpoint: str, query: list, body: bytes, token: str | None, timeout: float):
+    request = urllib.request.Request(f"{endpoint}?{urllib.parse.urlencode(query)}", data=body, method="POST",
+                                     headers={"Content-Type": "tensor/binary"})
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        return urllib.request.urlopen(request, timeout=timeout)
+    except urllib.error.HTTPError as e:
+        try:
+            message = json.loads(e.read()).get("error", e.reason)
+        except ValueError:
+            message = e.reason
+        raise StreamError(f"{e.code}: {message}") from None
+
+
+def decode_with_sound(endpoint: str, latents=None, audio=None, *, output_type: str | None = None,
+                      token: str | None = None, timeout: float = 600, **params) -> bytes:
+    """An MP4 with sound from a video's latents and its audio latents (LTX2Pipeline's `output_type="latent"`
+    pair), or a WAV of the audio latents alone (`latents` None), as the service answers them (docs/serve.md).
+
+    output_type: "mp4" (with both; the default) or, for the audio alone, "wav" (the default) or "pt" (the
+    waveform's raw float bytes). params: the service's other query parameters (`fps`, ...). Raises StreamError
+    with the server's message on a refusal.
+    """
+    if audio is None:
+        raise TypeError("decode_with_sound needs the audio latents (audio=)")
+    sound, dtype = _array(audio, "audio latents")
+    query = [("audio_shape", n) for n in sound.shape] + [("dtype", dtype)]
+    body = sound.tobytes()
+    if latents is not None:
+        video, video_dtype = _array(latents, "latents")
+        if video_dtype != dtype:
+            raise TypeError(f"latents and audio latents must share a dtype, got {video_dtype} and {dtype}")
+        query += [("shape", n) for n in video.shape]
+        body = video.tobytes() + body
+    query.append(("output_type", output_type or ("mp4" if latents is not None else "wav")))
+    with _open(endpoint, query + _query(params), body, token, timeout) as response:
+        return response.read()
 
 
 def stream_frames(endpoint: str, latents, *, token: str | None = None, timeout: float = 600, **params):
@@ -31,25 +85,9 @@ def stream_frames(endpoint: str, latents, *, token: str | None = None, timeout: 
     diffusers' `remote_decode` sends them. Raises StreamError with the server's message on a refusal, an
     error mid-way, or a stream cut short.
     """
-    array = np.ascontiguousarray(latents.detach().cpu().numpy() if hasattr(latents, "detach") else latents)
-    dtype = {np.dtype("<f4"): "float32", np.dtype("<f2"): "float16"}.get(array.dtype.newbyteorder("<"))
-    if dtype is None:
-        raise TypeError(f"latents must be float32 or float16, got {array.dtype}")
-    query = [("shape", n) for n in array.shape] + [("dtype", dtype), ("output_type", "frames")]
-    query += [(k, "true" if v is True else "false" if v is False else v) for k, v in params.items() if v is not None]
-    request = urllib.request.Request(f"{endpoint}?{urllib.parse.urlencode(query)}", data=array.tobytes(),
-                                     method="POST", headers={"Content-Type": "tensor/binary"})
-    if token is not None:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        response = urllib.request.urlopen(request, timeout=timeout)
-    except urllib.error.HTTPError as e:
-        try:
-            message = json.loads(e.read()).get("error", e.reason)
-        except ValueError:
-            message = e.reason
-        raise StreamError(f"{e.code}: {message}") from None
-    with response:
+    array, dtype = _array(latents, "latents")
+    query = [("shape", n) for n in array.shape] + [("dtype", dtype), ("output_type", "frames")] + _query(params)
+    with _open(endpoint, query, array.tobytes(), token, timeout) as response:
         while True:
             size = _exactly(response, 4)
             if size is None:

@@ -17,7 +17,8 @@ from ..checks import InputError, shown
 
 # The dtypes a request body may hold (the client's DTYPE_MAP, less uint8: latents and images are floats).
 TENSOR_DTYPES = {"float16": np.dtype("<f2"), "float32": np.dtype("<f4"), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
-OUTPUT_TYPES = ("pt", "pil", "mp4", "frames")  # frames: streamed uint8 frames (serve/streams.py)
+OUTPUT_TYPES = ("pt", "pil", "mp4", "frames", "wav")  # frames: streamed uint8 frames (serve/streams.py); wav: sound
+
 IMAGE_FORMATS = {"jpg": ("JPEG", "image/jpeg"), "png": ("PNG", "image/png")}
 MAX_RANK = 5
 BLOCK = 1 << 20  # values checked at a time
@@ -36,7 +37,7 @@ class RequestError(Exception):
 @dataclasses.dataclass(frozen=True)
 class Output:
     """What the answer to a decode holds: `kind` "tensor" (raw, [0, 1] or uint8), "image", "mp4" or "frames" (the
-    last two streamed as the frames are final: serve/streams.py)."""
+    last two streamed as the frames are final: serve/streams.py), or "wav" (sound alone: serve/sounds.py)."""
 
     kind: str
     values: str = "raw"  # tensor answers: "raw" (the decoder's [-1, 1]), "unit" ([0, 1]) or "uint8"
@@ -55,6 +56,7 @@ class Parsed:
     output: Output | None = None
     scaling: tuple = (None, None, False)  # (scaling_factor, shift_factor, the family's own)
     layout: str = "BCFHW"  # encode: the latents' layout in the answer
+    audio: torch.Tensor | None = None  # decode: the audio latents whose sound goes in the MP4 (serve/sounds.py)
 
 
 def _flag(params, name: str, default: bool = False) -> bool:
@@ -81,23 +83,24 @@ def _number(params, name: str, kind=float, *, positive: bool = False):
     return number
 
 
-def shape_of(params) -> tuple[int, ...]:
-    """The `shape` query parameter (a repeated key, as requests sends a list)."""
-    values = params.getlist("shape")
+def shape_of(params, key: str = "shape") -> tuple[int, ...]:
+    """The `shape` query parameter (a repeated key, as requests sends a list); or another of its kind (`key`)."""
+    values = params.getlist(key)
     if len(values) == 1 and "," in values[0]:  # shape=1,16,13,60,104 from a hand-written URL
         values = values[0].split(",")
     try:
         shape = tuple(int(v) for v in values)
     except ValueError:
-        raise RequestError(400, f"shape must be integers (one shape= per dimension), got {shown(values)}") from None
+        raise RequestError(400, f"{key} must be integers (one {key}= per dimension), got {shown(values)}") from None
     if not shape or len(shape) > MAX_RANK or any(d <= 0 for d in shape):
-        raise RequestError(400, f"shape must be 1 to {MAX_RANK} positive dimensions, got {shown(list(shape))}")
+        raise RequestError(400, f"{key} must be 1 to {MAX_RANK} positive dimensions, got {shown(list(shape))}")
     return shape
 
 
-def tensor_from_body(params, body: bytes) -> torch.Tensor:
-    """The raw little-endian C-order tensor of `body`, described by `shape` and `dtype`, as float32; never unpickled."""
-    shape = shape_of(params)
+def tensor_from_body(params, body: bytes, shape: tuple[int, ...] | None = None) -> torch.Tensor:
+    """The raw little-endian C-order tensor of `body`, described by `shape` (the parameter, where not given) and
+    `dtype`, as float32; never unpickled."""
+    shape = shape or shape_of(params)
     name = params.get("dtype")
     if name not in TENSOR_DTYPES:
         raise RequestError(400, f"dtype must be one of {sorted(TENSOR_DTYPES)}, got {shown(name)}")
@@ -105,6 +108,11 @@ def tensor_from_body(params, body: bytes) -> torch.Tensor:
     expected = math.prod(shape) * dtype.itemsize
     if len(body) != expected:
         raise RequestError(400, f"the body holds {len(body)} bytes; shape {list(shape)} of {name} needs {expected}")
+    return tensor_of(body, shape, dtype)
+
+
+def tensor_of(body, shape: tuple[int, ...], dtype: np.dtype) -> torch.Tensor:
+    """`body` (exactly the tensor's bytes) as a float32 tensor; 400 for a NaN or infinite value."""
     # a view of the body's buffer where it holds float32 (no second copy), one float32 copy otherwise
     array = np.frombuffer(body, dtype=dtype).reshape(shape).astype(np.float32, copy=False)
     if not array.flags.writeable:  # an immutable bytes body (a caller's, not the server's buffer)
@@ -163,7 +171,7 @@ def _output(params, headers) -> Output:
     fps = _number(params, "fps", positive=True) or 8.0
     partial = _flag(params, "partial_postprocess")
     accept = headers.get("accept", "tensor/binary")
-    if output_type in ("mp4", "frames"):
+    if output_type in ("mp4", "frames", "wav"):
         return Output(output_type, fps=fps)
     if output_type == "pil" and accept.startswith("image/"):  # no processor on the client: an encoded image
         return Output("image", image_format=image_format)

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import struct
 import subprocess
 
@@ -86,12 +87,13 @@ async def frames_body(feed: ChunkFeed, first):
     yield _record({"end": True, "frames": total})
 
 
-async def mp4_body(feed: ChunkFeed, first, fps: float):
-    """A fragmented MP4 (H.264, CRF 12, as `torchax-vae decode` writes), ffmpeg's output sent as it comes."""
+async def mp4_body(feed: ChunkFeed, first, fps: float, audio=None):
+    """A fragmented MP4 (H.264, CRF 12, as `torchax-vae decode` writes), ffmpeg's output sent as it comes; audio: a
+    WAV file of its sound (AAC in the MP4), which the caller removes."""
     kind, value = first
     height, width = value.shape[2:4]
     pad_h, pad_w = height % 2, width % 2
-    command = files.mp4_command("pipe:1", height + pad_h, width + pad_w, fps, fragmented=True)
+    command = files.mp4_command("pipe:1", height + pad_h, width + pad_w, fps, fragmented=True, audio=audio)
     # close_fds=False lets Python spawn it (posix_spawn) rather than fork a process holding JAX's threads, which
     # JAX warns of (uvloop's own subprocesses fork); Python's descriptors are not inherited either way (PEP 446).
     # Its pipes are worked from threads, whatever the event loop.
@@ -129,9 +131,24 @@ async def mp4_body(feed: ChunkFeed, first, fps: float):
         proc.stdout.close()
 
 
-async def answer(request, service, name: str, parsed, deadline: float, done):
+async def answer(request, service, name: str, parsed, deadline: float, done, audio=None):
     """The streamed answer of a decode job: a JSON error if it fails before its first chunk, else a streaming
-    response whose body ends the job's accounting (`done(status)`) when it ends, however it ends."""
+    response whose body ends the job's accounting (`done(status)`) when it ends, however it ends. audio: a
+    temporary WAV of an MP4's sound (serve/sounds.py), removed when the answer ends, however it ends."""
+    try:
+        return await _answer(request, service, name, parsed, deadline, done, audio)
+    except BaseException:
+        _remove(audio)
+        raise
+
+
+def _remove(path) -> None:
+    if path is not None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+async def _answer(request, service, name: str, parsed, deadline: float, done, audio):
     from starlette.responses import StreamingResponse
 
     from .worker import Job
@@ -153,7 +170,7 @@ async def answer(request, service, name: str, parsed, deadline: float, done):
     if first[0] == "end" and first[1] is not None:
         raise first[1]
     output = parsed.output
-    inner = mp4_body(feed, first, output.fps) if output.kind == "mp4" else frames_body(feed, first)
+    inner = mp4_body(feed, first, output.fps, audio) if output.kind == "mp4" else frames_body(feed, first)
 
     async def body():
         status = 200
@@ -166,6 +183,7 @@ async def answer(request, service, name: str, parsed, deadline: float, done):
         finally:
             job.cancelled = True  # a no-op once the job has ended; else its batch stops at the next chunk
             service.worker.wake()
+            _remove(audio)
             done(status)
 
     media = "video/mp4" if output.kind == "mp4" else MEDIA_FRAMES
