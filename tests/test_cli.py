@@ -18,7 +18,7 @@ from safetensors.torch import save_file
 from helpers import TOLERANCE, assert_close, random_vae
 from torchax_vae import files, staging
 from torchax_vae.cli import main as cli_main
-from torchax_vae.commands import demo
+from torchax_vae.demo import demo
 from torchax_vae.models.cogvideox import STAGES
 
 ATOL = TOLERANCE[torch.float32]
@@ -199,7 +199,7 @@ def test_demo_pipeline_on_a_random_tiny_model(tmp_path):
 @pytest.mark.slow  # 37 s on 2 cores: README command 1 runs the same demo
 def test_shipped_demo_runs_offline_and_reaches_25_db(tmp_path):
     """README command 1: `torchax-vae demo` in an empty folder, hub offline, with the weights in the package."""
-    from torchax_vae.commands import DEMO_MODEL
+    from torchax_vae.demo import DEMO_MODEL
 
     weights = sorted(DEMO_MODEL.glob("*.safetensors"))
     assert weights, f"no shipped weights in {DEMO_MODEL}"

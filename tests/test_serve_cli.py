@@ -18,7 +18,7 @@ from diffusers.utils.remote_utils import remote_decode
 from helpers import randn, random_vae
 from serving import free_port, metric, wait_ready
 from torchax_vae.cli import main
-from torchax_vae.commands import DEMO_MODEL
+from torchax_vae.demo import DEMO_MODEL
 
 pytestmark = pytest.mark.filterwarnings("ignore:`do_scaling` is deprecated:FutureWarning")
 

@@ -280,7 +280,9 @@ def _run(args) -> dict:
             max_frames=args.frames, progress=progress,
         )
     if args.command == "demo":
-        return commands.demo(args.output, progress=progress)
+        from .demo import demo
+
+        return demo(args.output, progress=progress)
     kinds = ("decode", "encode") if args.kind == "both" else (args.kind,)
     return ahead_commands.warmup(args.model, args.shape, subfolder=args.subfolder or None, dtype=args.dtype,
                            tiling=args.tiling, kinds=kinds, batch=args.batch)
