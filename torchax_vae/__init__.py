@@ -1,4 +1,4 @@
-"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, Flux.2, Sana, HunyuanImage 2.1, TAESD, Stable Video Diffusion, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2 with its sound (the LTX-2 audio VAE and LTX-2 vocoders), Allegro, Mochi, Cosmos, EasyAnimate) on JAX devices through torchax, unmodified.
+"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, SD inpainting, Flux.2, Sana, HunyuanImage 2.1, TAESD, Stable Video Diffusion, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2 with its sound (the LTX-2 audio VAE and LTX-2 vocoders), Allegro, Mochi, Cosmos, EasyAnimate) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -25,6 +25,7 @@ FAMILIES = {
     "AutoencoderDC": "Sana",  # images
     "AutoencoderKLHunyuanImage": "HunyuanImage 2.1",  # images
     "AutoencoderTiny": "TAESD",  # images
+    "AsymmetricAutoencoderKL": "SD inpainting",  # images, a decoder conditioned on image and mask
     "AutoencoderKLTemporalDecoder": "Stable Video Diffusion",  # images in, a video's frames out
     "AutoencoderKLCogVideoX": "CogVideoX",
     "AutoencoderKLWan": "Wan",

@@ -14,6 +14,7 @@ latents' de-normalization) passes them with a wrong video. Here the outputs are 
 Whether a pipeline encoded is read off the programs the TorchaxVAE compiled.
 """
 
+import copy
 import importlib
 import inspect
 
@@ -449,3 +450,34 @@ def test_ltx2_diffusion_decode_reads_the_same_statistics():
     delta = float(np.abs(frames[1] - frames[0]).max())
     print(f"LTX-2 diffusion decode: max |delta| {delta:.3g} on outputs up to {float(np.abs(frames[0]).max()):.3g}")
     assert delta <= DECODE_ONLY, f"LTX-2 diffusion decode: max |delta| {delta:.3g} > {DECODE_ONLY}"
+
+
+@torch.no_grad()
+def test_sd_inpainting_with_the_asymmetric_vae_equals_plain_diffusers():
+    """StableDiffusionInpaintPipeline (diffusers' fast-test components, its VAE swapped for an asymmetric one of the
+    same shape) branches on `isinstance(self.vae, AsymmetricAutoencoderKL)` to pass the image and mask to decode:
+    the wrapped VAE takes that branch and gives plain diffusers' image."""
+    from diffusers.pipelines.stable_diffusion import StableDiffusionInpaintPipeline
+    from diffusers import AsymmetricAutoencoderKL
+
+    tester = _tester("stable_diffusion.test_stable_diffusion_inpaint", "TestStableDiffusionInpaintPipeline")
+    torch.manual_seed(0)
+    vae = AsymmetricAutoencoderKL(down_block_out_channels=[32, 64], up_block_out_channels=[32, 64],
+                                  down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
+                                  latent_channels=4).eval()
+    outputs, decoded = [], []
+    for model in (vae, TorchaxVAE(copy.deepcopy(vae))):
+        components = dict(tester.get_dummy_components(), vae=model)
+        pipe = StableDiffusionInpaintPipeline(**components)
+        pipe.set_progress_bar_config(disable=True)
+        calls = []
+        decode = model.decode
+        model.decode = lambda *args, **kwargs: calls.append(kwargs) or decode(*args, **kwargs)
+        outputs.append(np.asarray(pipe(**_inputs(tester)).images, dtype=np.float32))
+        del model.decode
+        decoded.append(calls)
+    assert [sorted(calls[0]) for calls in decoded] == [["generator", "image", "mask", "return_dict"]] * 2
+    delta, scale = float(np.abs(outputs[1] - outputs[0]).max()), float(np.abs(outputs[0]).max())
+    print(f"SD inpainting with the asymmetric VAE: max |delta| {delta:.3g} on outputs up to {scale:.3g}")
+    # (measured 2.4e-6: within the decode-only tolerance, though the pipeline also encodes the masked image)
+    assert outputs[0].std() > 1e-3 and delta <= decode_tolerance(outputs[0]), delta

@@ -17,6 +17,7 @@ import json
 import pathlib
 
 from .allegro import AllegroVAE
+from .asym_kl import AsymmetricKLVAE
 from .cogvideox import CogVideoXVAE
 from .cosmos import CosmosVAE
 from .dc import DCVAE
@@ -36,7 +37,7 @@ from .wan import WanVAE
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
-            MagvitVAE, KLVAE, Flux2VAE, DCVAE, HunyuanImageVAE, TinyVAE, TemporalDecoderVAE)
+            MagvitVAE, KLVAE, Flux2VAE, DCVAE, HunyuanImageVAE, TinyVAE, TemporalDecoderVAE, AsymmetricKLVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:

@@ -150,6 +150,13 @@ class LTX2AudioVAE(KLVAE):
     tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
     unpack_latents = _where_diffusers_has(KLVAE.unpack_latents)
 
+    @property
+    def use_tiling(self) -> bool:  # diffusers' class has no such flag: `hasattr(vae, "use_tiling")` is False there
+        raise AttributeError("AutoencoderKLLTX2Audio has no use_tiling (no tiling)")
+
     def enable_tiling(self) -> None:
         """Refused, as diffusers' `AutoencoderMixin.enable_tiling` refuses a class without tiling."""
         raise NotImplementedError("Tiling doesn't seem to be implemented for AutoencoderKLLTX2Audio.")
+
+    def disable_tiling(self) -> None:
+        """Nothing to disable (diffusers' sets a flag that nothing reads)."""
