@@ -58,6 +58,7 @@ def test_gradients_equal_pytorchs(pair):
 
 
 @pytest.mark.slow  # 30 s: new programs to differentiate (checkpointed)
+@pytest.mark.heavy  # 74 s on 2 cores (2026-11-28): out of CI's time; the default suite has gradients of each family
 def test_gradients_with_slicing_and_checkpointing_equal_pytorchs():
     vae = random_vae("wan-tiny")
     ours = TorchaxVAE(vae)

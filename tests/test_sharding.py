@@ -179,7 +179,9 @@ def test_the_remaining_families_on_8_devices_match_pytorch(families_more_8_devic
     check_parity(rows)
 
 
-@pytest.mark.slow  # 1 min on 2 cores
+@pytest.mark.slow
+@pytest.mark.heavy  # 1.8 min on 2 cores (2026-11-28): out of CI's time, by hand after a change to the image families
+# or the mesh; the default suite's tiny video cases carry the mesh in CI
 def test_images_on_8_devices_match_pytorch():
     """AutoencoderKL's 4-D activations split on the mesh: width over 8, batch over 'dp' (sliced too), tiles, and
     the GPU rules' split convolutions; every result equal to PyTorch's within fp32 tolerance."""
@@ -232,6 +234,7 @@ def test_per_device_temp_memory_on_8_devices(request, what):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 1.9 min on 2 cores (2026-11-28): out of CI's time; the released architecture on the mesh, by hand
 def test_official_on_8_devices_matches_pytorch():
     rows = records(run_devices("_sharded_worker.py", "official", devices=8, timeout=900))
     assert {row["case"] for row in rows} == {"official 1x8"}
