@@ -112,7 +112,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("latents", help=".pt, .safetensors or .npy, as the family's pipeline with output_type='latent' returns them")
     p.add_argument("-o", "--output", required=True,
                    help="NAME.mp4 (H.264, lossy) or NAME.npy (the exact uint8 frames [F, H, W, 3], lossless); "
-                        "batch > 1: NAME_0.mp4, NAME_1.mp4, ...")
+                        "batch > 1: NAME_0.mp4, NAME_1.mp4, ...; NAME.wav: the sound alone (LTX-2)")
     _model_args(p)
     p.add_argument("--fps", type=_fps, default=8.0, help=f"frames per second of the MP4, up to {MAX_FPS} (default: 8)")
     p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default=None,
