@@ -148,6 +148,13 @@ class LTX2VocoderModel(TorchaxVAE):
     decode = _where_diffusers_has(TorchaxVAE.decode)
     tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
     tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
+    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
+    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
+    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
+
+    @property
+    def use_tiling(self) -> bool:  # diffusers' vocoder has no such flag
+        raise AttributeError(f"{self.model_class.__name__} has no use_tiling (no tiling)")
 
 
 if LTX2VocoderWithBWE is not None:
