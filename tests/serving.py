@@ -68,7 +68,9 @@ def served_decode(vae, latents, seed: int = 0):
     import torch
 
     z = latents.permute(0, 2, 1, 3, 4) if vae.pipeline_layout == "BFCHW" else latents
-    z, args = vae.decode_inputs(vae.unscale_latents(z), seed=seed)
+    z, args = vae.decode_inputs(vae.denormalize_latents(z), seed=seed)  # (AutoencoderTiny: not its unscale_latents)
     noise = {"generator": torch.Generator().manual_seed(seed)} if vae.decode_draws_noise else {}
     video = vae.decode(z, *args, **noise).sample
+    if vae.batch_is_frames:  # Stable Video Diffusion: one video's frames [F, C, H, W], answered as [1, C, F, H, W]
+        return video.permute(1, 0, 2, 3)[None]
     return video.permute(0, 2, 1, 3, 4) if vae.decoded_layout == "BFCHW" else video
