@@ -20,7 +20,7 @@ import torch
 from diffusers.models.autoencoders.vae import DiagonalGaussianDistribution
 from torch import nn
 
-from . import stream
+from . import convert, stream
 from .engine import Engine
 
 
@@ -96,6 +96,11 @@ class Family:
 
     def check_latents(self, shape, name: str) -> None:
         """Further family-specific checks of a decode input's shape (ValueError)."""
+
+    def buffer(self, name: str) -> torch.Tensor:
+        """A top-level buffer of the model (LTX's and LTX-2 audio's `latents_mean`, `latents_std`) as a CPU tensor of
+        its own."""
+        return convert.to_torch(self.engine.weights[name][""]).clone()
 
     def check_training(self) -> None:
         """Refuses a call in training mode where that computes otherwise (the engine's rule; Allegro's differs)."""

@@ -116,10 +116,6 @@ class TimestepWindows(Windows):
 
     # ----- the latents' normalization (the model's buffers) -----
 
-    def buffer(self, name: str) -> torch.Tensor:
-        """A top-level buffer of the model (`latents_mean`, `latents_std`) as a CPU tensor of its own."""
-        return convert.to_torch(self.engine.weights[name][""]).clone()
-
     def _statistics(self, latents: torch.Tensor):
         return tuple(self.buffer(name).view(1, -1, 1, 1, 1).to(latents.device, latents.dtype)
                      for name in ("latents_mean", "latents_std"))

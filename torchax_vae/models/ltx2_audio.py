@@ -36,7 +36,6 @@ from diffusers.models.autoencoders.autoencoder_kl_ltx2_audio import (
     LTX2AudioUpsample,
 )
 
-from .. import convert
 from ..vae import TorchaxVAE
 from .kl import KL, KLVAE, _where_diffusers_has
 
@@ -82,10 +81,6 @@ class LTX2Audio(KL):
 
     def _beyond_a_tile(self, kind: str, shape) -> bool:
         return False  # never tiled, as diffusers' class never tiles
-
-    def buffer(self, name: str) -> torch.Tensor:
-        """A top-level buffer of the model (`latents_mean`, `latents_std`) as a CPU tensor of its own."""
-        return convert.to_torch(self.engine.weights[name][""]).clone()
 
     def _statistics(self, latents: torch.Tensor):
         """The buffers as [1, C, 1, M] over unpacked latents [B, C, L, M]: the pipeline normalizes packed ones
