@@ -78,3 +78,15 @@ class ConfigFacade:
         model.load_state_dict(state, strict=True, assign=True)
         return model.eval()
 
+
+class LatentStatistics:
+    """`latents_mean` / `latents_std` as the model's top-level buffers (copies), which the LTX pipelines read off
+    their VAEs (`pipe.vae.latents_mean`, `pipe.audio_vae.latents_std`): a mixin of those facade classes."""
+
+    @property
+    def latents_mean(self) -> torch.Tensor:
+        return self._family.buffer("latents_mean").to(self.device)
+
+    @property
+    def latents_std(self) -> torch.Tensor:
+        return self._family.buffer("latents_std").to(self.device)

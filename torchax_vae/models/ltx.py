@@ -33,6 +33,7 @@ from diffusers.models.autoencoders.autoencoder_kl_ltx import LTXVideoCausalConv3
 from diffusers.models.autoencoders.vae import DecoderOutput
 
 from .. import convert, validation
+from ..facade import LatentStatistics
 from ..lowering import private_copy
 from ..patches import ltx_noise
 from .windows import WindowLowered, Windows, WindowVAE
@@ -190,18 +191,9 @@ class LTXVideo(TimestepWindows):
         return latents, (timestep,)
 
 
-class TimestepWindowVAE(WindowVAE):
+class TimestepWindowVAE(LatentStatistics, WindowVAE):
     """The facade of diffusers' LTX classes: `decode(z, temb=None)` takes the timestep as diffusers' does, a tensor
     of one value per video, required when the decoder is timestep-conditioned; `latents_mean` / `latents_std`."""
-
-    @property
-    def latents_mean(self) -> torch.Tensor:
-        """The `latents_mean` buffer (a copy), which `LTXPipeline` reads as `pipe.vae.latents_mean`."""
-        return self._family.buffer("latents_mean").to(self.device)
-
-    @property
-    def latents_std(self) -> torch.Tensor:
-        return self._family.buffer("latents_std").to(self.device)
 
     # ----- decode with a timestep -----
 

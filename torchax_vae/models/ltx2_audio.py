@@ -36,6 +36,7 @@ from diffusers.models.autoencoders.autoencoder_kl_ltx2_audio import (
     LTX2AudioUpsample,
 )
 
+from ..facade import LatentStatistics
 from ..vae import TorchaxVAE
 from .kl import KL, KLVAE, _where_diffusers_has
 
@@ -111,7 +112,7 @@ class LTX2Audio(KL):
         return latents
 
 
-class LTX2AudioVAE(KLVAE):
+class LTX2AudioVAE(LatentStatistics, KLVAE):
     """`TorchaxVAE` for diffusers' `AutoencoderKLLTX2Audio` (the module docstring)."""
 
     family = LTX2Audio
@@ -121,15 +122,6 @@ class LTX2AudioVAE(KLVAE):
         # diffusers' constants of the instance, which LTX2Pipeline reads (the module docstring)
         self.temporal_compression_ratio = vae.temporal_compression_ratio
         self.mel_compression_ratio = vae.mel_compression_ratio
-
-    @property
-    def latents_mean(self) -> torch.Tensor:
-        """The `latents_mean` buffer (a copy), which `LTX2Pipeline` reads as `pipe.audio_vae.latents_mean`."""
-        return self._family.buffer("latents_mean").to(self.device)
-
-    @property
-    def latents_std(self) -> torch.Tensor:
-        return self._family.buffer("latents_std").to(self.device)
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, L, M] into spectrograms [B, 2, 4 L - 3, mel_bins], as diffusers does."""
