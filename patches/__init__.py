@@ -56,6 +56,7 @@ from . import (
     gpu_conv,
     group_norm,
     halo_conv,
+    keyword_linear,
     ltx_noise,
     nearest_upsample,
     options,
@@ -85,6 +86,7 @@ def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
     gpu_conv.patch()
     nearest_upsample.patch()
     attention_split.patch()
+    keyword_linear.patch()
     return {
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),

@@ -631,6 +631,28 @@ def test_nearest_upsample_is_still_a_gather_upstream():
 
 
 
+# ----- keyword_linear -----
+
+
+def test_keyword_linear():
+    """F.linear by torch's keywords (MiniMax H3's audio VAE) equals torch's; torchax's own lowering still refuses
+    them, so the patch is needed."""
+    from torchax_vae.patches import keyword_linear
+
+    keyword_linear.patch()
+    env = patches.import_torchax().default_env()
+    stock = env._ops[nn.functional.linear].func.torchax_vae_stock
+    x, w, b = torch.randn(2, 3, 4), torch.randn(5, 4), torch.randn(5)
+    with env:
+        got = env.t2j_iso(nn.functional.linear(input=env.j2t_iso(jnp.asarray(x.numpy())),
+                                               weight=env.j2t_iso(jnp.asarray(w.numpy())),
+                                               bias=env.j2t_iso(jnp.asarray(b.numpy()))))
+    want = nn.functional.linear(x, w, b).numpy()
+    assert np.abs(np.asarray(got) - want).max() < 1e-6
+    with pytest.raises(TypeError, match="input"):
+        stock(input=jnp.asarray(x.numpy()), weight=jnp.asarray(w.numpy()))
+
+
 # ----- attention_split -----
 
 

@@ -139,11 +139,12 @@ def is_torchax(x) -> bool:
     return getattr(x, "_elem", None) is not None and isinstance(x._elem, jax.Array)
 
 
-def like(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
-    """out as a tensor like the caller's x: a torchax tensor on the device, or a torch tensor on x's device."""
+def like(out: jax.Array, x: torch.Tensor, own_dtype: bool = False) -> torch.Tensor:
+    """out as a tensor like the caller's x: a torchax tensor on the device, or a torch tensor on x's device; in x's
+    dtype, or with `own_dtype` in out's (a class whose diffusers code returns its modules' dtype whatever the input's)."""
     if is_torchax(x):
-        return x._env.j2t_iso(out.astype(jax_dtype(x.dtype)))
-    return to_torch(out, device=x.device, dtype=x.dtype)
+        return x._env.j2t_iso(out if own_dtype else out.astype(jax_dtype(x.dtype)))
+    return to_torch(out, device=x.device, dtype=None if own_dtype else x.dtype)
 
 
 def uint8_like(out: jax.Array, x: torch.Tensor) -> torch.Tensor:

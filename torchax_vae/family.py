@@ -52,6 +52,9 @@ class Family:
     # diffusers' attributes of the instance that the loops read (tiling and batching), copied from the wrapped
     # model where it has them; the facade hands a user's settings here, and twins (`lower`, `plan`) copy them.
     settings: tuple = ()
+    # Whether diffusers' encode and decode cast their input to the first module's dtype (the MiniMax H3 classes,
+    # whose float32 modules take a bf16 pipeline's tensors), so that any floating-point input is accepted.
+    casts_inputs: bool = False
     # Children that encode and decode never run (AutoencoderKLFlux2's `bn`, whose statistics the pipelines read):
     # their training mode changes no program.
     not_run: tuple = ()

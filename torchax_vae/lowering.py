@@ -28,6 +28,12 @@ def private_copy(model: nn.Module) -> nn.Module:
     for t in itertools.chain(model.parameters(), model.buffers()):
         meta = torch.empty_like(t, device="meta")
         memo[id(t)] = nn.Parameter(meta, requires_grad=False) if isinstance(t, nn.Parameter) else meta
+    # tensors a module keeps as plain attributes: torch.nn.utils.weight_norm's `weight`, recomputed from weight_g and
+    # weight_v before each forward (the MiniMax H3 audio VAE's, Oobleck's), which deepcopy refuses (not a leaf)
+    for module in model.modules():
+        for t in vars(module).values():
+            if isinstance(t, torch.Tensor) and id(t) not in memo:
+                memo[id(t)] = torch.empty_like(t, device="meta")
     clone = copy.deepcopy(model, memo)
     clone.eval()
     return clone
@@ -37,8 +43,12 @@ def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax
     """Copies of the model's parameters and buffers as JAX arrays, grouped by top-level child.
 
     A model on the meta device (any of its tensors) gives their shapes only (jax.ShapeDtypeStruct): enough to
-    lower and compile.
+    lower and compile. Floating-point tensors take `dtype`, except where the model's class keeps them in float32
+    under any `torch_dtype` (`_keep_in_fp32_modules`: weights.compute_dtype).
     """
+    from .weights import compute_dtype
+
+    keep = tuple(getattr(model, "_keep_in_fp32_modules", None) or ())
     grouped: dict[str, dict[str, jax.Array]] = {}
     tensors = list(itertools.chain(model.named_parameters(), model.named_buffers()))
     # A model built under torch.device("meta") may keep constants made outside it (Cosmos's wavelets, cloned
@@ -46,7 +56,7 @@ def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax
     planning = any(t.is_meta for _, t in tensors)
     for name, t in tensors:
         child, _, rest = name.partition(".")
-        cast = dtype if t.is_floating_point() else None
+        cast = compute_dtype(name, dtype, keep) if t.is_floating_point() else None
         if planning:
             # an integer buffer (Cosmos's wavelet `_arange`) as a real one arrives: int64 as JAX's int32
             kind = convert.jax_dtype(t.dtype) if t.is_floating_point() else jax.dtypes.canonicalize_dtype(

@@ -293,6 +293,10 @@ class Placement:
         """Where an NCTHW block of `shape` goes: split like the marked activations inside the programs."""
         if self.mesh is None:
             return self.replicated
+        if len(shape) == 3:  # audio [B, C, T]: the batch over 'dp' where it divides; each device holds whole clips
+            fine = fine_mesh(self.mesh)
+            batch_axis = _batch_and_group(self.mesh, shape[0])[0]
+            return NamedSharding(fine, PartitionSpec(_spec_axes(_fine_axes(fine, batch_axis)), None, None))
         return sharding_for(self.mesh, shape)
 
     def local_device(self):

@@ -7,7 +7,6 @@ training mode, gradient checkpointing, slicing. A mixin of `torchax_vae.vae.Torc
 
 from typing import TYPE_CHECKING
 
-import jax
 import torch
 
 from . import convert, weights
@@ -29,15 +28,26 @@ class ModuleSurface:
         """The torch device the wrapped model was on; results go to the caller's input device."""
         return self._device
 
+    @property
+    def _keep_in_fp32(self) -> tuple:
+        """The wrapped class's modules diffusers keeps in float32 under any dtype (weights.compute_dtype)."""
+        return tuple(getattr(self.model_class, "_keep_in_fp32_modules", None) or ())
+
     def to(self, *args, **kwargs) -> "TorchaxVAE":
         """Like `nn.Module.to`: a dtype recasts the JAX weights; a device is recorded, compute stays on JAX."""
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
         if device is not None:
             self._device = torch.device(device)
         engine = self._engine
-        if dtype is not None and dtype != engine.dtype:
-            target = convert.jax_dtype(dtype)
-            engine.weights = jax.tree.map(lambda w: w.astype(target), engine.weights)
+        if dtype is not None and self._keep_in_fp32:  # diffusers' ModelMixin.to warns so, and casts every module
+            from diffusers.utils import logging as diffusers_logging
+
+            diffusers_logging.get_logger("diffusers.models.modeling_utils").warning(
+                f"There are modules in {self.__class__.__name__} that should be kept in float32: "
+                f"{self.model_class._keep_in_fp32_modules}. Casting directly with `to()` can lead to inconsistent "
+                "results; set `torch_dtype` in `from_pretrained()` instead to keep these modules in float32.")
+        if dtype is not None and (dtype != engine.dtype or self._keep_in_fp32):
+            engine.weights = weights.recast(engine.weights, convert.jax_dtype(dtype), ())
             engine.dtype = dtype
         return self
 
@@ -80,7 +90,7 @@ class ModuleSurface:
         engine = self._engine
         return weights.load(engine.weights, self._entries, state_dict, strict=strict,
                             dtype=engine.jax_dtype, sharding=engine.placement.replicated,
-                            owner=type(self).__name__)
+                            owner=type(self).__name__, keep=self._keep_in_fp32)
 
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
         """The wrapped model's parameters as `nn.Parameter` copies on `self.device`, one made per step.

@@ -38,6 +38,11 @@ def _pad_to(data, *, height, width):
 def block(shape, frames=None, rows=None, cols=None) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(starts, sizes) of a block on the axes after the channels of an input of `shape`: frames [start, end)
     (5-D inputs only; None: all), rows and cols (start, size) (None: all)."""
+    if len(shape) == 3:  # audio [B, C, T]: a time range only
+        if rows is not None or cols is not None:
+            raise ValueError(f"a 3-D input [B, C, T] has no rows or columns to take; got {rows}, {cols}")
+        frames = frames or (0, shape[2])
+        return (frames[0],), (frames[1] - frames[0],)
     rows = rows or (0, shape[-2])
     cols = cols or (0, shape[-1])
     if len(shape) == 4:
@@ -64,7 +69,7 @@ class HostSource:
         """Frames [start, end) (5-D) and, if given, rows/cols (start, size), zero-padded to size (`block`)."""
         starts, sizes = block(self.shape, frames, rows, cols)
         piece = self._data[(slice(None), slice(None), *(slice(s, s + n) for s, n in zip(starts, sizes)))]
-        missing_h, missing_w = sizes[-2] - piece.shape[-2], sizes[-1] - piece.shape[-1]
+        missing_h, missing_w = (sizes[-2] - piece.shape[-2], sizes[-1] - piece.shape[-1]) if len(sizes) > 1 else (0, 0)
         if missing_h or missing_w:
             piece = torch.nn.functional.pad(piece, (0, missing_w, 0, missing_h))
         return convert.to_jax(piece, self._dtype, self._placement.activation(piece.shape), alias=True)

@@ -140,7 +140,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         programs = twin.get("programs")  # (an empty cache is falsy: it has a __len__)
         if programs is None:
             programs = Programs(store=ProgramStore.for_model(cache.for_api(), vae))
-        self._engine = Engine(_as_dtype(dtype) or vae.dtype, placement, programs, memory_budget)
+        self._engine = Engine(_as_dtype(dtype) or compute_dtype_of(vae), placement, programs, memory_budget)
         self._engine.weights = jax_weights(vae, self._engine.jax_dtype, placement.replicated)
         self._family = self.family(vae, self._engine)
         if hasattr(vae, "use_slicing"):  # (AutoencoderKLTemporalDecoder has neither flag, and neither has its adapter)
@@ -169,6 +169,12 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
             setattr(family, name, value)
         else:
             super().__setattr__(name, value)
+
+    @property
+    def _input_dtype(self) -> torch.dtype | None:
+        """The dtype inputs must have (diffusers' models raise on another), or None where the wrapped class casts
+        them itself (`Family.casts_inputs`)."""
+        return None if self._family.casts_inputs else self.dtype
 
     @property
     def mesh(self) -> Mesh | None:
@@ -229,7 +235,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, F, H, W] into videos, as diffusers does; differentiable like `encode`."""
         validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank,
-                                  dtype=self.dtype)
+                                  dtype=self._input_dtype)
         self._family.check_latents(tuple(z.shape), "decode input")
         sample = self._compute(functools.partial(self._per_sample, self._family.decode), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
@@ -245,7 +251,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         """The moments of `x` (checked first as `name`'s input), sliced per video unless `tiled` (as diffusers'
         tiled_encode); options: the family's encoder program options (LTX-2's `causal`), given to `_encode`."""
         validation.check_video(x, name=f"{name} input", channels=self.video_channels, role="encoder", rank=self.rank,
-                                  dtype=self.dtype)
+                                  dtype=self._input_dtype)
         self._family.check_video(tuple(x.shape), f"{name} input")
         encode = functools.partial(self._family.encode, **options)
         if tiled:
@@ -255,7 +261,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     def tiled_decode(self, z: torch.Tensor, return_dict: bool = True):
         """diffusers' `tiled_decode`: `z` decoded in tiles whatever its size or the settings (no slicing)."""
         validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder", rank=self.rank,
-                                  dtype=self.dtype)
+                                  dtype=self._input_dtype)
         self._family.check_latents(tuple(z.shape), "tiled_decode input")
         sample = self._compute(functools.partial(self._family.decode, tiled=True), z)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
@@ -294,7 +300,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         if stream.is_capturing():  # decode_stream: every check of the call has run; it runs `run` itself
             raise stream.Captured(run, x)
         if not (x.requires_grad and torch.is_grad_enabled()):
-            return convert.like(run(self._source(x)), x)
+            return convert.like(run(self._source(x)), x, own_dtype=self._family.casts_inputs)
         if convert.is_torchax(x):
             raise NotImplementedError(
                 "gradients through a TorchaxVAE flow to torch tensors (CPU or CUDA); this input is a torchax "
@@ -387,6 +393,17 @@ def _reported_class(adapter: type) -> type:
         return adapter
     namespace = {"__module__": adapter.__module__, "__qualname__": adapter.__qualname__, "__doc__": adapter.__doc__}
     return type(adapter.__name__, (adapter, adapter.model_class), namespace)
+
+
+def compute_dtype_of(model: nn.Module) -> torch.dtype:
+    """The dtype a model computes in: its own (`model.dtype`), or for a class that keeps some modules in float32
+    (`_keep_in_fp32_modules`), that of its other floating-point weights (loaded with torch_dtype=bf16: bf16)."""
+    keep = tuple(getattr(model, "_keep_in_fp32_modules", None) or ())
+    if keep:
+        for name, tensor in model.named_parameters():
+            if tensor.is_floating_point() and not weights.kept_in_fp32(name, keep):
+                return tensor.dtype
+    return model.dtype
 
 
 def stochastic_layers(model: nn.Module) -> list[str]:

@@ -17,7 +17,8 @@ class DtypeMismatchError(TypeError, RuntimeError):
     anything compiles. The command and the service cast what they read to the model's dtype themselves."""
 
 
-LAYOUTS = {5: "[batch, channels, frames, height, width]", 4: "[batch, channels, height, width]"}
+LAYOUTS = {5: "[batch, channels, frames, height, width]", 4: "[batch, channels, height, width]",
+           3: "[batch, channels, samples]"}
 
 
 def check_video(x, *, name: str, channels: int, role: str, rank: int = 5, dtype: torch.dtype | None = None) -> None:

@@ -43,6 +43,25 @@ def layout(model: nn.Module) -> tuple[Entry, ...]:
     return tuple(Entry(n, n in params, True) for n in saved) + tuple(Entry(n, False, False) for n in transient)
 
 
+def kept_in_fp32(name: str, keep: tuple) -> bool:
+    """Whether diffusers keeps the tensor `name` in float32 whatever `torch_dtype` a model is loaded in: its class's
+    `_keep_in_fp32_modules` (`keep`) names one of its path's parts (AutoencoderKLMiniMaxH3's encoder and norms)."""
+    return any(part in keep for part in name.split("."))
+
+
+def compute_dtype(name: str, dtype, keep: tuple):
+    """The dtype a floating-point tensor `name` computes in under the compute dtype `dtype` (a JAX dtype):
+    float32 where diffusers keeps it so (`kept_in_fp32`), `dtype` elsewhere."""
+    return jax.numpy.float32 if keep and kept_in_fp32(name, keep) else dtype
+
+
+def recast(weights: dict, dtype, keep: tuple) -> dict:
+    """`weights` ({child: {name: array}}) with each floating-point array in its `compute_dtype` under `dtype`."""
+    return {child: {rest: w.astype(compute_dtype(f"{child}.{rest}", dtype, keep))
+                    if jax.numpy.issubdtype(w.dtype, jax.numpy.floating) else w for rest, w in group.items()}
+            for child, group in weights.items()}
+
+
 def _split(name: str) -> tuple[str, str]:
     child, _, rest = name.partition(".")
     return child, rest
@@ -78,14 +97,14 @@ def named(weights: dict, entries, device: torch.device, parameters: bool, prefix
             yield prefix + entry.name, nn.Parameter(tensor, requires_grad=False) if parameters else tensor
 
 
-def load(weights: dict, entries, state: dict, *, strict: bool, dtype, sharding, owner: str):
+def load(weights: dict, entries, state: dict, *, strict: bool, dtype, sharding, owner: str, keep: tuple = ()):
     """Replaces the arrays of `weights` (in place) by the tensors of `state`; torch's (missing, unexpected) keys.
 
     Everything is checked before anything is replaced: a wrong shape, a value
     that is not a tensor, or with `strict` a missing or unexpected key raises
     RuntimeError in torch's words and leaves the weights as they were.
     Floating-point tensors are cast to `dtype` (the wrapper's compute dtype),
-    as torch's `copy_` casts to the parameter's.
+    as torch's `copy_` casts to the parameter's (float32 where diffusers keeps it so: `keep`, `compute_dtype`).
     """
     if not isinstance(state, collections.abc.Mapping):
         raise TypeError(f"Expected state_dict to be dict-like, got {type(state)}.")
@@ -113,7 +132,7 @@ def load(weights: dict, entries, state: dict, *, strict: bool, dtype, sharding, 
     for key, value in state.items():
         if key in known:
             child, rest = _split(key)
-            cast = dtype if value.is_floating_point() else get(weights, key).dtype
+            cast = compute_dtype(key, dtype, keep) if value.is_floating_point() else get(weights, key).dtype
             weights[child][rest] = convert.to_jax(value, cast, sharding)  # a clone: later edits of value stay out
     return torch.nn.modules.module._IncompatibleKeys(missing, unexpected)
 
@@ -153,6 +172,14 @@ class Submodule:
 
     def buffers(self, recurse: bool = True):
         return (b for _, b in self.named_buffers())
+
+    @property
+    def _non_persistent_buffers_set(self) -> set:
+        """torch's names of this submodule's own buffers that state_dict leaves out (accelerate's size helpers, which
+        diffusers' sharded-checkpoint tests use, read it)."""
+        start = self._path + "."
+        return {e.name[len(start):] for e in self._owner._entries
+                if e.name.startswith(start) and not e.persistent and "." not in e.name[len(start):]}
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
