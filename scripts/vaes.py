@@ -235,6 +235,32 @@ LTX2_AUDIO_CONFIGS = {
     "ltx2-audio": {},
 }
 
+# AutoencoderKLMiniMaxH3 (diffusers >= 0.42): diffusers' own test config (tests/models/autoencoders/
+# test_models_autoencoder_kl_minimax_h3.py, 58eb52c: 4x spatial and temporal, the released clip_length and token_drop),
+# and the released architecture (the class defaults: 16x spatial, 4x temporal, a 36-layer ViT decoder).
+# random_vae fills its zero-initialized residual scales and register tokens (ZERO_INIT), so the decoder's blocks count.
+MINIMAX_H3_CONFIGS = {
+    "minimaxh3-tiny": {
+        "in_channels": 3, "out_channels": 3, "latent_channels": 4, "block_out_channels": (8, 16), "layers_per_block": 1,
+        "spatial_downsample_factors": (2, 2), "temporal_downsample_factors": (2, 2), "norm_num_groups": 8,
+        "decoder_num_layers": 2, "decoder_num_attention_heads": 2, "decoder_attention_head_dim": 8,
+        "decoder_num_register_tokens": 2, "decoder_ffn_mult": 2, "clip_length": 17, "token_drop": 3,
+        "latents_mean": (0.1, -0.2, 0.3, 0.0), "latents_std": (1.5, 0.5, 2.0, 1.0),
+    },
+    "minimaxh3": {},
+}
+# AutoencoderKLMiniMaxH3Audio (diffusers >= 0.42): diffusers' own test config (hop 4; its latent_dim // heads differs
+# from latent_channels, as released), and the released architecture (the class defaults: hop 800 at 32 kHz)
+MINIMAX_H3_AUDIO_CONFIGS = {
+    "minimaxh3-audio-tiny": {
+        "encoder_dim": 4, "encoder_rates": (2, 2), "latent_dim": 32, "latent_channels": 8, "num_attention_heads": 2,
+        "decoder_dim": 16, "decoder_rates": (2, 2), "decoder_kernel_sizes": (4, 4), "resblock_kernel_sizes": (3, 7),
+        "resblock_dilation_sizes": ((1, 3), (1, 3)), "sampling_rate": 32000,
+        "latents_mean": [0.1 * i for i in range(8)], "latents_std": [1.0 + 0.1 * i for i in range(8)],
+    },
+    "minimaxh3-audio": {},
+}
+
 # AutoencoderKLQwenImage21 (diffusers >= 0.42): a tiny residual config, 4-channel images, 4x spatial
 QWENIMAGE21_CONFIGS = {
     "qwenimage21-tiny": {
@@ -378,7 +404,9 @@ MODELS = {
 # here, and why.
 NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("AutoencoderKLLTX2Audio", (0, 37), LTX2_AUDIO_CONFIGS),
-                 ("AutoencoderKLQwenImage21", (0, 42), QWENIMAGE21_CONFIGS))
+                 ("AutoencoderKLQwenImage21", (0, 42), QWENIMAGE21_CONFIGS),
+                 ("AutoencoderKLMiniMaxH3", (0, 42), MINIMAX_H3_CONFIGS),
+                 ("AutoencoderKLMiniMaxH3Audio", (0, 42), MINIMAX_H3_AUDIO_CONFIGS))
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42
 MISSING: dict[str, str] = {}
 for _name, _since, _configs in NEWER_CLASSES:
@@ -413,6 +441,8 @@ RELEASED = {
     **({"ltx2": ("ltx2", 121, 512, 768)} if "ltx2" in MODELS else {}),  # LTX2Pipeline; diffusers >= 0.37
     # QwenImage21Pipeline: output_resolution 1024, a 1024x1024 image; diffusers >= 0.42
     **({"qwenimage21": ("qwenimage21", 1, 1024, 1024)} if "qwenimage21" in MODELS else {}),
+    # MiniMax H3's modular pipeline: 124 frames (17 x 7 + 5) at 24 fps on its 16:9 canvas, 768 x 1344
+    **({"minimaxh3": ("minimaxh3", 124, 768, 1344)} if "minimaxh3" in MODELS else {}),
     # AutoencoderKL's images (one frame): the pipelines' default sizes, and SDXL at 2048x2048 (issue 39: untiled
     # on one v5e chip)
     "sd1.5": ("sd1.5", 1, 512, 512), "sdxl": ("sdxl", 1, 1024, 1024), "sd3": ("sd3", 1, 1024, 1024),
@@ -435,13 +465,24 @@ def meta_vae(config: str):
         return model_class(**kwargs).eval()
 
 
+# Parameters a class initializes to zero where that hides what they multiply (AutoencoderKLMiniMaxH3's residual
+# scales: its decoder's blocks would add nothing): random_vae draws them too.
+ZERO_INIT = {"AutoencoderKLMiniMaxH3": ("scale1", "scale2", "register_tokens")}
+
+
 def random_vae(config: str, seed: int = 0):
-    """A model of a named config (`MODELS`) with weights from a fixed seed."""
+    """A model of a named config (`MODELS`) with weights from a fixed seed (`ZERO_INIT` drawn as N(0, 0.5))."""
     if config not in MODELS:
         raise ValueError(f"unknown config {config!r}; known: {sorted(MODELS)}")
     model_class, kwargs = MODELS[config]
     torch.manual_seed(seed)
-    return model_class(**kwargs).eval()
+    model = model_class(**kwargs).eval()
+    zeros = ZERO_INIT.get(model_class.__name__, ())
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.split(".")[-1] in zeros:
+                parameter.normal_(0.0, 0.5)
+    return model
 
 
 def decode_args(vae, batch: int, dtype=None) -> tuple:

@@ -48,6 +48,21 @@ def load_vae(model: str, subfolder: str | None = "vae"):
         raise InputError(f"cannot load a VAE from {where}: {summary(e)}") from e
 
 
+def check_served(vae) -> None:
+    """InputError for a class the command and the service do not write yet: MiniMax H3's, whose pixels are
+    ImageNet-normalized (the files here are [-1, 1] videos) and whose audio VAE decodes waveforms (docs/limits.md)."""
+    from .models import wrapper_for
+
+    family = wrapper_for(vae).family
+    name = family.model_class.__name__
+    if family.rank == 3:
+        raise InputError(f"{name} decodes waveforms, which torchax-vae's decode, encode and serve do not write yet: "
+                         "use TorchaxVAE in Python (docs/limits.md)")
+    if getattr(family, "pixel_mean", None) is not None:
+        raise InputError(f"{name}'s pixels are ImageNet-normalized, not the [-1, 1] that torchax-vae's decode, encode "
+                         "and serve read and write yet: use TorchaxVAE in Python (docs/limits.md)")
+
+
 def summary(error: Exception) -> str:
     """An error's first line, with the first detail when that line only announces them (ends with ':')."""
     lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
@@ -246,6 +261,7 @@ def decode_file(
         files.check_writable(path)
         files.check_distinct(path, inputs + [p for p in paths + wavs if p is not path])
     vae = load_vae(model, subfolder)
+    check_served(vae)
     ours = _make_vae(vae, dtype, tiling)
     speaker = sound.for_video(ours, model, dtype, audio_z, audio_out, f"latents in {audio_latents or latents}",
                               z.shape[0], out)
@@ -345,6 +361,7 @@ def encode_file(
     files.check_distinct(out, [video])
     video_input.check_video_file(video)  # before the model loads; read once its channels are known
     vae = load_vae(model, subfolder)
+    check_served(vae)
     ours = _make_vae(vae, dtype, tiling)
     if ours.rank == 4:  # an image VAE (AutoencoderKL): the file's first image
         z, summary = image_files.encode(ours, video, precompile=lambda *a: _precompile(*a, mode),

@@ -31,7 +31,13 @@ class Failure:
 
 
 def masked(message: str) -> str:
-    return _NUMBER.sub("#", _TEMPORARY.sub("<tmp>", message))[:500]
+    """The message with numbers, temporary paths and pytest's assertion explanations ("+  where x = repr(...)",
+    which name the model by its repr: a TorchaxVAE's differs from diffusers' module tree by design) masked."""
+    kept = "\n".join(line for line in message.splitlines() if not _EXPLANATION.match(line))
+    return _NUMBER.sub("#", _TEMPORARY.sub("<tmp>", kept))[:500]
+
+
+_EXPLANATION = re.compile(r"^\s*\+\s")
 
 
 def failure_of(excinfo, test_file: str) -> Failure:

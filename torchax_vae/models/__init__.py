@@ -65,6 +65,15 @@ else:
     WRAPPERS += (QwenImage21VAE,)
 
 
+try:  # diffusers has AutoencoderKLMiniMaxH3 from 0.42 on
+    from .minimax_h3 import MiniMaxH3VAE
+    from .minimax_h3_audio import MiniMaxH3AudioVAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (MiniMaxH3VAE, MiniMaxH3AudioVAE)
+
+
 def supported() -> str:
     return ", ".join(w.model_class.__name__ for w in WRAPPERS)
 
@@ -97,8 +106,6 @@ def load_diffusers(name_or_path, subfolder: str | None = "vae", expected: type |
     """
     from ..vae import vae_subfolder
 
-    # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load.
-    kwargs.setdefault("low_cpu_mem_usage", False)
     subfolder = vae_subfolder(name_or_path, subfolder)
     name_or_path = str(name_or_path)  # a pathlib.Path too
     hub = {key: kwargs[key] for key in _HUB_OPTIONS if key in kwargs}
@@ -107,6 +114,10 @@ def load_diffusers(name_or_path, subfolder: str | None = "vae", expected: type |
     model_class = wrapper_for_config(config.get("_class_name", "")).model_class
     if expected is not None and model_class is not expected:
         raise ValueError(f"the model is a {model_class.__name__}, not a {expected.__name__}")
+    # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load. A class
+    # with modules kept in float32 (AutoencoderKLMiniMaxH3) loads only with it on.
+    if not model_class._keep_in_fp32_modules:
+        kwargs.setdefault("low_cpu_mem_usage", False)
     return model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
 
 

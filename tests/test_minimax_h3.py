@@ -1,0 +1,237 @@
+"""AutoencoderKLMiniMaxH3 (MiniMax H3's video VAE) through TorchaxVAE against the same model in plain PyTorch."""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from helpers import BF16_ERROR_RATIO, TOLERANCE, assert_close, max_abs_diff, random_vae
+
+from vaes import requires
+
+from torchax_vae import TorchaxVAE
+from torchax_vae.weights import kept_in_fp32
+
+pytestmark = pytest.mark.skipif(requires("minimaxh3-tiny") is not None, reason=str(requires("minimaxh3-tiny")))
+
+FP32 = TOLERANCE[torch.float32]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    vae = random_vae("minimaxh3-tiny")
+    return vae, TorchaxVAE(vae)
+
+
+def randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_dispatch_geometry_and_latent_shapes(pair):
+    vae, ours = pair
+    assert type(ours).__name__ == "MiniMaxH3VAE" and isinstance(ours, type(vae))
+    assert ours.use_tiling and vae.use_tiling  # on by default, as diffusers' class
+    for name in ("spatial_compression_ratio", "temporal_compression_ratio", "frame_pre_padding", "tokens_chunk_size",
+                 "token_overlap", "frame_overlap", "tile_sample_min_height", "tile_sample_min_overlap_width"):
+        assert getattr(ours, name) == getattr(vae, name), name
+    assert not hasattr(ours, "tiled_decode") and not hasattr(ours, "tiled_encode")  # as diffusers' class
+    with torch.no_grad():
+        for frames, height in ((1, 8), (5, 8), (17, 12), (22, 8), (39, 16)):
+            x = randn(1, 3, frames, height, 8, seed=frames)
+            assert ours.latent_shape(x.shape) == tuple(vae.encode(x).latent_dist.mean.shape), (frames, height)
+
+
+@pytest.mark.parametrize("frames", [1, 5, 22, 39])
+def test_encode_matches_pytorch(pair, frames):
+    vae, ours = pair
+    x = randn(2, 3, frames, 8, 12, seed=frames)
+    with torch.no_grad():
+        assert_close(ours.encode(x).latent_dist.mean, vae.encode(x).latent_dist.mean, FP32, f"encode {frames}f")
+
+
+@pytest.mark.parametrize("latents", [3, 4, 7, 8, 12])
+def test_decode_and_its_stream_match_pytorch(pair, latents):
+    """Every length the clip loop meets: one clip, a clip and a tail cut short, repeated latents at the end."""
+    vae, ours = pair
+    z = randn(1, 4, latents, 2, 3, seed=latents)
+    with torch.no_grad():
+        expected = vae.decode(z).sample
+        actual = ours.decode(z).sample
+        chunks = list(ours.decode_stream(z))
+    assert_close(actual, expected, FP32, f"decode of {latents} latents")
+    assert torch.equal(torch.cat(chunks, 2), actual)  # the stream is the same programs, chunk by chunk
+    clips = (latents + 3 + (-(latents + 3)) % 5) // 5 - 1
+    assert len(chunks) == clips + (actual.shape[2] > 17 * clips)  # one per clip, then the last clip's tail
+
+
+def test_tiles_as_diffusers_lays_them(pair):
+    """Tiles of 16 pixels over 40 x 24 (3 x 2 tiles, overlaps widened in steps of 4), in both directions; then
+    untiled. The tiny frames above are one tile each, which is the untiled call."""
+    vae, ours = pair
+    x = randn(1, 3, 22, 40, 24, seed=1)
+    try:
+        for model in (vae, ours):
+            model.enable_tiling(16, 16, 8, 4)
+        with torch.no_grad():
+            z = vae.encode(x).latent_dist.mean
+            assert_close(ours.encode(x).latent_dist.mean, z, FP32, "tiled encode")
+            assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "tiled decode")
+        for model in (vae, ours):
+            model.disable_tiling()
+        with torch.no_grad():
+            assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "untiled decode")
+    finally:
+        for model in (vae, ours):
+            model.enable_tiling(256, 256, 64, 64)
+
+
+def test_slicing_and_programs(pair):
+    """A batch, sliced or not, as diffusers; each clip shape compiles once whatever the length."""
+    vae, ours = pair
+    z = randn(2, 4, 12, 2, 2, seed=3)
+    with torch.no_grad():
+        expected = vae.decode(z).sample
+        ours.enable_slicing()
+        try:
+            assert_close(ours.decode(z).sample, expected, FP32, "sliced decode")
+        finally:
+            ours.disable_slicing()
+    fresh = TorchaxVAE(vae)
+    with torch.no_grad():
+        for latents in (7, 12, 17, 22):
+            fresh.decode(randn(1, 4, latents, 2, 2, seed=latents))
+    decoders = [s for s in fresh.compile_stats() if s["name"].startswith("decoder")]
+    assert len(decoders) == 1, [s["name"] for s in fresh.compile_stats()]
+
+
+def test_bad_input_refused_at_the_boundary(pair):
+    vae, _ = pair
+    ours = TorchaxVAE(vae)
+    with pytest.raises(ValueError, match="needs at least 3"):
+        ours.decode(randn(1, 4, 2, 2, 2))
+    with pytest.raises(ValueError, match="divisible by 4"):
+        ours.encode(randn(1, 3, 5, 10, 8))
+    with pytest.raises(ValueError, match="channels"):
+        ours.decode(randn(1, 3, 7, 2, 2))
+    assert ours.compile_stats() == []  # nothing compiled
+    with pytest.raises(ValueError):  # diffusers fails on the same two latent frames (an empty torch.cat)
+        vae.decode(randn(1, 4, 2, 2, 2))
+
+
+def test_latent_normalization_is_the_pipelines(pair):
+    """MiniMax H3's decode step: `latents * latents_std + latents_mean` from the config (modular decoders.py)."""
+    vae, ours = pair
+    z = randn(1, 4, 7, 2, 2, seed=4)
+    mean = torch.tensor(vae.config.latents_mean).view(1, -1, 1, 1, 1)
+    std = torch.tensor(vae.config.latents_std).view(1, -1, 1, 1, 1)
+    assert torch.allclose(ours.unscale_latents(z), z * std + mean)
+    assert torch.allclose(ours.scale_latents(ours.unscale_latents(z)), z, atol=1e-6)
+
+
+def _torch_mixed_bf16(vae):
+    """PyTorch's model as `from_pretrained(torch_dtype=torch.bfloat16)` loads it: bf16, the `_keep_in_fp32_modules`
+    in float32."""
+    model = copy.deepcopy(vae).to(torch.bfloat16)
+    for name, parameter in model.named_parameters():
+        if kept_in_fp32(name, tuple(vae._keep_in_fp32_modules)):
+            parameter.data = parameter.data.float()
+    return model
+
+
+def test_bf16_keeps_diffusers_fp32_modules_and_its_error(pair, tmp_path):
+    vae, _ = pair
+    ours = TorchaxVAE(vae, dtype=torch.bfloat16)
+    dtypes = {name: t.dtype for name, t in ours.state_dict().items()}
+    assert dtypes["encoder.conv_in.weight" if "encoder.conv_in.weight" in dtypes else next(
+        n for n in dtypes if n.startswith("encoder."))] == torch.float32
+    assert dtypes["decoder.transformer_blocks.0.attn.to_q.weight"] == torch.bfloat16
+    assert dtypes["decoder.transformer_blocks.0.scale1"] == torch.float32
+    vae.save_pretrained(tmp_path)  # as a pipeline loads it with torch_dtype=bf16
+    loaded = type(vae).from_pretrained(tmp_path, torch_dtype=torch.bfloat16)
+    torch_mixed = _torch_mixed_bf16(vae)
+    assert {n: p.dtype for n, p in loaded.named_parameters()} == {n: p.dtype for n, p in torch_mixed.named_parameters()}
+    wrapped = TorchaxVAE(loaded)  # no dtype: the loaded model's own, each weight as it holds it
+    assert wrapped.dtype == torch.bfloat16
+    assert {n: t.dtype for n, t in wrapped.state_dict().items()} == {n: t.dtype for n, t in loaded.state_dict().items()}
+    x = randn(1, 3, 22, 8, 8, seed=6)
+    with torch.no_grad():
+        z = vae.encode(x).latent_dist.mean
+        video = vae.decode(z).sample
+        theirs = {"encode": max_abs_diff(torch_mixed.encode(x.bfloat16()).latent_dist.mean, z),
+                  "decode": max_abs_diff(torch_mixed.decode(z.bfloat16()).sample, video)}
+        mine = {"encode": max_abs_diff(ours.encode(x.bfloat16()).latent_dist.mean, z),
+                "decode": max_abs_diff(ours.decode(z.bfloat16()).sample, video)}
+    for stage in mine:
+        assert mine[stage] <= BF16_ERROR_RATIO * theirs[stage], (
+            f"bf16 {stage}: max |Δ| vs fp32 = {mine[stage]:.3g}, PyTorch bf16's = {theirs[stage]:.3g}")
+    ours.to(torch.float32)  # and back (diffusers casts every module with .to): every weight float32
+    assert all(t.dtype == torch.float32 for t in ours.state_dict().values())
+
+
+def test_saving_loads_in_plain_diffusers_and_back(pair, tmp_path):
+    vae, ours = pair
+    ours.save_pretrained(tmp_path / "vae")
+    plain = type(vae).from_pretrained(tmp_path / "vae")
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), vae.state_dict().values()))
+    again = TorchaxVAE.from_pretrained(str(tmp_path), subfolder="vae")  # loads with low_cpu_mem_usage (fp32 modules)
+    z = randn(1, 4, 3, 2, 2, seed=8)
+    with torch.no_grad():
+        assert torch.equal(again.decode(z).sample, ours.decode(z).sample)
+
+
+MESH_SCRIPT = """
+import json, torch
+from helpers import random_vae
+from torchax_vae import TorchaxVAE, make_mesh
+vae = random_vae("minimaxh3-tiny")
+ours = TorchaxVAE(vae, mesh=make_mesh())
+x = torch.randn(2, 3, 22, 8, 16, generator=torch.Generator().manual_seed(9))
+with torch.no_grad():
+    z = vae.encode(x).latent_dist.mean
+    rows = {"devices": ours.mesh.devices.size,
+            "encode": (ours.encode(x).latent_dist.mean - z).abs().max().item(),
+            "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()}
+    ours.enable_tiling(16, 16, 8, 8)
+    vae.enable_tiling(16, 16, 8, 8)
+    z = torch.randn(1, 4, 7, 6, 6, generator=torch.Generator().manual_seed(10))
+    rows["tiled decode"] = (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.slow  # a second process on 8 virtual devices
+def test_on_8_devices_matches_pytorch():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    tests = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-c", MESH_SCRIPT], cwd=tests, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rows.pop("devices") == 8
+    for what, worst in rows.items():
+        assert worst <= FP32, f"{what} on 8 devices: max |Δ| = {worst:.3g} > {FP32:g}"
+
+
+def test_command_refuses_it_in_one_line_before_compiling(pair, tmp_path, capsys):
+    """The command and the service write [-1, 1] videos; MiniMax H3's pixels are ImageNet-normalized, so they
+    refuse its VAEs (docs/limits.md) rather than write wrong colours."""
+    from torchax_vae.cli import main
+
+    vae, _ = pair
+    vae.save_pretrained(tmp_path / "model" / "vae")
+    torch.save(randn(1, 4, 7, 2, 2), tmp_path / "latents.pt")
+    code = main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.mp4"), "--model",
+                 str(tmp_path / "model"), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and "ImageNet-normalized" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "video.mp4").exists()
+    audio = random_vae("minimaxh3-audio-tiny")
+    audio.save_pretrained(tmp_path / "audio" / "vae")
+    torch.save(randn(1, 8, 5), tmp_path / "audio.pt")
+    code = main(["decode", str(tmp_path / "audio.pt"), "-o", str(tmp_path / "a.mp4"), "--model",
+                 str(tmp_path / "audio"), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and "waveforms" in err, err

@@ -1,0 +1,346 @@
+"""MiniMax H3's video VAE: diffusers' AutoencoderKLMiniMaxH3 (the modular MiniMax H3 pipeline's `vae`).
+
+How diffusers runs it, and how this adapter does:
+
+- A causal 3-D CNN encoder and a non-causal ViT decoder (every latent voxel a
+  token, full self-attention over a clip's tokens, with register tokens).
+- Time in clips: `encode` cuts the video into `clip_length` (17) frame clips,
+  the last one filled up by repeating its last frame, encodes each (5 latent
+  frames), joins them and drops the last `token_drop` (3) latent frames: 17 n
+  + 5 frames give 5 n + 2 latents. One frame is encoded alone (1 latent).
+  `decode` decodes clips of 5 + 2 latent frames every 5 (the last latent
+  repeated to fill the last clip), keeps each clip's first 17 frames, fades
+  the 5 frames before them in (the tail of the clip before), and cuts the
+  frames the repeated latents made. Here each clip is one program (all clips
+  have one shape), and each clip's 17 frames are final once faded in: a
+  decode stream hands them out clip by clip. Fewer than 3 latent frames make
+  no clip; diffusers fails there, this adapter refuses them at the boundary.
+- Spatial tiling is on by default (the released frames are the tiled ones):
+  tiles of `tile_sample_min_height` x `_width` pixels, as many as cover the
+  frame with overlaps of at least `tile_sample_min_overlap_*`, the slack
+  spread over the overlaps in steps of the spatial ratio; each tile blends
+  into the next over its overlap (diffusers' `_split_tiles`, `_stitch_tiles`).
+  All tiles have one shape. `disable_tiling()` gives "auto" (tile only what
+  would not fit), as every family.
+- Mixed precision as diffusers loads it (`_keep_in_fp32_modules`: the encoder,
+  `quant_conv` and the decoder's norms and residual scales stay float32 under
+  a bf16 `dtype`; lowering.jax_weights); each program casts its input to its
+  first module's dtype, as diffusers' `encode` and `decode` do.
+- The pipeline normalizes latents with the config's `latents_mean` /
+  `latents_std`, and its pixels are ImageNet-normalized RGB, not [-1, 1]
+  (`pixel_mean` / `pixel_std` here; the command and the service convert with
+  them).
+"""
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import torch
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.minimax_h3", "MiniMaxH3VAE"] entry by looking the
+# base class up in this module.
+from diffusers import AutoencoderKLMiniMaxH3, ModelMixin  # noqa: F401
+from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import MiniMaxH3VideoCausalConv3d
+
+from .. import memory
+from ..family import Family
+from ..vae import TorchaxVAE, apply
+from .kl import _where_diffusers_has
+from .windows import WindowLowered
+
+__all__ = ["MiniMaxH3", "MiniMaxH3VAE", "latent_shape", "video_channels"]
+
+# ImageNet's RGB statistics, the pixel convention of MiniMax H3's pipeline (diffusers' class docstring)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def video_channels(config) -> int:
+    return config.in_channels
+
+
+def _ratios(config) -> tuple[int, int]:
+    return math.prod(config.temporal_downsample_factors), math.prod(config.spatial_downsample_factors)
+
+
+def latent_shape(config, video_shape) -> tuple[int, ...]:
+    """[B, latent_channels, L, H, W] of a [B, C, frames, height, width] video: one latent for one frame, else 5 per
+    clip of 17 frames less the 3 dropped (diffusers' `_encode`)."""
+    batch, _, frames, height, width = video_shape
+    temporal, spatial = _ratios(config)
+    if frames == 1:
+        latents = 1
+    else:
+        clips = -(-frames // config.clip_length)
+        latents = clips * -(-config.clip_length // temporal) - config.token_drop
+    return (batch, config.latent_channels, latents, height // spatial, width // spatial)
+
+
+def split_tiles(length: int, tile: int, overlap: int, ratio: int) -> tuple[list[int], int, list[int]]:
+    """diffusers' `_split_tiles`: (tile starts, tile size, overlaps) covering `length` pixels."""
+    if tile >= length:
+        return [0], length, []
+    count = math.ceil(length / tile)
+    while tile * count - overlap * (count - 1) - length < 0:
+        count += 1
+    overlaps = [overlap] * (count - 1)
+    for i in range((tile * count - sum(overlaps) - length) // ratio):
+        overlaps[i % (count - 1)] += ratio
+    starts = [0]
+    for i in range(count - 1):
+        starts.append(starts[-1] + tile - overlaps[i])
+    return starts, tile, overlaps
+
+
+class MiniMaxH3Lowered(WindowLowered):
+    """One encoder (+ quant_conv) or (post_quant_conv +) decoder call, its input cast to the first module's dtype."""
+
+    def encode_step(self, weights, frames):
+        return super().encode_step(weights, frames.astype(_dtype_of(weights["encoder"])))
+
+    def decode_step(self, weights, latents):
+        return super().decode_step(weights, latents.astype(_dtype_of(weights["post_quant_conv"])))
+
+
+def _dtype_of(weights: dict):
+    return next(iter(weights.values())).dtype
+
+
+class MiniMaxH3(Family):
+    """diffusers' `AutoencoderKLMiniMaxH3`, as diffusers runs it (the module docstring)."""
+
+    model_class = AutoencoderKLMiniMaxH3
+    marked = (MiniMaxH3VideoCausalConv3d,)
+    casts_inputs = True
+    settings = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_min_overlap_height",
+                "tile_sample_min_overlap_width")
+    pixel_mean, pixel_std = IMAGENET_MEAN, IMAGENET_STD
+
+    def lower(self, vae):
+        engine = self.engine
+        return MiniMaxH3Lowered(vae, engine.placement.mesh, engine.placement.platform, self.marked,
+                                self.spatial_compression_ratio)
+
+    # ----- facts -----
+
+    @property
+    def video_channels(self) -> int:
+        return video_channels(self.config)
+
+    @property
+    def spatial_compression_ratio(self) -> int:
+        return _ratios(self.config)[1]
+
+    @property
+    def temporal_compression_ratio(self) -> int:
+        return _ratios(self.config)[0]
+
+    def latent_shape(self, video_shape) -> tuple[int, ...]:
+        return latent_shape(self.config, video_shape)
+
+    @property
+    def _clip_tokens(self) -> tuple[int, int, int, int]:
+        """(latents per clip, latents a clip overlaps the next by, frames before a clip's first kept one, frames
+        the clips fade over): diffusers' derived geometry."""
+        clip, ratio = self.config.clip_length, self.temporal_compression_ratio
+        pre = (-clip) % ratio
+        size = -(-clip // ratio)
+        overlap = (-self.config.token_drop) % size
+        return size, overlap, pre, max(overlap * ratio - pre, 0)
+
+    def _decode_plan(self, latents: int) -> tuple[int, int, int]:
+        """(clips, repeated latents at the end, frames of the decoded video) for `latents` latent frames."""
+        size, _, pre, _ = self._clip_tokens
+        drop, ratio = self.config.token_drop, self.temporal_compression_ratio
+        pad = (-(latents + drop)) % size
+        clips = (latents + drop + pad) // size - int(drop > 0)
+        head = size * ratio - pre  # a clip's kept frames
+        tail = max(min(2 * size * ratio, (size + self._clip_tokens[1]) * ratio) - size * ratio - pre, 0) if drop else 0
+        tail_of_clip = self.config.clip_length % ratio
+        cut = sum(tail_of_clip if tail_of_clip and (latents + k) % size == 0 else ratio for k in range(pad))
+        return clips, pad, clips * head + tail - cut
+
+    def check_latents(self, shape, name: str) -> None:
+        clips = self._decode_plan(shape[2])[0]
+        if clips < 1:
+            least = next(n for n in range(1, 64) if self._decode_plan(n)[0] >= 1)
+            raise ValueError(f"{name} has {shape[2]} latent frames (shape {tuple(shape)}); AutoencoderKLMiniMaxH3 "
+                             f"decodes clips of {self._clip_tokens[0] + self._clip_tokens[1]} and needs at least "
+                             f"{least} (2 frames, and one image's 1 latent, make no clip: diffusers fails on them)")
+
+    def check_video(self, shape, name: str) -> None:
+        ratio = self.spatial_compression_ratio
+        if shape[3] % ratio or shape[4] % ratio:
+            raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); AutoencoderKLMiniMaxH3 encodes "
+                             f"heights and widths divisible by {ratio}")
+
+    def _statistics(self, latents: torch.Tensor):
+        shape = (1, self.config.latent_channels, 1, 1, 1)
+        return (torch.tensor(self.config.latents_mean).view(shape).to(latents.device, latents.dtype),
+                torch.tensor(self.config.latents_std).view(shape).to(latents.device, latents.dtype))
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        mean, std = self._statistics(latents)
+        return (latents - mean) / std
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        mean, std = self._statistics(latents)
+        return latents * std + mean  # as MiniMax H3's decode step
+
+    # ----- encode / decode -----
+
+    def encode(self, source, tiled: bool | None = None) -> jax.Array:
+        frames, clip = source.shape[2], self.config.clip_length
+        if frames == 1:
+            return self._clip("encode", source, (0, 1), tiled)
+        moments = [self._clip("encode", source, (start, start + clip), tiled) for start in range(0, frames, clip)]
+        return apply(_join_and_drop, moments, drop=self.config.token_drop)
+
+    def decode_chunks(self, source, tiled: bool | None = None):
+        """One chunk per clip (its kept frames, faded in from the clip before), then the last clip's tail."""
+        size, overlap, pre, fade = self._clip_tokens
+        ratio, drop = self.temporal_compression_ratio, self.config.token_drop
+        clips, _, left = self._decode_plan(source.shape[2])
+        before = None
+        for i in range(clips):
+            out = self._clip("decode", source, (i * size, i * size + size + overlap), tiled)
+            head = apply(_frames, out, start=pre, stop=size * ratio)
+            if before is not None:
+                head = apply(_blend, before, head, extent=fade, axis=2)
+            keep = min(left, head.shape[2])
+            if keep > 0:
+                yield head if keep == head.shape[2] else apply(_frames, head, start=0, stop=keep)
+            left -= keep
+            if drop > 0:
+                before = apply(_frames, out, start=size * ratio + pre, stop=2 * size * ratio)
+        if before is not None and left > 0:
+            yield apply(_frames, before, start=0, stop=min(left, before.shape[2]))
+
+    def _clip(self, kind: str, source, span, tiled) -> jax.Array:
+        """One clip (frames `span` of the source, the last frame repeated past its end), encoded or decoded:
+        tiled as the tiling mode (or `tiled`) says."""
+        ratio = self.spatial_compression_ratio
+        scale = 1 if kind == "encode" else ratio
+        height, width = source.shape[3] * scale, source.shape[4] * scale  # in pixels
+        tile = (self.tile_sample_min_height, self.tile_sample_min_width)
+        if tiled is None:
+            need = functools.partial(self._untiled_bytes, kind, source, span)
+            name = "encoder" if kind == "encode" else "decoder"
+            tiled = (height > tile[0] or width > tile[1]) and self.engine.should_tile(
+                name, need, source.shape, (tile[0] // scale, tile[1] // scale))
+        if not tiled:
+            out = self._call(kind, source, span)
+            self.engine.ran_batch(out)
+            return out
+        rows = split_tiles(height, tile[0], self.tile_sample_min_overlap_height, ratio)
+        cols = split_tiles(width, tile[1], self.tile_sample_min_overlap_width, ratio)
+        tiles = []
+        for row in rows[0]:
+            tiles.append([])
+            for col in cols[0]:
+                block = (row // scale, col // scale, rows[1] // scale, cols[1] // scale)
+                tiles[-1].append(self._call(kind, source, span, block))
+                self.engine.ran_batch(tiles[-1][-1])
+        unit = ratio if kind == "encode" else 1  # the overlaps are in pixels; an encoder's tiles are latents
+        return apply(_stitch, tiles, rows=tuple(o // unit for o in rows[2]), cols=tuple(o // unit for o in cols[2]))
+
+    def _call(self, kind: str, source, span, block=None):
+        """One encoder or decoder call on frames `span` (repeating the last past the end) of the source, or of a
+        (row, col, height, width) block of it."""
+        start, end = span
+        have = min(end, source.shape[2])
+        chunk = source.take((start, have)) if block is None else source.take((start, have), block[::2], block[1::2])
+        if have < end:
+            chunk = apply(_repeat_last, chunk, count=end - have)
+        encode = kind == "encode"
+        children = ("encoder", "quant_conv") if encode else ("post_quant_conv", "decoder")
+        weights = {k: self.engine.weights[k] for k in children}
+        name = ("encoder" if encode else "decoder") + ("" if block is None else "/tile")
+        step = self.lowered.encode_step if encode else self.lowered.decode_step
+        return self.engine.programs.run(name, step, weights, chunk)
+
+    def _untiled_bytes(self, kind: str, source, span) -> int:
+        """Device memory of the untiled call on one clip: XLA's temp + argument + output bytes."""
+        with self.engine.programs.recording() as used:
+            self._call(kind, self.engine.shapes(source.shape), span)
+        return memory.call_bytes(used)
+
+
+class MiniMaxH3VAE(TorchaxVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLMiniMaxH3` (the module docstring)."""
+
+    family = MiniMaxH3
+
+    def __init__(self, vae, **kwargs):
+        super().__init__(vae, **kwargs)
+        # diffusers' derived geometry of the instance (its own attributes there)
+        for name in ("temporal_compression_ratio", "frame_pre_padding", "tokens_chunk_size", "token_overlap",
+                     "frame_overlap"):
+            setattr(self, name, getattr(vae, name))
+
+    def enable_tiling(
+        self,
+        tile_sample_min_height: int | None = None,
+        tile_sample_min_width: int | None = None,
+        tile_sample_min_overlap_height: int | None = None,
+        tile_sample_min_overlap_width: int | None = None,
+    ) -> None:
+        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers' for this class."""
+        self.tiling_mode = "on"
+        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
+        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
+        self.tile_sample_min_overlap_height = tile_sample_min_overlap_height or self.tile_sample_min_overlap_height
+        self.tile_sample_min_overlap_width = tile_sample_min_overlap_width or self.tile_sample_min_overlap_width
+
+    # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
+    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
+    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
+
+
+def _frames(video, *, start: int, stop: int):
+    return video[:, :, start:stop]
+
+
+def _repeat_last(video, *, count: int):
+    return jnp.concatenate([video, jnp.repeat(video[:, :, -1:], count, axis=2)], axis=2)
+
+
+def _join_and_drop(moments, *, drop: int):
+    joined = jnp.concatenate(moments, axis=2)
+    return joined[:, :, : joined.shape[2] - drop]
+
+
+def _blend(a, b, *, extent: int, axis: int):
+    """diffusers' `_blend`: b's head faded in from a's tail over `extent` (its weights in b's dtype)."""
+    extent = min(a.shape[axis], b.shape[axis], extent)
+    positions = jnp.arange(extent, dtype=b.dtype)
+    shape = [1] * a.ndim
+    shape[axis] = extent
+    weight_a, weight_b = (1 - positions / extent).reshape(shape), (positions / extent).reshape(shape)
+    tail = jax.lax.slice_in_dim(a, a.shape[axis] - extent, a.shape[axis], axis=axis)
+    blended = tail * weight_a + jax.lax.slice_in_dim(b, 0, extent, axis=axis) * weight_b
+    if extent == b.shape[axis]:
+        return blended
+    return jnp.concatenate([blended, jax.lax.slice_in_dim(b, extent, b.shape[axis], axis=axis)], axis=axis)
+
+
+@functools.partial(jax.jit, static_argnames=("rows", "cols"))
+def _stitch(tiles, *, rows: tuple, cols: tuple):
+    """diffusers' `_stitch_tiles`: each tile blended with its raw upper and left neighbours, then cut before the
+    overlap with the next."""
+    out_rows = []
+    for i, row in enumerate(tiles):
+        kept = []
+        for j, tile in enumerate(row):
+            if i > 0:
+                tile = _blend(tiles[i - 1][j], tile, extent=rows[i - 1], axis=3)
+            if j > 0:
+                tile = _blend(row[j - 1], tile, extent=cols[j - 1], axis=4)
+            if i < len(tiles) - 1:
+                tile = tile[:, :, :, : tile.shape[3] - rows[i]]
+            if j < len(row) - 1:
+                tile = tile[:, :, :, :, : tile.shape[4] - cols[j]]
+            kept.append(tile)
+        out_rows.append(jnp.concatenate(kept, axis=4))
+    return jnp.concatenate(out_rows, axis=3)
