@@ -215,23 +215,78 @@ def test_on_8_devices_matches_pytorch():
         assert worst <= FP32, f"{what} on 8 devices: max |Δ| = {worst:.3g} > {FP32:g}"
 
 
-def test_command_refuses_it_in_one_line_before_compiling(pair, tmp_path, capsys):
-    """The command and the service write [-1, 1] videos; MiniMax H3's pixels are ImageNet-normalized, so they
-    refuse its VAEs (docs/limits.md) rather than write wrong colours."""
+def test_command_writes_the_frames_the_pipeline_would_and_encodes_them_back(pair, tmp_path, capsys):
+    """`torchax-vae decode` converts MiniMax H3's ImageNet-normalized pixels as its pipeline does (`sample * std +
+    mean`, clamped to [0, 1]; torchax_vae/pixels.py), and `encode` reads a video file into them; the audio VAE
+    (waveforms alone) is refused in one line, and the service refuses the video VAE until it converts too."""
+    import numpy as np
+
+    from torchax_vae import files
     from torchax_vae.cli import main
+    from torchax_vae.commands import InputError, check_served
+    from torchax_vae.models.minimax_h3 import IMAGENET_MEAN, IMAGENET_STD
 
     vae, _ = pair
     vae.save_pretrained(tmp_path / "model" / "vae")
-    torch.save(randn(1, 4, 7, 2, 2), tmp_path / "latents.pt")
-    code = main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.mp4"), "--model",
-                 str(tmp_path / "model"), "--no-cache"])
-    err = capsys.readouterr().err
-    assert code == 2 and "ImageNet-normalized" in err and len(err.strip().splitlines()) == 1, err
-    assert not (tmp_path / "video.mp4").exists()
+    z = randn(1, 4, 7, 2, 3, seed=11)  # as the pipeline returns latents: normalized
+    torch.save(z, tmp_path / "latents.pt")
+    args = ["--model", str(tmp_path / "model"), "--no-cache"]
+    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.npy"), *args]) == 0
+    mean, std = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1, 1), torch.tensor(IMAGENET_STD).view(1, 3, 1, 1, 1)
+    latents_mean = torch.tensor(vae.config.latents_mean).view(1, -1, 1, 1, 1)
+    latents_std = torch.tensor(vae.config.latents_std).view(1, -1, 1, 1, 1)
+    with torch.no_grad():  # MiniMax H3's decode step, then its pixel conversion
+        sample = vae.decode(z * latents_std + latents_mean).sample
+    expected = ((sample * std + mean).clamp(0, 1) * 255).round().to(torch.uint8)[0].permute(1, 2, 3, 0).numpy()
+    frames = np.load(tmp_path / "video.npy")
+    assert frames.shape == (22, 8, 12, 3)
+    assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
+    files.write_mp4(tmp_path / "video.mp4", frames)
+    assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
+    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 7, 2, 3)
+    capsys.readouterr()
+    with pytest.raises(InputError, match="ImageNet-normalized"):
+        check_served(vae, service=True)
     audio = random_vae("minimaxh3-audio-tiny")
     audio.save_pretrained(tmp_path / "audio" / "vae")
     torch.save(randn(1, 8, 5), tmp_path / "audio.pt")
     code = main(["decode", str(tmp_path / "audio.pt"), "-o", str(tmp_path / "a.mp4"), "--model",
                  str(tmp_path / "audio"), "--no-cache"])
     err = capsys.readouterr().err
-    assert code == 2 and "waveforms" in err, err
+    assert code == 2 and "waveforms" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_uint8_stream_is_the_pipelines_pixels(pair):
+    """decode_stream(frames="uint8") rounds MiniMax H3's pixels on the device as its pipeline converts them."""
+    from torchax_vae.models.minimax_h3 import IMAGENET_MEAN, IMAGENET_STD
+
+    vae, ours = pair
+    z = randn(1, 4, 7, 2, 2, seed=12)
+    with torch.no_grad():
+        sample = vae.decode(z).sample
+        frames = torch.cat(list(ours.decode_stream(z, frames="uint8")), 2)
+    mean, std = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1, 1), torch.tensor(IMAGENET_STD).view(1, 3, 1, 1, 1)
+    expected = ((sample * std + mean).clamp(0, 1) * 255).round().to(torch.uint8)
+    assert frames.dtype == torch.uint8 and (frames.int() - expected.int()).abs().max() <= 1
+
+
+def test_modular_decode_step_with_both_vaes_wrapped_equals_plain_diffusers(pair):
+    """diffusers' own MiniMax H3 stage 3 (`MiniMaxH3DecodeStep`, the modular pipeline's decode blocks: latent
+    de-normalization, the video VAE, ImageNet pixels to [0, 1], the audio VAE on the stereo channels as a batch)
+    with `vae` and `audio_vae` wrapped gives plain diffusers' video and sound."""
+    from diffusers.modular_pipelines.minimax_h3.modular_blocks_minimax_h3 import MiniMaxH3DecodeStep
+
+    vae, _ = pair
+    audio = random_vae("minimaxh3-audio-tiny")
+    z, a = randn(1, 4, 7, 2, 3, seed=13), randn(2, 8, 5, seed=14)
+    outputs = []
+    for wrap in (False, True):
+        pipe = MiniMaxH3DecodeStep().init_pipeline()
+        pipe.update_components(vae=TorchaxVAE(vae) if wrap else vae, audio_vae=TorchaxVAE(audio) if wrap else audio)
+        out = pipe(latents=z, audio_latents=a, output_type="pt", output=["videos", "audio"])
+        outputs.append((out["videos"], out["audio"]))
+    (plain_video, plain_audio), (video, sound) = outputs
+    assert video.shape == (1, 22, 3, 8, 12) and sound.shape == (1, 2, 20)
+    assert plain_video.std() > 1e-3 and plain_audio.std() > 1e-3  # outputs that can tell a wrong decode
+    assert_close(video, plain_video, FP32, "MiniMaxH3DecodeStep video")
+    assert_close(sound, plain_audio, FP32, "MiniMaxH3DecodeStep audio")

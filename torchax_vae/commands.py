@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
-from . import convert, files, image_files, patches, sound, streamed_encode, video_input
+from . import convert, files, image_files, patches, pixels, sound, streamed_encode, video_input
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
@@ -48,9 +48,10 @@ def load_vae(model: str, subfolder: str | None = "vae"):
         raise InputError(f"cannot load a VAE from {where}: {summary(e)}") from e
 
 
-def check_served(vae) -> None:
-    """InputError for a class the command and the service do not write yet: MiniMax H3's, whose pixels are
-    ImageNet-normalized (the files here are [-1, 1] videos) and whose audio VAE decodes waveforms (docs/limits.md)."""
+def check_served(vae, service: bool = False) -> None:
+    """InputError for a class the command (or, `service`, the server) does not serve yet: MiniMax H3's audio VAE,
+    which decodes waveforms alone, and in the service MiniMax H3's video VAE, whose pixels are ImageNet-normalized
+    (the service's answers are [-1, 1] videos; the command converts: torchax_vae/pixels.py). docs/limits.md."""
     from .models import wrapper_for
 
     family = wrapper_for(vae).family
@@ -58,9 +59,9 @@ def check_served(vae) -> None:
     if family.rank == 3:
         raise InputError(f"{name} decodes waveforms, which torchax-vae's decode, encode and serve do not write yet: "
                          "use TorchaxVAE in Python (docs/limits.md)")
-    if getattr(family, "pixel_mean", None) is not None:
-        raise InputError(f"{name}'s pixels are ImageNet-normalized, not the [-1, 1] that torchax-vae's decode, encode "
-                         "and serve read and write yet: use TorchaxVAE in Python (docs/limits.md)")
+    if service and getattr(family, "pixel_mean", None) is not None:
+        raise InputError(f"{name}'s pixels are ImageNet-normalized, not the [-1, 1] that torchax-vae serve answers "
+                         "yet: use the command (torchax-vae decode) or TorchaxVAE in Python (docs/limits.md)")
 
 
 def summary(error: Exception) -> str:
@@ -107,11 +108,10 @@ def psnr(reference: np.ndarray, test: np.ndarray, peak: float = 2.0) -> float:
     return math.inf if mse == 0 else 10 * math.log10(peak**2 / mse)
 
 
-@jax.jit
-def _to_uint8(video):
-    """[B, C, F, H, W] in [-1, 1] -> uint8 [B, F, H, W, C], as diffusers' VideoProcessor rounds it."""
-    scaled = jnp.round(jnp.clip(video.astype(jnp.float32) / 2 + 0.5, 0.0, 1.0) * 255)
-    return scaled.astype(jnp.uint8).transpose(0, 2, 3, 4, 1)
+def _to_uint8(video, family=None):
+    """[B, C, F, H, W] decoded (diffusers' [-1, 1], or the family's own pixels: torchax_vae/pixels.py) -> uint8
+    [B, F, H, W, C], as diffusers' VideoProcessor rounds it."""
+    return pixels.to_uint8(video, family, 1).transpose(0, 2, 3, 4, 1)
 
 
 def _frames_second(ours, video):
@@ -314,7 +314,7 @@ def decode_file(
             noise = {"generator": torch.Generator().manual_seed(seed)} if ours.decode_draws_noise else {}
             chunks = stack.enter_context(ours.decode_stream(_on_device(z, ours.dtype), *decode_args, **noise))
             for chunk in chunks:  # frames leave the device as they are final, and go to ffmpeg at once
-                frames = np.asarray(jax.device_get(_to_uint8(_frames_second(ours, chunk._elem))))
+                frames = np.asarray(jax.device_get(_to_uint8(_frames_second(ours, chunk._elem), ours._family)))
                 for write, clip in zip(writers, frames):
                     write(clip)
                 wrote(frames.shape[1])
@@ -387,7 +387,7 @@ def encode_file(
         else:
             frames, fps = video_input.read_video(video, max_frames, channels=channels)
             count = frames.shape[0]  # as read (the count above is ffmpeg's)
-            x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
+            x = pixels.from_uint8(torch.from_numpy(frames).permute(3, 0, 1, 2)[None], ours._family, 1)
             dist = ours._posterior(x.to(ours.dtype))
         z = dist.mode() if posterior == "mean" else dist.sample(generator=torch.Generator().manual_seed(seed))
     encode_seconds = time.perf_counter() - start

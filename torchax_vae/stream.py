@@ -21,9 +21,8 @@ import contextlib
 import contextvars
 
 import jax
-import jax.numpy as jnp
 
-__all__ = ["Captured", "DecodeStream", "capturing", "chunked", "is_chunked", "join_chunks", "run_out", "to_uint8"]
+__all__ = ["Captured", "DecodeStream", "capturing", "chunked", "is_chunked", "join_chunks", "run_out"]
 
 _CHUNKED = contextvars.ContextVar("torchax_vae_chunked", default=False)
 _CAPTURING = contextvars.ContextVar("torchax_vae_capturing", default=False)
@@ -106,16 +105,6 @@ def side_by_side(generators, axis: int = 0):
             close = getattr(it, "close", None)
             if close is not None:
                 close()
-
-
-@jax.jit
-def _uint8(video):
-    return jnp.round(jnp.clip(video.astype(jnp.float32) / 2 + 0.5, 0.0, 1.0) * 255).astype(jnp.uint8)
-
-
-def to_uint8(chunk: jax.Array) -> jax.Array:
-    """[-1, 1] values as uint8 0..255 on the device, as diffusers' VideoProcessor rounds them (same layout)."""
-    return _uint8(chunk)
 
 
 class DecodeStream:

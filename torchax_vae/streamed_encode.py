@@ -8,7 +8,7 @@ frame batches), so the posterior is the whole video's, bit for bit: the same pro
 import numpy as np
 import torch
 
-from . import video_input
+from . import pixels, video_input
 from .checks import InputError
 
 __all__ = ["streams", "moments"]
@@ -30,6 +30,6 @@ def moments(vae, path, frames: int, channels: int) -> torch.Tensor:
             chunk = [frame for _, frame in zip(range(end - start), each)]
             if len(chunk) < end - start:  # the file ended before the count said it would
                 raise InputError(f"video {path} ended after {start + len(chunk)} frames; counted {frames}")
-            x = torch.from_numpy(np.stack(chunk)).permute(3, 0, 1, 2)[None].float() / 127.5 - 1.0
+            x = pixels.from_uint8(torch.from_numpy(np.stack(chunk)).permute(3, 0, 1, 2)[None], vae._family, 1)
             out.append(session.encode(x.to(vae.dtype)).latent_dist.parameters)  # the model's dtype
     return torch.cat(out, dim=2)

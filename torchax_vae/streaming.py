@@ -7,7 +7,7 @@ torchax_vae/session.py.
 
 import torch
 
-from . import convert, stream
+from . import convert, pixels, stream
 
 
 class Streaming:
@@ -40,9 +40,10 @@ class Streaming:
             chunks = stream.chunks_of(run(self._source(x)))
 
         def as_tensor(chunk):
-            if frames == "uint8":
-                return convert.uint8_like(stream.to_uint8(chunk), x)
-            return convert.like(chunk, x)
+            if frames == "uint8":  # the family's pixels (torchax_vae/pixels.py), rounded on the device
+                family = self._family
+                return convert.uint8_like(pixels.to_uint8(chunk, family, family.decoded_layout.index("C")), x)
+            return convert.like(chunk, x, own_dtype=self._family.casts_inputs)
 
         return stream.DecodeStream(chunks, as_tensor)
 

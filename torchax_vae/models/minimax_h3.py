@@ -45,6 +45,7 @@ from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import MiniMaxH3Vid
 
 from .. import memory
 from ..family import Family
+from ..sources import is_abstract
 from ..vae import TorchaxVAE, apply
 from .kl import _where_diffusers_has
 from .windows import WindowLowered
@@ -251,8 +252,11 @@ class MiniMaxH3(Family):
         start, end = span
         have = min(end, source.shape[2])
         chunk = source.take((start, have)) if block is None else source.take((start, have), block[::2], block[1::2])
-        if have < end:
-            chunk = apply(_repeat_last, chunk, count=end - have)
+        if have < end and is_abstract(chunk):  # shapes only (precompile, plan): placed as a real clip would be
+            shape = (*chunk.shape[:2], end - start, *chunk.shape[3:])
+            chunk = jax.ShapeDtypeStruct(shape, chunk.dtype, sharding=self.engine.placement.activation(shape))
+        elif have < end:
+            chunk = _repeat_last(chunk, count=end - have)
         encode = kind == "encode"
         children = ("encoder", "quant_conv") if encode else ("post_quant_conv", "decoder")
         weights = {k: self.engine.weights[k] for k in children}
@@ -302,6 +306,7 @@ def _frames(video, *, start: int, stop: int):
     return video[:, :, start:stop]
 
 
+@functools.partial(jax.jit, static_argnames=("count",))
 def _repeat_last(video, *, count: int):
     return jnp.concatenate([video, jnp.repeat(video[:, :, -1:], count, axis=2)], axis=2)
 
