@@ -40,12 +40,13 @@ SMALL_CONFIGS = {
     "official": "tiny", "wan2.1": "wan-tiny", "wan2.2": "wan2.2-tiny", "qwenimage": "qwenimage-tiny",
     "hunyuanvideo": "hunyuan-tiny", "ltx091": "ltx091-tiny", "ltx2": "ltx2ts-tiny", "hunyuanvideo15": "hunyuan15-tiny",
     "mochi": "mochi-tiny", "cosmos": "cosmos-tiny", "magvit": "magvit-tiny", "allegro": "allegro-tiny",
-    "qwenimage21": "qwenimage21-tiny",
+    "qwenimage21": "qwenimage21-tiny", "minimaxh3": "minimaxh3-tiny",
     "sd1.5": "sd-tiny", "sdxl": "sd-tiny", "sd3": "flux-tiny", "flux": "flux-tiny",  # AutoencoderKL's images
     "flux2": "flux2-tiny", "sana": "dc-tiny", "hunyuanimage": "hunyuanimage-tiny",
     "taesd": "tiny-tiny", "taef1": "tiny-tiny", "svd": "svd-tiny",
 }
-SMALL_SIZES = {"mochi-tiny": (7, 32, 64), "allegro-tiny": (24, 128, 128)}
+SMALL_SIZES = {"mochi-tiny": (7, 32, 64), "allegro-tiny": (24, 128, 128),
+               "minimaxh3-tiny": (22, 32, 64)}  # (MiniMax H3 decodes 3 latent frames or more: 22 frames make 7)
 
 
 def small(case: speed.SpeedCase) -> speed.SpeedCase:

@@ -16,6 +16,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from torchax_vae import TorchaxVAE
 from helpers import random_vae
 
+# JAX's persistent compilation cache for the suite (TORCHAX_VAE_CACHE_DIR stays off above: the program store, which
+# traces once per process, is what tests/test_stored.py tests by itself). The tests build many wrappers of the same
+# tiny models, and each compiles the same XLA programs again; with this cache, later ones (and later runs: CI's
+# slow set after its default suite) load them. Keyed by the program, flags, backend and JAX version, so an entry
+# never stands for another computation. TORCHAX_VAE_TEST_JAX_CACHE=off turns it off.
+_TEST_JAX_CACHE = os.environ.get("TORCHAX_VAE_TEST_JAX_CACHE", os.path.join(os.path.dirname(__file__), "..", ".jax-cache"))
+if _TEST_JAX_CACHE.strip().lower() not in ("", "off", "0"):
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", os.path.abspath(_TEST_JAX_CACHE))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
 
 @pytest.fixture(scope="session")
 def tiny_vae():

@@ -147,6 +147,7 @@ def test_allegro_pipeline_with_the_vae_swapped():
     assert_close(actual, expected, FP32, "AllegroPipeline frames")
 
 
+@pytest.mark.slow  # 28 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """AllegroPipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor; decode's [B, F, C,
     H, W] output is written as frames like every family's."""

@@ -88,6 +88,7 @@ def test_lengths_and_sizes_refused_at_the_boundary(pair):
     assert len(ours.compile_stats()) == before
 
 
+@pytest.mark.slow  # 31 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_bf16():
     vae = random_vae("cosmos-tiny")
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 9, 32, 32), "cosmos-tiny 9f")
@@ -167,6 +168,7 @@ def test_cosmos_pipelines_with_the_vae_swapped(cls_name):
     assert_close(actual, expected, 1 / 255 + 1e-6, f"{cls_name} frames")
 
 
+@pytest.mark.slow  # 28 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """CosmosTextToWorldPipeline(output_type="latent") returns [B, C, F, H, W], normalized per channel and latent
     frame by latents_mean and latents_std over the scheduler's sigma_data."""

@@ -69,6 +69,7 @@ def test_slicing_and_tiling_within_windows_equal_diffusers(pair):
             model.disable_tiling()
 
 
+@pytest.mark.slow  # 29 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_bf16():
     vae = random_vae("hunyuan-tiny")
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 9, 32, 32), "hunyuan-tiny 9f")
@@ -111,6 +112,7 @@ def test_hunyuanvideo_pipeline_with_the_vae_swapped():
     assert_close(actual, expected, FP32, "HunyuanVideoPipeline frames")
 
 
+@pytest.mark.slow  # 30 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """HunyuanVideoPipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor."""
     import numpy as np

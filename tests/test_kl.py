@@ -50,6 +50,7 @@ def test_batch_sliced_or_not_one_program_per_shape():
                      ("encoder", (1, 3, 32, 32)), ("encoder", (3, 3, 32, 32))], names
 
 
+@pytest.mark.slow  # 30 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 @pytest.mark.parametrize("size", [pytest.param((64, 64), marks=pytest.mark.slow), (80, 56)])
 def test_tiling_as_diffusers(size):
     """enable_tiling with the class's own attributes: tiles of tile_sample_min_size every 3/4 of it, edge tiles

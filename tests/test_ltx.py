@@ -117,6 +117,7 @@ def test_bad_timesteps_are_refused_before_compiling(noisy):
     assert ours.compile_stats() == [] or all(s["name"] for s in ours.compile_stats())
 
 
+@pytest.mark.slow  # 18 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 @pytest.mark.parametrize("name", [pytest.param("ltx-tiny", marks=pytest.mark.slow), "ltx091-tiny"])
 def test_bf16(name):
     """Four videos in one batch: the worst of four inputs on each side (one input alone put our encode

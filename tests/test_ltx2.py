@@ -115,12 +115,14 @@ def test_windows_tiles_and_slicing(noisy):
         ours.disable_slicing()
 
 
+@pytest.mark.slow  # 32 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_bf16():
     vae = noisy_vae()
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), randn(4, 3, 9, 16, 16), "ltx2ts-tiny",
                (torch.tensor([0.05] * 4),))
 
 
+@pytest.mark.slow  # 38 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_decoding_any_length_compiles_a_bounded_set_of_programs(noisy):
     """With frame windows of 2 + 1 latent frames every 1: after 1..4 latent frames, longer videos and other
     timesteps compile nothing."""

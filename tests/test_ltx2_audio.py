@@ -239,6 +239,7 @@ print(json.dumps(rows))
 """
 
 
+@pytest.mark.slow  # 36 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_on_8_devices_matches_pytorch():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
     tests = os.path.dirname(os.path.abspath(__file__))

@@ -95,6 +95,7 @@ def test_lengths_and_sizes_refused_at_the_boundary():
     assert ours.compile_stats() == []
 
 
+@pytest.mark.slow  # 32 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 @pytest.mark.parametrize("name, size", [("magvit-clipnorm-tiny", 16),
                                         pytest.param("magvit-tiny", 32, marks=[pytest.mark.slow, pytest.mark.heavy])])  # 29 s
 def test_bf16(name, size):

@@ -52,6 +52,7 @@ def test_decoded_frames_as_diffusers_drops_them(pair):
         vae.drop_last_temporal_frames = ours.drop_last_temporal_frames = True
 
 
+@pytest.mark.slow  # 36 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_a_batch_sliced_or_not_and_one_program_per_clip():
     vae = random_vae("mochi-tiny")
     ours = TorchaxVAE(vae)
@@ -106,6 +107,7 @@ def test_framewise_decoding_is_refused():
         TorchaxVAE(vae)
 
 
+@pytest.mark.slow  # 24 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_bf16():
     vae = random_vae("mochi-tiny")
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 7, 16, 16), "mochi-tiny 7f")

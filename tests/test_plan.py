@@ -29,6 +29,7 @@ def tpu_plan(meta_tiny):
     return plan(meta_tiny, "decode", SHAPE, "v6e-4", keep_texts=True)
 
 
+@pytest.mark.slow  # 86 (the fixture's TPU compile) s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_tpu_plan_of_the_tiny_config(tpu_plan):
     p = tpu_plan
     assert (p.target, p.platform, p.devices, p.mesh) == ("v6e-4", "tpu", 4, {"dp": 1, "tp": 4})
@@ -43,6 +44,7 @@ def test_tpu_plan_of_the_tiny_config(tpu_plan):
     assert p.roofline_seconds == max(p.compute_seconds, p.memory_seconds) > 0
 
 
+@pytest.mark.slow  # 86 (the same TPU compile) s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_a_plans_stablehlo_is_what_lower_gives_for_that_platform_and_mesh(meta_tiny, tpu_plan):
     """The plan compiles exactly the programs a run would: the same StableHLO as `lower` for TPU on that mesh."""
     mesh = make_mesh(targets.target("v6e-4").devices())

@@ -40,6 +40,7 @@ def test_encode_pipeline_lengths_reuse_three_programs(fresh):
     ]
 
 
+@pytest.mark.slow  # 44 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_repeated_calls_compile_nothing_new(fresh):
     z = torch.randn(1, 4, 5, 2, 2)
     fresh.decode(z)

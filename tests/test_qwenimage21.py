@@ -57,6 +57,7 @@ def test_one_program_each_way_and_more_frames_refused_at_the_boundary():
     assert len(ours.compile_stats()) == 2  # refused before compiling anything
 
 
+@pytest.mark.slow  # 32 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_slicing_and_tiling_equal_diffusers(pair):
     vae, ours = pair
     x = image(2, 48, 40, seed=3)

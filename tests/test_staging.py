@@ -43,6 +43,7 @@ def test_wrapped_modules_behave_as_before_outside_a_stage_trace(tiny_vae):
     assert torch.equal(actual, expected)
 
 
+@pytest.mark.slow  # 56 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 @pytest.mark.parametrize("frames", [pytest.param(1, marks=[pytest.mark.slow, pytest.mark.heavy]), 9, pytest.param(17, marks=[pytest.mark.slow, pytest.mark.heavy])])
 def test_layer_programs_equal_batch_programs_and_pytorch(tiny_vae, frames):
     """Both splits against PyTorch: several frame batches, so every layer's conv_cache is carried."""

@@ -48,6 +48,7 @@ def test_a_new_wrapper_loads_every_program_from_the_store(store_dir, config, sha
     assert_close(out_second, vae.decode(z).sample, TOLERANCE[torch.float32], f"{config} decode from the store")
 
 
+@pytest.mark.slow  # 47 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_stored_programs_compute_what_traced_ones_do(monkeypatch, tmp_path):
     """With the caches off a program is compiled from its trace; with them, from its export: the same results
     (the rest of the suite runs with them off)."""
@@ -68,6 +69,7 @@ def _store_entries(store_dir):
     return sorted(store_dir.glob(f"*{stored.SUFFIX}"))
 
 
+@pytest.mark.slow  # 23 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_a_corrupt_entry_is_traced_again_and_replaced(store_dir, caplog):
     vae, z, _, _ = _decode_twice("tiny", (1, 4, 3, 4, 6))
     entries = _store_entries(store_dir)
@@ -103,6 +105,7 @@ def test_an_entry_for_other_arguments_is_never_used(store_dir, caplog):
     assert_close(out, vae.decode(z).sample, TOLERANCE[torch.float32], "decode after mismatched entries")
 
 
+@pytest.mark.slow  # 38 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_code_or_model_changes_miss_the_store(store_dir, monkeypatch):
     vae, z, _, _ = _decode_twice("tiny", (1, 4, 3, 4, 6))
     other = random_vae("tiny")
@@ -116,6 +119,7 @@ def test_code_or_model_changes_miss_the_store(store_dir, monkeypatch):
     assert not any(s["from_store"] for s in edited.compile_stats())
 
 
+@pytest.mark.slow  # 17 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_an_unwritable_store_only_warns(tmp_path, monkeypatch, caplog):
     (tmp_path / "programs").write_text("a file where the folder would be")
     monkeypatch.setattr(cache, "_chosen", tmp_path)
@@ -158,6 +162,7 @@ print(json.dumps({"jax_cache": folder, "xla_caches": jax.config.jax_persistent_c
 """
 
 
+@pytest.mark.slow  # 31 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_the_api_turns_the_caches_on_by_default(tmp_path):
     """A plain TorchaxVAE in a new process, nothing configured: both caches in the default folder, with XLA's."""
     env = {k: v for k, v in os.environ.items() if k not in (cache.ENV, "JAX_COMPILATION_CACHE_DIR")}

@@ -28,6 +28,7 @@ def pair():
     return vae, TorchaxVAE(vae)
 
 
+@pytest.mark.slow  # 32 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_encode_and_decode_per_num_frames(pair):
     """One decoder program per num_frames (it mixes frames); the same latents decode differently per grouping, as in
     diffusers. The pipeline finds num_frames in forward's signature."""

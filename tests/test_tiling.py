@@ -28,6 +28,7 @@ def tiled(tiny_vae, tiny_torchax):
     tiny_vae.disable_slicing()
 
 
+@pytest.mark.slow  # 55 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 @pytest.mark.parametrize(
     "frames,batch,height,width,slicing,overlap_w",
     [
@@ -93,6 +94,7 @@ def fresh():
     return vae
 
 
+@pytest.mark.slow  # 44 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_tiled_decode_uses_two_programs_at_any_size_and_length(fresh):
     shapes = [(1, 4, latent, h, w) for latent in (7, 13, 25) for h, w in ((6, 5), (9, 8), (16, 21))]
     for shape in shapes:

@@ -57,6 +57,7 @@ def test_tiny_fp32(pair, frames):
     check_encode_decode(vae, ours, video(vae, 1, frames, 32, 48), f"{vae.config.z_dim}ch {frames}f")
 
 
+@pytest.mark.slow  # 26 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_wan22_tiny_fp32(_models):
     """Wan 2.2's residual, patchified architecture (diffusers-style tiny config), one chunked length each way."""
     vae, ours = _models["wan2.2-tiny"]
@@ -85,6 +86,7 @@ def test_an_input_view_with_odd_strides_then_a_plain_one(_models):
         assert_close(got, expected, FP32, f"encode of strides {x.stride()}")
 
 
+@pytest.mark.slow  # 32 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_odd_sizes(pair):
     vae, ours = pair
     # Wan 2.1 takes any size; Wan 2.2's encoder needs multiples of 16 (diffusers' too)
@@ -94,6 +96,7 @@ def test_odd_sizes(pair):
     assert_close(ours.decode(z).sample, vae.decode(z).sample, FP32, "odd latent size")
 
 
+@pytest.mark.slow  # 29 + 12 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 @pytest.mark.parametrize("slicing", [False, True], ids=["whole", "sliced"])
 def test_batch_of_two(pair, slicing):
     vae, ours = pair

@@ -1,4 +1,4 @@
-"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, SD inpainting, Flux.2, Sana, HunyuanImage 2.1, TAESD, Stable Video Diffusion, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2 with its sound (the LTX-2 audio VAE and LTX-2 vocoders), Allegro, Mochi, Cosmos, EasyAnimate) on JAX devices through torchax, unmodified.
+"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, SD inpainting, Flux.2, Sana, HunyuanImage 2.1, TAESD, Stable Video Diffusion, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2 with its sound (the LTX-2 audio VAE and LTX-2 vocoders), MiniMax H3 (and the MiniMax H3 audio VAE), Allegro, Mochi, Cosmos, EasyAnimate) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -38,6 +38,8 @@ FAMILIES = {
     "LTX2Vocoder": "LTX-2 vocoders",  # sound: spectrogram -> waveform (its `forward`)
     "LTX2VocoderWithBWE": "LTX-2 vocoders",  # LTX-2.3's
     "AutoencoderKLQwenImage21": "Qwen-Image 2.1",  # diffusers >= 0.42
+    "AutoencoderKLMiniMaxH3": "MiniMax H3",  # diffusers >= 0.42; ImageNet-normalized pixels
+    "AutoencoderKLMiniMaxH3Audio": "MiniMax H3 audio VAE",  # sound: mono waveforms; diffusers >= 0.42
     "AutoencoderKLAllegro": "Allegro",
     "AutoencoderKLMochi": "Mochi",
     "AutoencoderKLCosmos": "Cosmos",

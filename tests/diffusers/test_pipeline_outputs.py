@@ -7,9 +7,10 @@ that takes another branch for a wrapped VAE (SanaVideoPipeline's `isinstance(sel
 latents' de-normalization) passes them with a wrong video. Here the outputs are compared:
 
 - within 1e-4 (fp32, max abs) where the pipeline only decodes;
-- within 5e-3 of the output's scale (its max abs) where it also encodes an input and denoises it from there: the
-  encode differs by at most 1e-4, and the transformer carries that on; the measured growth is printed and in
-  docs/parity.md.
+- where it also encodes an input and denoises it from there, the same, or 10x the maximum measured for it where
+  that is more (`ENCODED_MAXIMA`: the encode differs by at most 1e-4, and the transformer carries that on; every
+  measured maximum is in docs/parity.md); and the decode step itself (the latents the plain pipeline decoded,
+  decoded wrapped) at the decode-only tolerance.
 
 Whether a pipeline encoded is read off the programs the TorchaxVAE compiled.
 """
@@ -52,7 +53,24 @@ CLASSES = [
     ("wan.test_wan_image_to_video", "TestWanImageToVideoPipeline"),
     ("wan.test_wan_image_to_video", "TestWanFLFToVideoPipeline"),
 ]
-DECODE_ONLY, ENCODED = 1e-4, 5e-3
+DECODE_ONLY = 1e-4
+# Pipelines that encode, whose output's measured max |Δ| (docs/parity.md, 2026-11-26) is above a tenth of the decode-only
+# tolerance: their band is 10x that maximum (issue 56: a band near 10x each one's measured maximum; every other
+# encoding pipeline measured at most 7.8e-6, so the decode-only tolerance is within 10x of it).
+ENCODED_MAXIMA = {
+    "StableVideoDiffusionPipelineFastTests": 1.04e-5,
+    "StableDiffusionXLInpaintPipelineFastTests": 3.51e-5,
+    "LTX2HDRPipelineFastTests": 2.59e-4,  # on outputs up to 55
+    "StableDiffusionDepth2ImgPipelineFastTests": 4.67e-5,
+    "StableDiffusionPAGInpaintPipelineFastTests": 1.84e-5,
+    "SkyReelsV2ImageToVideoPipelineFastTests": 5.66e-5,
+    "ControlNetInpaintPipelineFastTests": 5.04e-5,
+    "StableDiffusionXLPAGInpaintPipelineFastTests": 3.68e-5,
+    "StableDiffusion2InpaintPipelineFastTests": 3.06e-5,
+    "StableDiffusionControlNetPAGInpaintPipelineFastTests": 5.4e-5,
+    "SkyReelsV2DiffusionForcingVideoToVideoPipelineFastTests": 1.29e-4,
+    "MarigoldNormalsPipelineFastTests": 1.47e-5,
+}
 # Pipelines of the files vendored second (SOURCE.md): heavy (run by hand before each stop, as those files are), except
 # SD inpainting, which branches on `isinstance(self.vae, AsymmetricAutoencoderKL)` and so stays in CI.
 SECOND = [
@@ -421,7 +439,9 @@ def test_output_equals_plain_diffusers(module, name):
     assert spread > 1e-3 or name in RELATIVE, f"{name}: a near-constant output (std {spread:.3g}) proves nothing"
     encoded = any(stats["name"].startswith("encode") for stats in vae.compile_stats())
     scale = float(np.abs(expected).max()) or 1.0
-    tolerance = ENCODED * scale if encoded else decode_tolerance(expected, name)
+    tolerance = decode_tolerance(expected, name)
+    if encoded:
+        tolerance = max(tolerance, 10 * ENCODED_MAXIMA.get(name, 0.0))
     if encoded:  # the decode step itself, at the decode-only tolerance
         with torch.no_grad():
             check_decode_steps(recorders, vae, name)
