@@ -48,20 +48,15 @@ def load_vae(model: str, subfolder: str | None = "vae"):
         raise InputError(f"cannot load a VAE from {where}: {summary(e)}") from e
 
 
-def check_served(vae, service: bool = False) -> None:
-    """InputError for a class the command (or, `service`, the server) does not serve yet: MiniMax H3's audio VAE,
-    which decodes waveforms alone, and in the service MiniMax H3's video VAE, whose pixels are ImageNet-normalized
-    (the service's answers are [-1, 1] videos; the command converts: torchax_vae/pixels.py). docs/limits.md."""
+def check_served(vae) -> None:
+    """InputError for a class the command and the service do not serve yet: MiniMax H3's audio VAE, which decodes
+    waveforms alone (docs/limits.md)."""
     from .models import wrapper_for
 
     family = wrapper_for(vae).family
-    name = family.model_class.__name__
     if family.rank == 3:
-        raise InputError(f"{name} decodes waveforms, which torchax-vae's decode, encode and serve do not write yet: "
-                         "use TorchaxVAE in Python (docs/limits.md)")
-    if service and getattr(family, "pixel_mean", None) is not None:
-        raise InputError(f"{name}'s pixels are ImageNet-normalized, not the [-1, 1] that torchax-vae serve answers "
-                         "yet: use the command (torchax-vae decode) or TorchaxVAE in Python (docs/limits.md)")
+        raise InputError(f"{family.model_class.__name__} decodes waveforms, which torchax-vae's decode, encode and "
+                         "serve do not write yet: use TorchaxVAE in Python (docs/limits.md)")
 
 
 def summary(error: Exception) -> str:

@@ -96,7 +96,7 @@ class Service:
                     folder, spec = spec, load_vae(str(spec))
                     if sound.has_sound(folder, spec):  # a pipeline folder of LTX-2: its audio VAE and vocoder
                         self.sounds[name] = sound.load(str(folder), self.dtype, self.mesh)
-                check_served(spec, service=True)  # (a TorchaxVAE passes for its diffusers class)
+                check_served(spec)  # (a TorchaxVAE passes for its diffusers class)
                 if not isinstance(spec, TorchaxVAE):
                     spec = TorchaxVAE(spec, dtype=self.dtype, mesh=self.mesh)
                 self.models[name] = spec
@@ -283,7 +283,8 @@ def _route(kind: str):
                 content, headers = await run_in_threadpool(outputs.tensor_answer, result.to(vae.dtype))
                 media = "tensor/binary"
             else:
-                content, headers, media = await run_in_threadpool(outputs.decode_answer, result, parsed.output, vae.dtype)
+                content, headers, media = await run_in_threadpool(outputs.decode_answer, result, parsed.output, vae.dtype,
+                                                                  vae._family)
             status = 200
             return Response(content, headers={**headers, "X-Request-ID": request_id}, media_type=media)
         except RequestError as e:

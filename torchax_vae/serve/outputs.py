@@ -10,7 +10,7 @@ import tempfile
 import numpy as np
 import torch
 
-from .. import files
+from .. import files, pixels
 from .protocol import IMAGE_FORMATS, Output
 
 # Tensor answers name their dtype as the client's DTYPE_MAP does.
@@ -34,8 +34,9 @@ def _channels_last(video: torch.Tensor) -> torch.Tensor:
     return video.permute(0, 2, 3, 4, 1) if video.ndim == 5 else video.permute(0, 2, 3, 1)
 
 
-def decode_answer(video: torch.Tensor, output: Output, dtype: torch.dtype) -> tuple[bytes, dict, str]:
-    """(body, headers, media type) answering a decode with `video` ([B, C, F, H, W] or [B, C, H, W] in [-1, 1]).
+def decode_answer(video: torch.Tensor, output: Output, dtype: torch.dtype, family=None) -> tuple[bytes, dict, str]:
+    """(body, headers, media type) answering a decode with `video` ([B, C, F, H, W] or [B, C, H, W]: diffusers' [-1, 1],
+    or the family's own pixels, converted as its pipeline does: torchax_vae/pixels.py).
 
     Tensors: "raw" is the decoder's output in the server's dtype; "unit" its [0, 1] values ([F, C, H, W] for one
     video, as the client's processor path permutes it); "uint8" channels last ([F, H, W, C] for one video).
@@ -44,7 +45,7 @@ def decode_answer(video: torch.Tensor, output: Output, dtype: torch.dtype) -> tu
         if output.values == "raw":
             body, headers = tensor_answer(video.to(dtype))
             return body, headers, "tensor/binary"
-        unit = (video.float() / 2 + 0.5).clamp(0, 1)
+        unit = pixels.to_unit(video, family, 1).clamp(0, 1)
         if output.values == "uint8":
             answer = _uint8(_channels_last(unit))
         else:
@@ -53,7 +54,7 @@ def decode_answer(video: torch.Tensor, output: Output, dtype: torch.dtype) -> tu
             answer = answer[0]
         body, headers = tensor_answer(answer)
         return body, headers, "tensor/binary"
-    frames = _uint8(_channels_last((video.float() / 2 + 0.5).clamp(0, 1)))[0]  # one image or video (checked before)
+    frames = _uint8(_channels_last(pixels.to_unit(video, family, 1).clamp(0, 1)))[0]  # one image or video (checked)
     frames = frames.numpy()
     if output.kind == "image":
         return encoded_image(frames[0] if frames.ndim == 4 else frames, output.image_format), {}, \

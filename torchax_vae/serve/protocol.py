@@ -124,8 +124,9 @@ def tensor_of(body, shape: tuple[int, ...], dtype: np.dtype) -> torch.Tensor:
     return torch.from_numpy(array)
 
 
-def image_from_body(body: bytes, channels: int) -> torch.Tensor:
-    """An encoded image (PNG, JPEG, ...) as [1, channels, H, W] in [-1, 1], as diffusers' image processor makes it."""
+def image_from_body(body: bytes, channels: int, family=None) -> torch.Tensor:
+    """An encoded image (PNG, JPEG, ...) as [1, channels, H, W] in [-1, 1] (or the family's own pixels:
+    torchax_vae/pixels.py), as diffusers' image processor makes it."""
     from PIL import Image
 
     try:
@@ -138,7 +139,9 @@ def image_from_body(body: bytes, channels: int) -> torch.Tensor:
         raise RequestError(400, "the body is neither an image PIL can read nor a tensor (a tensor needs the shape "
                                 f"and dtype parameters): {type(e).__name__}: {e}") from None
     array = np.asarray(image, dtype=np.float32)
-    return torch.from_numpy(array).permute(2, 0, 1)[None] / 127.5 - 1.0
+    from .. import pixels
+
+    return pixels.from_uint8(torch.from_numpy(array).permute(2, 0, 1)[None], family, 1)
 
 
 def _layout(params, vae) -> str:
@@ -242,7 +245,7 @@ def encode_request(vae, params, headers, body: bytes, normalized: bool = False) 
     if params.get("shape") is not None:
         x = tensor_from_body(params, body)
     else:
-        x = image_from_body(body, vae.video_channels)
+        x = image_from_body(body, vae.video_channels, vae._family)
     if x.ndim == 4 and vae.rank == 5:  # images [B, C, H, W] as one-frame videos, as the image-to-video pipelines do
         x = x[:, :, None]
     if x.ndim != vae.rank:

@@ -21,7 +21,7 @@ import subprocess
 
 import numpy as np
 
-from .. import files
+from .. import files, pixels
 from .protocol import RequestError
 from .outputs import _channels_last, _uint8
 
@@ -34,8 +34,8 @@ MEDIA_FRAMES = "application/x-torchax-vae-frames"
 class ChunkFeed:
     """The worker-to-handler hand-over of one streamed job: `on_chunk`/`deliver` (worker thread) and `next`."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, wake):
-        self.loop, self.wake = loop, wake
+    def __init__(self, loop: asyncio.AbstractEventLoop, wake, family=None):
+        self.loop, self.wake, self.family = loop, wake, family  # family: whose pixels the chunks are
         self.queue: asyncio.Queue = asyncio.Queue()
         self.waiting = 0  # chunks handed over and not yet taken
 
@@ -59,13 +59,14 @@ class ChunkFeed:
         if kind == "chunk":
             self.waiting -= 1
             self.wake()
-            value = await asyncio.to_thread(_frames_of, value)
+            value = await asyncio.to_thread(_frames_of, value, self.family)
         return kind, value
 
 
-def _frames_of(piece) -> np.ndarray:
-    """A decoded piece [B, C, f, H, W] in [-1, 1] as uint8 frames [B, f, H, W, C], as diffusers' processors round."""
-    return _uint8(_channels_last((piece.float() / 2 + 0.5).clamp(0, 1))).numpy()
+def _frames_of(piece, family=None) -> np.ndarray:
+    """A decoded piece [B, C, f, H, W] (the family's pixels: torchax_vae/pixels.py) as uint8 frames [B, f, H, W, C],
+    as diffusers' processors round."""
+    return _uint8(_channels_last(pixels.to_unit(piece, family, 1).clamp(0, 1))).numpy()
 
 
 def _record(header: dict, payload: bytes = b"") -> bytes:
@@ -153,7 +154,7 @@ async def _answer(request, service, name: str, parsed, deadline: float, done, au
 
     from .worker import Job
 
-    feed = ChunkFeed(asyncio.get_running_loop(), service.worker.wake)
+    feed = ChunkFeed(asyncio.get_running_loop(), service.worker.wake, service.models[name]._family)
     job = Job(name, parsed, feed.deliver, deadline, on_chunk=feed.on_chunk, ready=feed.ready)
     service.worker.submit(job)
     try:
