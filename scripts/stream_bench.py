@@ -9,6 +9,7 @@
         decode's latency beside a long video, with one batch at a time and with chunk scheduling.
 
     python scripts/stream_bench.py --ttff --json rows.jsonl
+    python scripts/stream_bench.py --ttff --cases wan2.1=81x480x832 --dtype bf16   # a released size (on a GPU)
     python scripts/stream_bench.py --rss 49,193,481,1441 --size 120x176
     python scripts/stream_bench.py --encode-rss 49,193,481 --size 120x176
     python scripts/stream_bench.py --service
@@ -29,23 +30,24 @@ sys.path.insert(0, str(HERE))
 # config -> (frames, height, width): several chunks per family at its tiny config
 TTFF_CASES = {
     "wan-tiny": (81, 64, 64), "qwenimage-tiny": (41, 64, 64), "tiny": (49, 64, 64), "hunyuan-tiny": (129, 64, 64),
-    "ltx091-tiny": (161, 64, 64),
+    "ltx091-tiny": (161, 64, 64), "minimaxh3-tiny": (124, 64, 64),
 }
 
 
-def ttff(rows):
+def ttff(rows, cases=None, dtype=None):
+    """cases: {config: (frames, height, width)} (default TTFF_CASES); dtype: the wrappers' compute dtype."""
     import torch
     from vaes import decode_args, random_vae
 
     from torchax_vae import TorchaxVAE
     from torchax_vae.models import input_shape
 
-    for name, size in TTFF_CASES.items():
+    for name, size in (cases or TTFF_CASES).items():
         vae = random_vae(name)
-        ours = TorchaxVAE(vae)
+        ours = TorchaxVAE(vae, dtype=dtype)
         if hasattr(ours, "use_framewise_decoding"):
             ours.use_framewise_decoding = True
-        z = torch.randn(*input_shape(vae, "decode", *size), generator=torch.Generator().manual_seed(0))
+        z = torch.randn(*input_shape(vae, "decode", *size), generator=torch.Generator().manual_seed(0)).to(ours.dtype)
         args = decode_args(vae, 1)
         noise = (lambda: {"generator": torch.Generator().manual_seed(1)}) if ours.decode_draws_noise else dict
         ours.decode(z, *args, **noise())  # compile
@@ -58,10 +60,17 @@ def ttff(rows):
         first = time.perf_counter() - start
         chunks = 1 + sum(1 for _ in stream)
         streamed = time.perf_counter() - start
-        row = {"case": name, "shape": list(size), "chunks": chunks, "first_chunk_s": round(first, 3),
+        row = {"case": name, "dtype": str(ours.dtype).removeprefix("torch."), "device": str(jax_device()),
+               "shape": list(size), "chunks": chunks, "first_chunk_s": round(first, 3),
                "stream_s": round(streamed, 3), "decode_s": round(whole, 3), "ratio": round(first / whole, 3)}
         print(json.dumps(row), flush=True)
         rows.append(row)
+
+
+def jax_device():
+    import jax
+
+    return jax.devices()[0].device_kind
 
 
 def _synthetic_video(path, frames: int, height: int, width: int) -> None:
@@ -177,6 +186,10 @@ def service(rows, frames: int, size: int, small: int):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ttff", action="store_true")
+    parser.add_argument("--cases", type=lambda s: {c.split("=")[0]: tuple(int(n) for n in c.split("=")[1].split("x"))
+                                                   for c in s.split(",")},
+                        help="--ttff's cases instead of the tiny ones: config=FRAMESxHEIGHTxWIDTH,... (vaes.py's names)")
+    parser.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="--ttff's compute dtype")
     parser.add_argument("--rss", type=lambda s: [int(n) for n in s.split(",")])
     parser.add_argument("--encode-rss", type=lambda s: [int(n) for n in s.split(",")],
                         help="as --rss, for `torchax-vae encode` of a synthetic MP4 of each length")
@@ -189,7 +202,7 @@ def main():
     process.start()
     rows = []
     if args.ttff:
-        ttff(rows)
+        ttff(rows, args.cases, {"fp32": None, "bf16": "bf16"}[args.dtype])
     if args.rss:
         rss(rows, sorted(args.rss), args.size)
     if args.encode_rss:
