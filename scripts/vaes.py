@@ -261,6 +261,25 @@ MINIMAX_H3_AUDIO_CONFIGS = {
     "minimaxh3-audio": {},
 }
 
+# VQModel: diffusers' own test config (tests/models/autoencoders/test_models_vq.py, 58eb52c), and a MoVQ-like one as
+# Kandinsky 2.2's pipeline tests build it (tests/pipelines/kandinsky2_2: the spatial norm conditioned on the quantized
+# latents, a codebook of 12 entries of 4 channels)
+VQ_CONFIGS = {
+    "vq-tiny": {
+        "block_out_channels": [8, 16], "norm_num_groups": 8, "in_channels": 3, "out_channels": 3,
+        "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D"],
+        "up_block_types": ["UpDecoderBlock2D", "UpDecoderBlock2D"], "latent_channels": 3,
+    },
+    "movq-tiny": {
+        "block_out_channels": [32, 32, 64, 64], "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D",
+                                                                    "DownEncoderBlock2D", "AttnDownEncoderBlock2D"],
+        "in_channels": 3, "latent_channels": 4, "layers_per_block": 1, "norm_num_groups": 8, "norm_type": "spatial",
+        "num_vq_embeddings": 12, "out_channels": 3,
+        "up_block_types": ["AttnUpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D"],
+        "vq_embed_dim": 4,
+    },
+}
+
 # AutoencoderKLQwenImage21 (diffusers >= 0.42): a tiny residual config, 4-channel images, 4x spatial
 QWENIMAGE21_CONFIGS = {
     "qwenimage21-tiny": {
@@ -397,6 +416,7 @@ MODELS = {
     **{name: (AutoencoderKLHunyuanImage, kwargs) for name, kwargs in HUNYUANIMAGE_CONFIGS.items()},
     **{name: (AutoencoderTiny, kwargs) for name, kwargs in TINY_CONFIGS.items()},
     **{name: (AutoencoderKLTemporalDecoder, kwargs) for name, kwargs in TEMPORAL_DECODER_CONFIGS.items()},
+    **{name: (diffusers.VQModel, kwargs) for name, kwargs in VQ_CONFIGS.items()},
 }
 # Classes newer than the oldest diffusers this project supports (0.36): each is built where the installed diffusers'
 # version has it, and imported loudly there (a diffusers that should have it and does not fails here, so no case

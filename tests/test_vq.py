@@ -1,0 +1,105 @@
+"""VQModel (Kandinsky's MoVQ, latent diffusion's VQ-VAE) through TorchaxVAE against the same model in plain PyTorch."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from helpers import BF16_ERROR_RATIO, TOLERANCE, assert_close, max_abs_diff, random_vae
+
+from torchax_vae import TorchaxVAE
+
+FP32 = TOLERANCE[torch.float32]
+
+
+@pytest.fixture(scope="module", params=["vq-tiny", "movq-tiny"])
+def pair(request):
+    vae = random_vae(request.param)
+    return request.param, vae, TorchaxVAE(vae)
+
+
+def randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_encode_decode_and_forward_match_pytorch(pair):
+    """Quantized (the codebook's nearest entries) and not (`force_not_quantize`, the Kandinsky pipelines'), with
+    diffusers' commit loss; MoVQ's decoder takes the quantized latents as its spatial norm's condition."""
+    name, vae, ours = pair
+    x = randn(2, 3, 32, 48, seed=1)
+    with torch.no_grad():
+        h = vae.encode(x).latents
+        assert_close(ours.encode(x).latents, h, FP32, f"{name} encode")
+        for force in (False, True):
+            theirs, mine = vae.decode(h, force_not_quantize=force), ours.decode(h, force_not_quantize=force)
+            assert_close(mine.sample, theirs.sample, FP32, f"{name} decode, force_not_quantize={force}")
+            assert_close(mine.commit_loss, theirs.commit_loss, 1e-6, f"{name} commit loss, force={force}")
+        sample, loss = ours(x, return_dict=False)
+        assert_close(sample, vae(x).sample, FP32, f"{name} forward")
+    names = sorted(s["name"] for s in ours.compile_stats())
+    assert names == ["decoder", "decoder+quantize", "encoder"], names  # one program per (shape, choice)
+
+
+def test_interface_as_diffusers_class(pair):
+    name, vae, ours = pair
+    assert type(ours).__name__ == "VQVAE" and isinstance(ours, type(vae))
+    for attr in ("tiled_decode", "tiled_encode", "use_tiling", "use_slicing"):
+        assert hasattr(ours, attr) == hasattr(vae, attr), attr
+    for switch in ("enable_tiling", "enable_slicing"):  # diffusers' refuse a class without them
+        with pytest.raises(NotImplementedError):
+            getattr(vae, switch)()
+        with pytest.raises(NotImplementedError):
+            getattr(ours, switch)()
+    assert ours.latent_channels == vae.config.vq_embed_dim or vae.config.latent_channels
+    with pytest.raises(ValueError, match="codebook indices"):
+        ours.decode(torch.zeros(1, 16, dtype=torch.long), force_not_quantize=True, shape=(1, 4, 4, 3))
+    with pytest.raises(ValueError, match="channels"):
+        ours.decode(randn(1, 7, 8, 8))
+
+
+def test_bf16_saving_and_loading(tmp_path):
+    vae = random_vae("movq-tiny")
+    x = randn(1, 3, 32, 32, seed=2)
+    ours = TorchaxVAE(vae, dtype=torch.bfloat16)
+    with torch.no_grad():
+        h = vae.encode(x).latents
+        reference = vae.decode(h, force_not_quantize=True).sample
+        torch_bf16 = random_vae("movq-tiny").to(torch.bfloat16)
+        theirs = max_abs_diff(torch_bf16.decode(h.bfloat16(), force_not_quantize=True).sample, reference)
+        mine = max_abs_diff(ours.decode(h.bfloat16(), force_not_quantize=True).sample, reference)
+    assert mine <= BF16_ERROR_RATIO * theirs, f"bf16 decode: max |Δ| {mine:.3g}, PyTorch bf16's {theirs:.3g}"
+    TorchaxVAE(vae).save_pretrained(tmp_path / "vae")
+    plain = type(vae).from_pretrained(tmp_path / "vae")
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), vae.state_dict().values()))
+
+
+MESH_SCRIPT = """
+import json, torch
+from helpers import random_vae
+from torchax_vae import TorchaxVAE, make_mesh
+vae = random_vae("movq-tiny")
+ours = TorchaxVAE(vae, mesh=make_mesh())
+x = torch.randn(2, 3, 32, 64, generator=torch.Generator().manual_seed(9))
+with torch.no_grad():
+    h = vae.encode(x).latents
+    rows = {"devices": ours.mesh.devices.size, "encode": (ours.encode(x).latents - h).abs().max().item(),
+            "decode": (ours.decode(h).sample - vae.decode(h).sample).abs().max().item(),
+            "decode, not quantized": (ours.decode(h, force_not_quantize=True).sample
+                                      - vae.decode(h, force_not_quantize=True).sample).abs().max().item()}
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.slow  # a second process on 8 virtual devices
+def test_on_8_devices_matches_pytorch():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    tests = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-c", MESH_SCRIPT], cwd=tests, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rows.pop("devices") == 8
+    for what, worst in rows.items():
+        assert worst <= FP32, f"{what} on 8 devices: max |Δ| = {worst:.3g} > {FP32:g}"
