@@ -161,3 +161,21 @@ def settings(config) -> dict:
         return [listed(v) for v in value] if isinstance(value, (tuple, list)) else value
 
     return {k: listed(v) for k, v in dict(config).items() if not k.startswith("_")}
+
+
+def deltas_on_8_devices(script: str, atol: float) -> dict:
+    """Runs `script` (Python printing a JSON line {"devices": n, what: max |Δ|, ...} last) in a new process on 8
+    virtual CPU devices, from this folder; asserts it ran on 8 and every max |Δ| is within `atol`. Returns the rows."""
+    import json
+    import os
+    import subprocess
+
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parent, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rows.pop("devices") == 8
+    for what, worst in rows.items():
+        assert worst <= atol, f"{what} on 8 devices: max |Δ| = {worst:.3g} > {atol:g}"
+    return rows

@@ -2,15 +2,11 @@
 against the same models in PyTorch (torchax_vae/models/ltx2_audio.py, ltx2_vocoder.py)."""
 
 import copy
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn
+from helpers import deltas_on_8_devices, TOLERANCE, assert_close, bf16_check, check_encode_decode, randn
 from vaes import requires
 from torchax_vae import TorchaxVAE
 
@@ -241,12 +237,4 @@ print(json.dumps(rows))
 
 @pytest.mark.slow  # 36 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_on_8_devices_matches_pytorch():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    tests = os.path.dirname(os.path.abspath(__file__))
-    proc = subprocess.run([sys.executable, "-c", MESH_SCRIPT], cwd=tests, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    rows = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert rows.pop("devices") == 8
-    for what, worst in rows.items():
-        assert worst <= ATOL, f"{what} on 8 devices: max |Δ| = {worst:.3g} > {ATOL:g}"
+    deltas_on_8_devices(MESH_SCRIPT, ATOL)

@@ -1,14 +1,10 @@
 """AutoencoderKLMiniMaxH3 (MiniMax H3's video VAE) through TorchaxVAE against the same model in plain PyTorch."""
 
 import copy
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
-from helpers import BF16_ERROR_RATIO, TOLERANCE, assert_close, max_abs_diff, random_vae
+from helpers import deltas_on_8_devices, BF16_ERROR_RATIO, TOLERANCE, assert_close, max_abs_diff, random_vae
 
 from vaes import requires
 
@@ -204,15 +200,7 @@ print(json.dumps(rows))
 
 @pytest.mark.slow  # a second process on 8 virtual devices
 def test_on_8_devices_matches_pytorch():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    tests = os.path.dirname(os.path.abspath(__file__))
-    proc = subprocess.run([sys.executable, "-c", MESH_SCRIPT], cwd=tests, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    rows = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert rows.pop("devices") == 8
-    for what, worst in rows.items():
-        assert worst <= FP32, f"{what} on 8 devices: max |Δ| = {worst:.3g} > {FP32:g}"
+    deltas_on_8_devices(MESH_SCRIPT, FP32)
 
 
 def test_command_writes_the_frames_the_pipeline_would_and_encodes_them_back(pair, tmp_path, capsys):

@@ -1,13 +1,9 @@
 """VQModel (Kandinsky's MoVQ, latent diffusion's VQ-VAE) through TorchaxVAE against the same model in plain PyTorch."""
 
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
-from helpers import BF16_ERROR_RATIO, TOLERANCE, assert_close, max_abs_diff, random_vae
+from helpers import deltas_on_8_devices, BF16_ERROR_RATIO, TOLERANCE, assert_close, max_abs_diff, random_vae
 
 from torchax_vae import TorchaxVAE
 
@@ -94,12 +90,4 @@ print(json.dumps(rows))
 
 @pytest.mark.slow  # a second process on 8 virtual devices
 def test_on_8_devices_matches_pytorch():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    tests = os.path.dirname(os.path.abspath(__file__))
-    proc = subprocess.run([sys.executable, "-c", MESH_SCRIPT], cwd=tests, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    rows = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert rows.pop("devices") == 8
-    for what, worst in rows.items():
-        assert worst <= FP32, f"{what} on 8 devices: max |Δ| = {worst:.3g} > {FP32:g}"
+    deltas_on_8_devices(MESH_SCRIPT, FP32)
