@@ -150,25 +150,24 @@ class MiniMaxH3(Family):
         overlap = (-self.config.token_drop) % size
         return size, overlap, pre, max(overlap * ratio - pre, 0)
 
-    def _decode_plan(self, latents: int) -> tuple[int, int, int]:
-        """(clips, repeated latents at the end, frames of the decoded video) for `latents` latent frames."""
-        size, _, pre, _ = self._clip_tokens
+    def _decode_plan(self, latents: int) -> tuple[int, int]:
+        """(clips, frames of the decoded video) for `latents` latent frames, as diffusers' `_decode` counts them."""
+        size, overlap, pre, _ = self._clip_tokens
         drop, ratio = self.config.token_drop, self.temporal_compression_ratio
-        pad = (-(latents + drop)) % size
+        pad = (-(latents + drop)) % size  # the last latent repeated to fill the last clip
         clips = (latents + drop + pad) // size - int(drop > 0)
         head = size * ratio - pre  # a clip's kept frames
-        tail = max(min(2 * size * ratio, (size + self._clip_tokens[1]) * ratio) - size * ratio - pre, 0) if drop else 0
-        tail_of_clip = self.config.clip_length % ratio
-        cut = sum(tail_of_clip if tail_of_clip and (latents + k) % size == 0 else ratio for k in range(pad))
-        return clips, pad, clips * head + tail - cut
+        tail = max(min(2 * size, size + overlap) * ratio - size * ratio - pre, 0) if drop else 0  # the last clip's rest
+        last = self.config.clip_length % ratio  # a clip's last latent covers this many frames (else `ratio`)
+        cut = sum(last if last and (latents + k) % size == 0 else ratio for k in range(pad))  # the repeats' frames
+        return clips, clips * head + tail - cut
 
     def check_latents(self, shape, name: str) -> None:
-        clips = self._decode_plan(shape[2])[0]
-        if clips < 1:
+        if self._decode_plan(shape[2])[0] < 1:
             least = next(n for n in range(1, 64) if self._decode_plan(n)[0] >= 1)
             raise ValueError(f"{name} has {shape[2]} latent frames (shape {tuple(shape)}); AutoencoderKLMiniMaxH3 "
                              f"decodes clips of {self._clip_tokens[0] + self._clip_tokens[1]} and needs at least "
-                             f"{least} (2 frames, and one image's 1 latent, make no clip: diffusers fails on them)")
+                             f"{least} (fewer make no clip, and diffusers fails on them)")
 
     def check_video(self, shape, name: str) -> None:
         ratio = self.spatial_compression_ratio
@@ -202,7 +201,7 @@ class MiniMaxH3(Family):
         """One chunk per clip (its kept frames, faded in from the clip before), then the last clip's tail."""
         size, overlap, pre, fade = self._clip_tokens
         ratio, drop = self.temporal_compression_ratio, self.config.token_drop
-        clips, _, left = self._decode_plan(source.shape[2])
+        clips, left = self._decode_plan(source.shape[2])
         before = None
         for i in range(clips):
             out = self._clip("decode", source, (i * size, i * size + size + overlap), tiled)
