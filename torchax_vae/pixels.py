@@ -26,12 +26,14 @@ def _per_channel(values, ndim: int, axis: int, like):
 
 def to_unit(video, family, axis: int):
     """Decoded values (a JAX array or torch tensor, channels on `axis`) as [0, 1] (unclamped), in float32."""
+    return _to_unit(video, _facts(family, "pixel_mean"), _facts(family, "pixel_std"), axis)
+
+
+def _to_unit(video, mean, std, axis: int):
     video = video.float() if isinstance(video, torch.Tensor) else video.astype(jnp.float32)
-    if getattr(family, "pixel_std", None) is None:
+    if std is None:
         return video / 2 + 0.5
-    std = _per_channel(family.pixel_std, video.ndim, axis, video)
-    mean = _per_channel(family.pixel_mean, video.ndim, axis, video)
-    return video * std + mean
+    return video * _per_channel(std, video.ndim, axis, video) + _per_channel(mean, video.ndim, axis, video)
 
 
 def to_uint8(video, family, axis: int):
@@ -48,14 +50,13 @@ def _facts(family, name: str):
 
 @functools.partial(jax.jit, static_argnames=("mean", "std", "axis"))
 def _uint8(video, *, mean, std, axis):
-    holder = type("Facts", (), {"pixel_mean": mean, "pixel_std": std})
-    return jnp.round(jnp.clip(to_unit(video, holder, axis), 0.0, 1.0) * 255).astype(jnp.uint8)
+    return jnp.round(jnp.clip(_to_unit(video, mean, std, axis), 0.0, 1.0) * 255).astype(jnp.uint8)
 
 
 def from_uint8(frames: torch.Tensor, family, axis: int) -> torch.Tensor:
     """uint8 frames (a torch tensor, channels on `axis`) as the family's encoder takes them, float32."""
-    if getattr(family, "pixel_std", None) is None:
+    std = _facts(family, "pixel_std")
+    if std is None:
         return frames.float() / 127.5 - 1.0
-    std = _per_channel(family.pixel_std, frames.ndim, axis, frames)
-    mean = _per_channel(family.pixel_mean, frames.ndim, axis, frames)
-    return (frames.float() / 255 - mean) / std
+    mean = _per_channel(_facts(family, "pixel_mean"), frames.ndim, axis, frames)
+    return (frames.float() / 255 - mean) / _per_channel(std, frames.ndim, axis, frames)
