@@ -52,6 +52,11 @@ class Family:
     # diffusers' attributes of the instance that the loops read (tiling and batching), copied from the wrapped
     # model where it has them; the facade hands a user's settings here, and twins (`lower`, `plan`) copy them.
     settings: tuple = ()
+    # The family's pixels where they are not diffusers' [-1, 1]: per-channel mean and std, `pixel = value * std + mean`
+    # in [0, 1] (MiniMax H3's ImageNet statistics). The command's frames, the service's answers and uint8 streams
+    # convert with them (torchax_vae/pixels.py).
+    pixel_mean: tuple | None = None
+    pixel_std: tuple | None = None
     # Whether diffusers' encode and decode cast their input to the first module's dtype (the MiniMax H3 classes,
     # whose float32 modules take a bf16 pipeline's tensors), so that any floating-point input is accepted.
     casts_inputs: bool = False

@@ -44,7 +44,7 @@ def to_uint8(video, family, axis: int):
 
 
 def _facts(family, name: str):
-    values = getattr(family, name, None)
+    values = getattr(family, name, None)  # (None: no family, as the demo's side-by-side video)
     return None if values is None else tuple(values)
 
 
