@@ -43,7 +43,7 @@ import torch
 from diffusers import AutoencoderKLMiniMaxH3, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import MiniMaxH3VideoCausalConv3d
 
-from .. import memory
+from .. import memory, tiling
 from ..family import Family
 from ..sources import is_abstract
 from ..vae import TorchaxVAE, apply
@@ -207,7 +207,7 @@ class MiniMaxH3(Family):
             out = self._clip("decode", source, (i * size, i * size + size + overlap), tiled)
             head = apply(_frames, out, start=pre, stop=size * ratio)
             if before is not None:
-                head = apply(_blend, before, head, extent=fade, axis=2)
+                head = apply(tiling.blend, before, head, extent=fade, axis=2)
             keep = min(left, head.shape[2])
             if keep > 0:
                 yield head if keep == head.shape[2] else apply(_frames, head, start=0, stop=keep)
@@ -315,32 +315,18 @@ def _join_and_drop(moments, *, drop: int):
     return joined[:, :, : joined.shape[2] - drop]
 
 
-def _blend(a, b, *, extent: int, axis: int):
-    """diffusers' `_blend`: b's head faded in from a's tail over `extent` (its weights in b's dtype)."""
-    extent = min(a.shape[axis], b.shape[axis], extent)
-    positions = jnp.arange(extent, dtype=b.dtype)
-    shape = [1] * a.ndim
-    shape[axis] = extent
-    weight_a, weight_b = (1 - positions / extent).reshape(shape), (positions / extent).reshape(shape)
-    tail = jax.lax.slice_in_dim(a, a.shape[axis] - extent, a.shape[axis], axis=axis)
-    blended = tail * weight_a + jax.lax.slice_in_dim(b, 0, extent, axis=axis) * weight_b
-    if extent == b.shape[axis]:
-        return blended
-    return jnp.concatenate([blended, jax.lax.slice_in_dim(b, extent, b.shape[axis], axis=axis)], axis=axis)
-
-
 @functools.partial(jax.jit, static_argnames=("rows", "cols"))
 def _stitch(tiles, *, rows: tuple, cols: tuple):
-    """diffusers' `_stitch_tiles`: each tile blended with its raw upper and left neighbours, then cut before the
-    overlap with the next."""
+    """diffusers' `_stitch_tiles`: each tile blended with its raw upper and left neighbours (diffusers' linear fade,
+    tiling.blend), then cut before the overlap with the next."""
     out_rows = []
     for i, row in enumerate(tiles):
         kept = []
         for j, tile in enumerate(row):
             if i > 0:
-                tile = _blend(tiles[i - 1][j], tile, extent=rows[i - 1], axis=3)
+                tile = tiling.blend(tiles[i - 1][j], tile, extent=rows[i - 1], axis=3)
             if j > 0:
-                tile = _blend(row[j - 1], tile, extent=cols[j - 1], axis=4)
+                tile = tiling.blend(row[j - 1], tile, extent=cols[j - 1], axis=4)
             if i < len(tiles) - 1:
                 tile = tile[:, :, :, : tile.shape[3] - rows[i]]
             if j < len(row) - 1:
