@@ -206,7 +206,8 @@ def test_on_8_devices_matches_pytorch():
 def test_command_writes_the_frames_the_pipeline_would_and_encodes_them_back(pair, tmp_path, capsys):
     """`torchax-vae decode` converts MiniMax H3's ImageNet-normalized pixels as its pipeline does (`sample * std +
     mean`, clamped to [0, 1]; torchax_vae/pixels.py), and `encode` reads a video file into them; the audio VAE
-    (waveforms alone) is refused in one line, by the command and the service."""
+    given as the model (waveforms alone) is refused in one line, by the command and the service, which decode its
+    sound from the pipeline folder (test_minimax_h3_sound.py)."""
     import numpy as np
 
     from torchax_vae import files
@@ -241,7 +242,7 @@ def test_command_writes_the_frames_the_pipeline_would_and_encodes_them_back(pair
     code = main(["decode", str(tmp_path / "audio.pt"), "-o", str(tmp_path / "a.mp4"), "--model",
                  str(tmp_path / "audio"), "--no-cache"])
     err = capsys.readouterr().err
-    assert code == 2 and "waveforms" in err and len(err.strip().splitlines()) == 1, err
+    assert code == 2 and "give the pipeline folder (vae/ and audio_vae/)" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_uint8_stream_is_the_pipelines_pixels(pair):

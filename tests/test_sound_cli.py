@@ -123,4 +123,4 @@ def test_bad_sound_is_one_line_and_exit_2_before_anything_compiles(pipeline, tmp
     for name in ("config.json", "diffusion_pytorch_model.safetensors"):
         (lacking / "vae" / name).write_bytes((root / "vae" / name).read_bytes())
     code, lines = run(capsys, "decode", root / "pair.pt", "-o", tmp_path / "out.mp4", "--model", lacking, "--no-cache")
-    assert code == 2 and re.search(r"has no audio_vae/ or vocoder/: sound needs a pipeline folder", lines[0]), lines
+    assert code == 2 and re.search(r"has no audio_vae/ or vocoder/: LTX-2.s sound needs a pipeline folder with audio_vae/ and vocoder/", lines[0]), lines

@@ -49,14 +49,16 @@ def load_vae(model: str, subfolder: str | None = "vae"):
 
 
 def check_served(vae) -> None:
-    """InputError for a class the command and the service do not serve yet: MiniMax H3's audio VAE, which decodes
-    waveforms alone (docs/limits.md)."""
+    """InputError for a class the command and the service do not serve as a model of its own: MiniMax H3's audio
+    VAE, which decodes waveforms alone; its sound is decoded beside its video's, from the pipeline folder
+    (torchax_vae/sound.py)."""
     from .models import wrapper_for
 
     family = wrapper_for(vae).family
     if family.rank == 3:
-        raise InputError(f"{family.model_class.__name__} decodes waveforms, which torchax-vae's decode, encode and "
-                         "serve do not write yet: use TorchaxVAE in Python (docs/limits.md)")
+        raise InputError(f"{family.model_class.__name__} decodes waveforms alone: give the pipeline folder (vae/ and "
+                         "audio_vae/) as the model, and its audio latents beside the video's (docs/cli.md), or use "
+                         "TorchaxVAE in Python")
 
 
 def summary(error: Exception) -> str:
@@ -237,7 +239,8 @@ def decode_file(
     (`pipeline_layout`: CogVideoX's is BFCHW, the others' BCFHW).
     decode_timestep, decode_noise_scale, seed: for timestep-conditioned decoders (LTX-Video 0.9.1 on), as the
     pipeline's arguments of those names and its generator's seed (`TorchaxVAE.decode_inputs`).
-    Sound (torchax_vae/sound.py): audio latents beside the video's in `latents` (LTX-2's (video, audio) pair) or
+    Sound (torchax_vae/sound.py): audio latents beside the video's in `latents` (LTX-2's (video, audio) pair,
+    MiniMax H3's `latents` and `audio_latents`) or
     in `audio_latents` go into the MP4 as AAC, and to `audio_out` (.wav) where given; `out` ending in .wav
     writes the sound alone.
     """
@@ -298,7 +301,7 @@ def decode_file(
     start = time.perf_counter()
     with contextlib.ExitStack() as stack:  # every output appears, atomically, once all its frames are written
         tracks = [None] * len(paths)
-        if speaker is not None:  # the sound first (one program each: the audio VAE's, the vocoder's), as WAVs
+        if speaker is not None:  # the sound first (one program each: the audio VAE's, LTX-2's vocoder's), as WAVs
             tracks, heard = sound.tracks(speaker, audio_z, stack, wavs)
         mp4 = out.suffix.lower() == ".mp4"  # (an .npy holds the frames alone: its sound goes to audio_out)
         writers = [stack.enter_context(files.frame_writer(path, shape=(total, height, width, channels), fps=fps,

@@ -129,8 +129,8 @@ def load_latents(path, layout: str | None = "BFCHW", packed: bool = False, image
     pipelines pack latents so) is returned as it is, for the family to unpack.
 
     audio: the file may also hold audio latents, as LTX-2's pipeline returns them with a video's
-    (`torch.save((video, audio))`, or a dict with an "audio" entry beside "latents" or "video"; a .safetensors
-    with those keys): returns (video latents, audio latents or None), the audio float and as stored.
+    (`torch.save((video, audio))`, or a dict with an "audio" or "audio_latents" entry beside "latents" or "video";
+    a .safetensors with those keys): returns (video latents, audio latents or None), the audio float and as stored.
     """
     path = pathlib.Path(path)
     if layout is not None and layout not in LAYOUTS:
@@ -143,7 +143,7 @@ def load_latents(path, layout: str | None = "BFCHW", packed: bool = False, image
         data = _single_tensor(data, path)
     elif isinstance(data, (tuple, list)):  # what `return_dict=False` hands back: (latents,)
         if len(data) != 1 or not isinstance(data[0], torch.Tensor):
-            pair = "; a (video, audio) pair is read where the model makes sound (LTX-2)" if len(data) == 2 else ""
+            pair = "; a (video, audio) pair is read where the model makes sound (LTX-2, MiniMax H3)" if len(data) == 2 else ""
             raise InputError(f"{path}: expected a tensor or a 1-tuple of one (return_dict=False), "
                              f"found a {type(data).__name__} of {len(data)}{pair}")
         data = data[0]
@@ -179,13 +179,14 @@ def _with_audio(data, path):
     """(the video part, the audio latents or None) of what a latents file holds (`load_latents`' `audio`)."""
     if isinstance(data, (tuple, list)) and len(data) == 2:
         return (data[0],), data[1]
-    if isinstance(data, dict) and "audio" in data:
-        rest = {key: value for key, value in data.items() if key != "audio"}
+    key = next((key for key in ("audio", "audio_latents") if isinstance(data, dict) and key in data), None)
+    if key is not None:  # ("audio_latents": MiniMax H3's modular pipeline state's name)
+        rest = {name: value for name, value in data.items() if name != key}
         video = rest.get("latents", rest.get("video"))
         if video is None and len(rest) > 1:
-            raise InputError(f"{path}: beside 'audio', expected one tensor or a 'latents' or 'video' entry, found "
+            raise InputError(f"{path}: beside {key!r}, expected one tensor or a 'latents' or 'video' entry, found "
                              f"keys {sorted(rest)}")
-        return (video if video is not None else rest or None), data["audio"]
+        return (video if video is not None else rest or None), data[key]
     return data, None
 
 

@@ -1,16 +1,28 @@
-"""Stage 3 with sound: a video family's audio latents, through its audio VAE and vocoder on JAX, into a waveform.
+"""Stage 3 with sound: a video family's audio latents, through its audio VAE (and vocoder) on JAX, into a waveform.
 
-LTX-2's pipeline returns, with `output_type="latent"`, the video's latents and
-the audio's ([B, C, L, M], the audio VAE's own). Its stage 3 is
-`audio_vae.decode` (a stereo log-mel spectrogram) and then `vocoder` (the
-waveform [B, 2, samples] at `vocoder.config.output_sampling_rate`). Here both
-are TorchaxVAEs (models/ltx2_audio.py, models/ltx2_vocoder.py), loaded from the
-pipeline folder's `audio_vae/` and `vocoder/`, as diffusers lays a saved
-pipeline out. The waveform is written as diffusers' `encode_video` writes it:
-clipped to [-1, 1], times 32767, as int16 (mono duplicated to stereo), then AAC
-at the model's sample rate in the MP4 (files.mp4_command), or a 16-bit WAV.
+Two families make sound, each its own way (`FAMILIES`, one `Sound` class each):
+
+- LTX-2's pipeline returns, with `output_type="latent"`, the video's latents
+  and the audio's ([B, C, L, M], the audio VAE's own). Its stage 3 is
+  `audio_vae.decode` (a stereo log-mel spectrogram) and then `vocoder` (the
+  waveform [B, 2, samples] at `vocoder.config.output_sampling_rate`).
+- MiniMax H3's modular pipeline holds, after its denoise blocks, the video's
+  normalized latents [1, C, F, H, W] and the audio's [2, C, L]: its mono audio
+  VAE takes the two stereo channels as two batch items. Its audio decode step
+  de-normalizes them with the audio VAE's `latents_mean` / `latents_std` and
+  decodes them to [2, 1, samples] at `audio_vae.config.sampling_rate`, then
+  makes that one stereo clip [1, 2, samples]. Here B clips are 2B items, each
+  clip's left then right channel.
+
+The models are TorchaxVAEs (models/ltx2_audio.py, models/ltx2_vocoder.py,
+models/minimax_h3_audio.py), loaded from the pipeline folder's `audio_vae/`
+(and `vocoder/`), as diffusers lays a saved pipeline out. The waveform is
+written as diffusers' `encode_video` writes it: clipped to [-1, 1], times
+32767, as int16 (mono duplicated to stereo), then AAC at the model's sample
+rate in the MP4 (files.mp4_command), or a 16-bit WAV.
 """
 
+import dataclasses
 import pathlib
 import wave
 
@@ -21,20 +33,40 @@ from .files import InputError, atomic_output
 
 __all__ = ["WITH_SOUND", "Sound", "pcm16", "write_wav"]
 
-# The video VAE classes whose pipelines make sound, and the folders of a saved pipeline that hold it.
-WITH_SOUND = {"AutoencoderKLLTX2Video": "LTX-2"}
-SUBFOLDERS = ("audio_vae", "vocoder")
-AUDIO_VAES = ("AutoencoderKLLTX2Audio",)  # what those folders may hold
-VOCODERS = ("LTX2Vocoder", "LTX2VocoderWithBWE")
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the command's --dtype
 
 
-def families() -> str:
-    return ", ".join(f"{name} ({cls})" for cls, name in WITH_SOUND.items())
-
-
 class Sound:
-    """A family's audio VAE and vocoder, as TorchaxVAEs; `waveform(z)` is the pipeline's audio stage 3."""
+    """A family's audio stage 3, as TorchaxVAEs: `check(z)` says whether it takes audio latents `z`, `waveform(z)`
+    is the waveforms [clips, channels, samples] its pipeline makes of them, at `sample_rate`."""
+
+    sample_rate: int
+    audio_vae = None
+
+    def clips(self, z: torch.Tensor) -> int:
+        """How many clips (videos) audio latents `z` hold."""
+        return z.shape[0]
+
+    def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
+        raise NotImplementedError
+
+    def waveform(self, z: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _check_finite(self, z: torch.Tensor, where: str) -> None:
+        if not torch.isfinite(z).all():
+            raise InputError(f"{where}: audio latents contain NaN or Inf values")
+
+    def _check_batch(self, z: torch.Tensor, where: str, batch: int | None) -> None:
+        if batch is not None and self.clips(z) != batch:
+            raise InputError(f"{where}: {z.shape[0]} audio latents for {batch} videos; {self.per_clip}, as the "
+                             "pipeline makes them")
+
+    per_clip = "one each"
+
+
+class LTX2Sound(Sound):
+    """LTX-2: the audio VAE (latents [B, C, L, M] to a log-mel spectrogram), then the vocoder."""
 
     def __init__(self, audio_vae, vocoder):
         self.audio_vae = audio_vae
@@ -51,7 +83,7 @@ class Sound:
         return (batch, config.latent_channels, frames, config.mel_bins // self.audio_vae.mel_compression_ratio)
 
     def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
-        """InputError unless `z` is audio latents this audio VAE decodes (and `batch` of them, where given)."""
+        """InputError unless `z` is audio latents this audio VAE decodes (and `batch` clips of them, where given)."""
         if z.ndim != 4:
             raise InputError(f"{where}: audio latents must be 4-D [B, C, L, mel_bins] (LTX2Pipeline's "
                              f"output_type='latent' audio), got {z.ndim}-D with shape {tuple(z.shape)}")
@@ -60,17 +92,83 @@ class Sound:
             raise InputError(f"{where}: audio latents {tuple(z.shape)} do not fit this "
                              f"{self.audio_vae.model_class.__name__}: expected [B, {want[1]}, L, {want[3]}] "
                              f"({want[1]} channels, {want[3]} latent mel bins), L > 0")
-        if batch is not None and z.shape[0] != batch:
-            raise InputError(f"{where}: {z.shape[0]} audio latents for {batch} videos; one each, as the pipeline "
-                             "returns them")
-        if not torch.isfinite(z).all():
-            raise InputError(f"{where}: audio latents contain NaN or Inf values")
+        self._check_batch(z, where, batch)
+        self._check_finite(z, where)
 
     def waveform(self, z: torch.Tensor) -> torch.Tensor:
         """The waveform [B, channels, samples] of audio latents: `audio_vae.decode` then `vocoder`, each cast to the
         model's dtype as the pipeline casts them."""
         spectrogram = self.audio_vae.decode(z.to(self.audio_vae.dtype)).sample
         return self.vocoder(spectrogram.to(self.vocoder.dtype))
+
+
+class MiniMaxH3Sound(Sound):
+    """MiniMax H3: normalized audio latents [2B, C, L] (each clip's two stereo channels as two items), de-normalized
+    and decoded by the mono audio VAE, then paired into stereo clips [B, 2, samples]."""
+
+    per_clip = "two each (a clip's left and right channels)"
+
+    def __init__(self, audio_vae):
+        self.audio_vae = audio_vae
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self.audio_vae.config.sampling_rate)
+
+    def clips(self, z: torch.Tensor) -> int:
+        return z.shape[0] // 2
+
+    def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
+        """InputError unless `z` is audio latents this audio VAE decodes (and `batch` clips of them, where given)."""
+        channels = self.audio_vae.config.latent_channels
+        if z.ndim != 3:
+            raise InputError(f"{where}: audio latents must be 3-D [2 x clips, C, L] (MiniMax H3's audio_latents, "
+                             f"each clip's two stereo channels as two items), got {z.ndim}-D with shape "
+                             f"{tuple(z.shape)}")
+        if z.shape[1] != channels or not z.shape[2] or not z.shape[0] or z.shape[0] % 2:
+            raise InputError(f"{where}: audio latents {tuple(z.shape)} do not fit this "
+                             f"{self.audio_vae.model_class.__name__}: expected [2 x clips, {channels}, L] "
+                             f"({channels} channels, two stereo channels per clip), L > 0")
+        self._check_batch(z, where, batch)
+        self._check_finite(z, where)
+
+    def waveform(self, z: torch.Tensor) -> torch.Tensor:
+        """The stereo waveforms [B, 2, samples] of audio latents [2B, C, L], as MiniMax H3's audio decode step makes
+        them (`latents * latents_std + latents_mean`, the audio VAE, channels paired)."""
+        config = self.audio_vae.config
+        mean = torch.tensor(config.latents_mean).view(1, -1, 1)
+        std = torch.tensor(config.latents_std).view(1, -1, 1)
+        audio = self.audio_vae.decode((z.float() * std + mean).to(self.audio_vae.dtype)).sample
+        return audio.float().reshape(z.shape[0] // 2, 2, audio.shape[-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class SoundFamily:
+    """Where a video family's sound is: its name, its saved pipeline's folders, what they hold, how it runs."""
+
+    name: str
+    subfolders: tuple[str, ...]
+    classes: tuple[tuple[str, ...], ...]  # the classes each folder may hold
+    make: type
+
+
+# The video VAE classes whose pipelines make sound.
+FAMILIES = {
+    "AutoencoderKLLTX2Video": SoundFamily("LTX-2", ("audio_vae", "vocoder"),
+                                          (("AutoencoderKLLTX2Audio",), ("LTX2Vocoder", "LTX2VocoderWithBWE")),
+                                          LTX2Sound),
+    "AutoencoderKLMiniMaxH3": SoundFamily("MiniMax H3", ("audio_vae",), (("AutoencoderKLMiniMaxH3Audio",),),
+                                          MiniMaxH3Sound),
+}
+WITH_SOUND = {cls: family.name for cls, family in FAMILIES.items()}
+
+
+def families() -> str:
+    return ", ".join(f"{name} ({cls})" for cls, name in WITH_SOUND.items())
+
+
+def _folders(family: SoundFamily) -> str:
+    return " and ".join(f"{name}/" for name in family.subfolders)
 
 
 def pcm16(waveform: torch.Tensor) -> np.ndarray:
@@ -105,31 +203,49 @@ def read_wav(path) -> tuple[np.ndarray, int]:
         return data.reshape(-1, f.getnchannels()), f.getframerate()
 
 
-def load(model: str, dtype: torch.dtype | None = None, mesh=None) -> Sound:
-    """The audio VAE and vocoder of a pipeline folder (or hub id) `model`, as TorchaxVAEs in `dtype` (None: the
-    checkpoint's) on `mesh` (None: one device); InputError where it has none."""
+def load(model: str, video_class: str | None = None, dtype: torch.dtype | None = None, mesh=None) -> Sound:
+    """The sound of a pipeline folder (or hub id) `model`: its audio VAE (and vocoder) as TorchaxVAEs in `dtype`
+    (None: the checkpoint's) on `mesh` (None: one device), for a video VAE of `video_class` (None: the family whose
+    audio VAE is there); InputError where it has none."""
     from .commands import load_vae
     from .vae import TorchaxVAE
 
+    expected = FAMILIES[video_class] if video_class else None
+    _check_folders(model, expected)
+    audio_vae = load_vae(model, "audio_vae")
+    family = next((f for f in FAMILIES.values() if type(audio_vae).__name__ in f.classes[0]), None)
+    if family is None or (expected is not None and family is not expected):
+        want = " or ".join(expected.classes[0]) if expected else "the audio VAE of a family with sound"
+        raise InputError(f"{model}: its audio_vae/ holds a {type(audio_vae).__name__}, not {want}; sound is decoded "
+                         f"for {families()}")
+    _check_folders(model, family)
+    others = [load_vae(model, name) for name in family.subfolders[1:]]
+    for name, loaded, classes in zip(family.subfolders[1:], others, family.classes[1:]):
+        if type(loaded).__name__ not in classes:
+            raise InputError(f"{model}: its {name}/ holds a {type(loaded).__name__}, not {' or '.join(classes)} "
+                             f"({family.name}'s sound)")
+    return family.make(*(TorchaxVAE(loaded, dtype=dtype, mesh=mesh) for loaded in [audio_vae, *others]))
+
+
+def _check_folders(model: str, family: SoundFamily | None) -> None:
+    """InputError where a local pipeline folder lacks the folders of `family`'s sound (None: an audio_vae/)."""
     local = pathlib.Path(model).expanduser()
-    if local.is_dir():
-        lacking = [name for name in SUBFOLDERS if not (local / name / "config.json").is_file()]
-        if lacking:
-            raise InputError(f"model folder {model} has no {' or '.join(f'{name}/' for name in lacking)}: sound "
-                             f"needs a pipeline folder with audio_vae/ and vocoder/, as {families()} pipelines save")
-    audio_vae, vocoder = (load_vae(model, name) for name in SUBFOLDERS)
-    if type(audio_vae).__name__ not in AUDIO_VAES or type(vocoder).__name__ not in VOCODERS:
-        raise InputError(f"{model}: its audio_vae/ holds a {type(audio_vae).__name__} and its vocoder/ a "
-                         f"{type(vocoder).__name__}; sound is decoded for {families()}")
-    return Sound(TorchaxVAE(audio_vae, dtype=dtype, mesh=mesh), TorchaxVAE(vocoder, dtype=dtype, mesh=mesh))
+    names = family.subfolders if family else ("audio_vae",)
+    lacking = [name for name in names if local.is_dir() and not (local / name / "config.json").is_file()]
+    if lacking:
+        whose = (f"{family.name}'s sound needs a pipeline folder with {_folders(family)}" if family else
+                 "sound needs a pipeline folder with its audio VAE in audio_vae/")
+        raise InputError(f"model folder {model} has no {' or '.join(f'{name}/' for name in lacking)}: {whose}, as "
+                         "its pipelines save")
 
 
 def has_sound(model, vae) -> bool:
     """Whether a pipeline folder `model`, whose VAE is `vae`, has sound to decode beside it (a family with sound,
-    and its audio_vae/ and vocoder/ there)."""
+    and that family's audio folders there)."""
     local = pathlib.Path(str(model)).expanduser()
-    return type(vae).__name__ in WITH_SOUND and local.is_dir() and \
-        all((local / name / "config.json").is_file() for name in SUBFOLDERS)
+    family = FAMILIES.get(type(vae).__name__)
+    return family is not None and local.is_dir() and \
+        all((local / name / "config.json").is_file() for name in family.subfolders)
 
 
 def wav_paths(out: pathlib.Path, batch: int) -> list[pathlib.Path]:
@@ -165,7 +281,7 @@ def for_video(ours, model: str, dtype: str, audio, audio_out, where: str, batch:
     if pathlib.Path(out).suffix.lower() == ".npy" and audio_out is None:
         raise InputError(f"{out}: an .npy holds the frames alone; give --audio-out NAME.wav for the sound of {where}, "
                          "or write an .mp4")
-    speaker = load(model, _DTYPES[dtype])
+    speaker = load(model, name, _DTYPES[dtype])
     speaker.check(audio, where, batch)
     return speaker
 
@@ -177,17 +293,18 @@ def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model
     from . import files
 
     z, audio = read(latents, audio_latents)
-    if audio is None and z is not None and z.ndim == 4:  # the audio latents saved alone
+    if audio is None and z is not None and z.ndim in (3, 4):  # the audio latents saved alone
         audio = z
     if audio is None:
         raise InputError(f"{out}: a .wav is the sound of audio latents, and {latents} holds none (LTX2Pipeline's "
-                         "output_type='latent' returns them beside the video's)")
-    paths = wav_paths(out, audio.shape[0])
+                         "output_type='latent' returns them beside the video's, as MiniMax H3's modular pipeline "
+                         "holds its audio_latents)")
+    speaker = load(model, None, _DTYPES[dtype])
+    speaker.check(audio, f"audio latents in {audio_latents or latents}")
+    paths = wav_paths(out, speaker.clips(audio))
     for path in paths:
         files.check_writable(path)
         files.check_distinct(path, [latents, *([audio_latents] if audio_latents else [])])
-    speaker = load(model, _DTYPES[dtype])
-    speaker.check(audio, f"audio latents in {audio_latents or latents}")
     start = time.perf_counter()
     pcm = pcm16(speaker.waveform(audio))
     seconds = time.perf_counter() - start

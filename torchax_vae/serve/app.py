@@ -94,8 +94,8 @@ class Service:
             for name, spec in self.specs.items():
                 if isinstance(spec, (str, os.PathLike)):
                     folder, spec = spec, load_vae(str(spec))
-                    if sound.has_sound(folder, spec):  # a pipeline folder of LTX-2: its audio VAE and vocoder
-                        self.sounds[name] = sound.load(str(folder), self.dtype, self.mesh)
+                    if sound.has_sound(folder, spec):  # a pipeline folder of LTX-2 or MiniMax H3: its audio models
+                        self.sounds[name] = sound.load(str(folder), type(spec).__name__, self.dtype, self.mesh)
                 check_served(spec)  # (a TorchaxVAE passes for its diffusers class)
                 if not isinstance(spec, TorchaxVAE):
                     spec = TorchaxVAE(spec, dtype=self.dtype, mesh=self.mesh)

@@ -1,12 +1,14 @@
-"""Sound in the service (LTX-2): a decode that sends audio latents beside the video's gets an MP4 with their sound,
+"""Sound in the service (LTX-2, MiniMax H3): a decode that sends audio latents beside the video's gets an MP4 with their sound,
 and one that sends them alone gets the sound (`output_type=wav`, or the waveform as a tensor with `pt`).
 
-The protocol (docs/serve.md): `audio_shape` (repeated, as `shape`) gives the audio latents' shape, [B, C, L, M]
-as LTX2Pipeline returns them with `output_type="latent"`; their bytes follow the video latents' in the body, in
+The protocol (docs/serve.md): `audio_shape` (repeated, as `shape`) gives the audio latents' shape: [B, C, L, M]
+as LTX2Pipeline returns them with `output_type="latent"`, [2B, C, L] as MiniMax H3's modular pipeline holds them
+(torchax_vae/sound.py); their bytes follow the video latents' in the body, in
 the same `dtype`. Without `shape`, the body holds the audio latents alone. A model has sound where it is served
-from a pipeline folder with `audio_vae/` and `vocoder/` and its family makes sound (torchax_vae/sound.py).
+from a pipeline folder with its family's audio folders (LTX-2: `audio_vae/` and `vocoder/`; MiniMax H3:
+`audio_vae/`) and its family makes sound (torchax_vae/sound.py).
 
-The sound is decoded (two programs: the audio VAE's and the vocoder's) on the request's thread, before its video
+The sound is decoded (the audio VAE's program, and LTX-2's vocoder's) on the request's thread, before its video
 job queues for the device worker; it is not scheduled in chunks as the video is (docs/limits.md).
 """
 
@@ -30,8 +32,9 @@ def asked(params) -> bool:
 def parse(vae, speaker, name: str, params, headers, body: bytes, normalized: bool) -> Parsed:
     """A decode request with sound for the model `name` (`vae`, its `speaker`: a sound.Sound or None), checked."""
     if speaker is None:
-        has = ("; it is served without it: serve the pipeline folder (with audio_vae/ and vocoder/) rather than the "
-               "VAE's" if vae.model_class.__name__ in sound.WITH_SOUND else "")
+        family = sound.FAMILIES.get(vae.model_class.__name__)
+        has = (f"; it is served without it: serve the pipeline folder (with {sound._folders(family)}) rather than "
+               "the VAE's" if family else "")
         raise RequestError(400, f"{name} ({vae.model_class.__name__}) decodes no sound{has}; the families with "
                                 f"sound: {sound.families()}")
     if params.get("audio_shape") is None:
@@ -55,10 +58,10 @@ def parse(vae, speaker, name: str, params, headers, body: bytes, normalized: boo
         if output_type not in ("wav", "pt"):
             raise RequestError(400, f"audio latents alone answer output_type wav (a 16-bit WAV) or pt (the waveform "
                                     f"[B, channels, samples]), not {output_type}")
-        if output_type == "wav" and audio.shape[0] != 1:
-            raise RequestError(400, f"output_type wav answers one clip; these audio latents hold {audio.shape[0]}: "
-                                    "send one per request, or ask for output_type=pt")
         _check(speaker, audio, None)
+        if output_type == "wav" and speaker.clips(audio) != 1:
+            raise RequestError(400, f"output_type wav answers one clip; these audio latents hold "
+                                    f"{speaker.clips(audio)}: send one per request, or ask for output_type=pt")
         return Parsed("sound", audio.contiguous(), output=Output("wav" if output_type == "wav" else "tensor"))
     if params.get("output_type") != "mp4":
         raise RequestError(400, "video latents with audio latents answer an MP4 with sound: ask for output_type=mp4 "
