@@ -398,6 +398,15 @@ TEMPORAL_DECODER_CONFIGS = {
             "layers_per_block": 2, "latent_channels": 4, "sample_size": 768, "scaling_factor": 0.18215},
 }
 
+# AutoencoderOobleck (Stable Audio): diffusers' own test config (tests/models/autoencoders/
+# test_models_autoencoder_oobleck.py, 58eb52c: hop 8), and Stable Audio Open 1.0's (the class defaults: hop 2048 at
+# 44.1 kHz, 64 latent channels)
+OOBLECK_CONFIGS = {
+    "oobleck-tiny": {"encoder_hidden_size": 12, "decoder_channels": 12, "decoder_input_channels": 6,
+                     "audio_channels": 2, "downsampling_ratios": [2, 4], "channel_multiples": [1, 2]},  # (lists: diffusers adds to them)
+    "oobleck": {},
+}
+
 # config name -> (diffusers class, its arguments)
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
@@ -417,6 +426,7 @@ MODELS = {
     **{name: (AutoencoderTiny, kwargs) for name, kwargs in TINY_CONFIGS.items()},
     **{name: (AutoencoderKLTemporalDecoder, kwargs) for name, kwargs in TEMPORAL_DECODER_CONFIGS.items()},
     **{name: (diffusers.VQModel, kwargs) for name, kwargs in VQ_CONFIGS.items()},
+    **{name: (diffusers.AutoencoderOobleck, kwargs) for name, kwargs in OOBLECK_CONFIGS.items()},
 }
 # Classes newer than the oldest diffusers this project supports (0.36): each is built where the installed diffusers'
 # version has it, and imported loudly there (a diffusers that should have it and does not fails here, so no case

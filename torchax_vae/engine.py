@@ -114,8 +114,8 @@ class Engine:
         if not self._tiling_logged:
             logger.warning(
                 "TorchaxVAE: the untiled %s needs %.3g GB for input %s, more than the %.3g GB available; "
-                "tiling it in %dx%d tiles. enable_tiling()/disable_tiling() force the choice.",
-                name, needed / 1e9, tuple(shape), budget / 1e9, *tile,
+                "tiling it in %s tiles. enable_tiling()/disable_tiling() force the choice.",
+                name, needed / 1e9, tuple(shape), budget / 1e9, "x".join(map(str, tile)),
             )
             self._tiling_logged = True
         return True

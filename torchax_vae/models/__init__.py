@@ -29,6 +29,7 @@ from .kl import KLVAE
 from .ltx import LTXVideoVAE
 from .magvit import MagvitVAE
 from .mochi import MochiVAE
+from .oobleck import OobleckVAE
 from .qwenimage import QwenImageVAE
 from .temporal_decoder import TemporalDecoderVAE
 from .tiny import TinyVAE
@@ -38,7 +39,8 @@ from .wan import WanVAE
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
-            MagvitVAE, KLVAE, Flux2VAE, DCVAE, HunyuanImageVAE, TinyVAE, TemporalDecoderVAE, AsymmetricKLVAE, VQVAE)
+            MagvitVAE, KLVAE, Flux2VAE, DCVAE, HunyuanImageVAE, TinyVAE, TemporalDecoderVAE, AsymmetricKLVAE, VQVAE,
+            OobleckVAE)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:

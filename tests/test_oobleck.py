@@ -1,0 +1,138 @@
+"""AutoencoderOobleck (Stable Audio's VAE) through TorchaxVAE against the same model in plain PyTorch: waveforms
+[B, channels, samples] at rank 3, tiled in time as diffusers tiles them, sliced, in bf16, saved, on the mesh."""
+
+import threading
+
+import pytest
+import torch
+from helpers import (TOLERANCE, assert_close, bf16_check, check_encode_decode, deltas_on_8_devices, max_abs_diff,
+                     randn, random_vae)
+
+from torchax_vae import TorchaxVAE
+
+FP32 = TOLERANCE[torch.float32]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    vae = random_vae("oobleck-tiny")
+    return vae, TorchaxVAE(vae)
+
+
+@pytest.mark.parametrize("samples", [8, 40, 57])
+def test_encode_and_decode_match_pytorch(pair, samples):
+    """Any length, whole hops (8 here) or not: the posterior (diffusers' class), its sample and the decode."""
+    vae, ours = pair
+    x = randn(3, 2, samples, seed=samples)
+    with torch.no_grad():
+        check_encode_decode(vae, ours, x, f"oobleck, {samples} samples")
+        theirs, mine = vae.encode(x).latent_dist, ours.encode(x).latent_dist
+        assert type(mine) is type(theirs) and ours.latent_shape(tuple(x.shape)) == tuple(theirs.mean.shape)
+        assert_close(mine.std, theirs.std, FP32, "posterior std (softplus of the scale)")
+        decoded = vae.decode(theirs.mean).sample
+        assert decoded.std() > 1e-3  # an output that can tell a wrong decode
+        forward = vae(x, sample_posterior=True, generator=torch.Generator().manual_seed(3)).sample
+        assert_close(ours(x, sample_posterior=True, generator=torch.Generator().manual_seed(3)).sample, forward, FP32,
+                     "forward, posterior sampled")
+
+
+def test_interface_as_diffusers_class(pair):
+    vae, ours = pair
+    assert type(ours).__name__ == "OobleckVAE" and isinstance(ours, type(vae))
+    assert (ours.hop_length, ours.sampling_rate) == (vae.hop_length, vae.sampling_rate) == (8, 44100)
+    for name in ("enable_slicing", "enable_tiling", "disable_tiling", "use_tiling", "use_slicing", "tiled_decode",
+                 "tiled_encode", "tile_sample_min_length", "tile_latent_overlap"):
+        assert hasattr(ours, name) == hasattr(vae, name), name
+    with pytest.raises(ValueError, match="channels"):
+        ours.encode(randn(1, 1, 40))  # stereo here
+    with pytest.raises(ValueError, match="3-D"):
+        ours.decode(randn(1, 6, 5, 1))
+    with pytest.raises(ValueError, match=r"has 3 samples .* encodes at least"):
+        ours.encode(randn(1, 2, 3))
+
+
+def test_tiled_in_time_as_diffusers(pair):
+    """enable_tiling(): waveforms and latents longer than a tile go in diffusers' windows (trimmed to their cores,
+    joined), with the tile settings a user sets on the wrapper; shorter ones in one call."""
+    vae, _ = pair
+    ours = TorchaxVAE(vae)
+    tiles = {"tile_sample_min_length": 48, "tile_sample_overlap": 8, "tile_latent_min_length": 10,
+             "tile_latent_overlap": 2}
+    torch_tiled = random_vae("oobleck-tiny")
+    torch_tiled.enable_tiling()
+    ours.enable_tiling()
+    for name, value in tiles.items():
+        setattr(torch_tiled, name, value)
+        setattr(ours, name, value)
+    assert ours.use_tiling
+    x, z = randn(2, 2, 203, seed=4), randn(2, 6, 37, seed=5)
+    with torch.no_grad():
+        tiled = torch_tiled.encode(x).latent_dist.mean
+        assert max_abs_diff(tiled, vae.encode(x).latent_dist.mean) > 1e-3  # tiles that change the result
+        assert_close(ours.encode(x).latent_dist.mean, tiled, FP32, "tiled encode")
+        assert_close(ours.decode(z).sample, torch_tiled.decode(z).sample, FP32, "tiled decode")
+        short = randn(1, 6, 9, seed=6)
+        assert_close(ours.decode(short).sample, vae.decode(short).sample, FP32, "shorter than a tile")
+    names = {s["name"] for s in ours.compile_stats()}
+    assert names == {"encoder", "decoder"}, names
+
+
+def test_slicing_threads_and_programs(pair):
+    """Slicing decodes one batch element per call (one program of batch 1); two threads share the wrapper."""
+    vae, _ = pair
+    ours = TorchaxVAE(vae)
+    ours.enable_slicing()
+    z = randn(3, 6, 7, seed=8)
+    with torch.no_grad():
+        expected = vae.decode(z).sample
+        assert_close(ours.decode(z).sample, expected, FP32, "sliced decode")
+    assert {s["input_shapes"][-1][0] for s in ours.compile_stats()} == {1}
+    ours.disable_slicing()
+    results = {}
+
+    def decode(i):
+        with torch.no_grad():
+            results[i] = ours.decode(z).sample
+
+    threads = [threading.Thread(target=decode, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(2):
+        assert_close(results[i], expected, FP32, f"thread {i}")
+
+
+def test_bf16_and_saving(pair, tmp_path):
+    vae, ours = pair
+    # (4 x 2 x 512 samples: on a few dozen the max |Δ| of either side is one rounding's luck; here ours measured
+    # 1.2-1.35x PyTorch bf16's, which computes weight_norm's norm in float32 where torchax sums in bf16)
+    bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), randn(4, 2, 512, seed=10), "oobleck")
+    ours.save_pretrained(tmp_path / "vae")
+    plain = type(vae).from_pretrained(tmp_path / "vae")
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), vae.state_dict().values()))
+    again = TorchaxVAE.from_pretrained(str(tmp_path / "vae"), subfolder=None)
+    z = randn(1, 6, 5, seed=11)
+    with torch.no_grad():
+        assert torch.equal(again.decode(z).sample, ours.decode(z).sample)
+
+
+MESH_SCRIPT = """
+import json, torch
+from helpers import random_vae
+from torchax_vae import TorchaxVAE, make_mesh
+vae = random_vae("oobleck-tiny")
+ours = TorchaxVAE(vae, mesh=make_mesh())
+x = torch.randn(2, 2, 64, generator=torch.Generator().manual_seed(9))
+with torch.no_grad():
+    z = vae.encode(x).latent_dist.mean
+    rows = {"devices": ours.mesh.devices.size,
+            "encode": (ours.encode(x).latent_dist.mean - z).abs().max().item(),
+            "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()}
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.slow  # a second process on 8 virtual devices
+def test_on_8_devices_matches_pytorch():
+    deltas_on_8_devices(MESH_SCRIPT, FP32)
