@@ -136,3 +136,112 @@ print(json.dumps(rows))
 @pytest.mark.slow  # a second process on 8 virtual devices
 def test_on_8_devices_matches_pytorch():
     deltas_on_8_devices(MESH_SCRIPT, FP32)
+
+
+@pytest.fixture(scope="module")
+def stable_audio(tmp_path_factory, pair):
+    """A Stable Audio pipeline folder's VAE (vae/), the latents its pipeline returns with output_type="latent"
+    (`audios`, [B, C, L]) saved, and diffusers' decode of them (its stage 3 before the crop)."""
+    vae, _ = pair
+    root = tmp_path_factory.mktemp("stable-audio")
+    vae.save_pretrained(root / "vae")
+    z = randn(2, 6, 40, seed=12)
+    torch.save(z, root / "latents.pt")
+    with torch.no_grad():
+        return root, z, vae.decode(z).sample  # [2, 2, 320] at 44.1 kHz
+
+
+def test_command_writes_the_pipelines_sound(stable_audio, tmp_path, capsys):
+    """`torchax-vae decode latents.pt -o clip.wav`: one 16-bit WAV per clip, diffusers' decode within one int16
+    step, cropped as StableAudioPipeline crops (`audio[:, :, int(start * rate):int(end * rate)]`); bad input is one
+    line and exit 2 before anything compiles."""
+    import re
+
+    from test_sound_cli import run
+    from torchax_vae import programs, sound
+
+    root, z, expected = stable_audio
+    code, lines = run(capsys, "decode", root / "latents.pt", "-o", tmp_path / "clip.wav", "--model", root,
+                      "--no-cache")
+    assert code == 0, lines
+    for i in range(2):
+        pcm, rate = sound.read_wav(tmp_path / f"clip_{i}.wav")
+        assert rate == 44100 and np_max(pcm - sound.pcm16(expected)[i]) <= 1
+    start, end = 0.001, 0.006  # seconds: samples 44 to 264, as the pipeline's int(seconds * sampling_rate)
+    code, lines = run(capsys, "decode", root / "latents.pt", "-o", tmp_path / "cut.wav", "--model", root,
+                      "--audio-start", start, "--audio-end", end, "--no-cache")
+    assert code == 0, lines
+    cut = sound.pcm16(expected[:, :, int(start * 44100):int(end * 44100)])
+    assert cut.shape[1] == 220 and np_max(sound.read_wav(tmp_path / "cut_1.wav")[0] - cut[1]) <= 1
+    original = programs.Programs.run
+
+    def compiled(*args, **kwargs):
+        raise AssertionError("compiled before refusing")
+
+    programs.Programs.run = compiled
+    try:
+        torch.save(randn(1, 5, 40), tmp_path / "bad.pt")
+        cases = [
+            (["decode", tmp_path / "bad.pt", "-o", tmp_path / "x.wav"], r"\(1, 5, 40\) do not fit .*expected \[B, 6, L\]"),
+            (["decode", root / "latents.pt", "-o", tmp_path / "x.wav", "--audio-end", 1.0],
+             r"--audio-start 0 and --audio-end 1 .* <= 0.00725624, the length these audio latents decode to \(320"),
+            (["decode", root / "latents.pt", "-o", tmp_path / "x.mp4"], r"AutoencoderOobleck \(Stable Audio\) decodes "
+                                                                         r"sound alone: write .* -o NAME\.wav"),
+            (["decode", root / "latents.pt", "-o", tmp_path / "x.mp4", "--audio-end", 1.0],
+             r"--audio-start and --audio-end crop the sound written alone, to a \.wav"),
+        ]
+        for args, message in cases:
+            code, lines = run(capsys, *args, "--model", root, "--no-cache")
+            assert code == 2 and len(lines) == 1 and re.search(message, lines[0]), (args, lines)
+    finally:
+        programs.Programs.run = original
+    assert not list(tmp_path.glob("x*"))
+
+
+def np_max(difference) -> int:
+    return int(abs(difference.astype(int)).max())
+
+
+def test_service_answers_the_pipelines_sound(stable_audio):
+    """Served from the pipeline folder: its latents alone answer the WAV (one clip) or the waveform (`pt`) of
+    diffusers' decode, cropped with audio_start / audio_end, as jobs of the device worker; a video request, an
+    encode or latents of another shape are JSON 400s that leave the server serving."""
+    import io
+
+    import requests
+    from serving import serving
+
+    from torchax_vae import sound
+    from torchax_vae.serve import create_app
+    from torchax_vae.serve.client import StreamError, decode_with_sound
+
+    root, z, expected = stable_audio
+    with serving(create_app({"stable-audio": str(root)})) as url:
+        endpoint = f"{url}/decode/stable-audio"
+        wav = decode_with_sound(endpoint, audio=z[:1])
+        cut = decode_with_sound(endpoint, audio=z[1:], audio_start=0.001, audio_end=0.006)
+        answer = requests.post(endpoint, params={"audio_shape": list(z.shape), "dtype": "float32", "output_type": "pt"},
+                               data=z.numpy().tobytes())
+        refusals = [
+            (dict(latents=z[:1, :, :, None], audio=z[:1]), r"decodes sound alone, no video: send its latents with "
+                                                           r"audio_shape="),
+            (dict(audio=randn(1, 5, 40)), r"audio latents \(1, 5, 40\) do not fit"),
+            (dict(audio=z[:1], audio_end=9.0), r"audio_start 0 and audio_end 9 \(seconds\) must satisfy"),
+        ]
+        for kwargs, message in refusals:
+            with pytest.raises(StreamError, match="^400: .*" + message):
+                decode_with_sound(endpoint, **kwargs)
+        encode = requests.post(f"{url}/encode/stable-audio", params={"shape": [1, 2, 64], "dtype": "float32"},
+                               data=randn(1, 2, 64).numpy().tobytes())
+        assert encode.status_code == 400 and "is served for its sound" in encode.json()["error"], encode.text
+        metrics = requests.get(f"{url}/metrics").text
+        assert requests.get(f"{url}/health/ready").status_code == 200
+    pcm, rate = sound.read_wav(io.BytesIO(wav))
+    assert rate == 44100 and np_max(pcm - sound.pcm16(expected)[0]) <= 1
+    pcm, _ = sound.read_wav(io.BytesIO(cut))
+    assert np_max(pcm - sound.pcm16(expected[:, :, 44:264])[1]) <= 1
+    assert answer.status_code == 200 and answer.headers["sample_rate"] == "44100"
+    got = torch.frombuffer(bytearray(answer.content), dtype=torch.float32).view(*eval(answer.headers["shape"]))
+    assert_close(got, expected, FP32, "served Stable Audio waveform")
+    # the sound ran on the device worker: its three jobs (the refusals never reached it) are counted there
+    assert 'torchax_vae_device_seconds_count{kind="sound",model="stable-audio"} 3.0' in metrics, metrics[:2000]

@@ -131,11 +131,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0,
                    help="timestep-conditioned decoders: seeds that noise and the decoder's injected noise")
     p.add_argument("--audio-latents", default=None, metavar="FILE",
-                   help="sound (LTX-2): the audio latents, where LATENTS holds the video's alone (a (video, audio) "
-                        "pair in LATENTS is read without it); decoded by the pipeline folder's audio_vae/ and "
-                        "vocoder/ into the MP4's AAC track")
+                   help="sound (LTX-2, MiniMax H3): the audio latents, where LATENTS holds the video's alone (a "
+                        "(video, audio) pair in LATENTS is read without it); decoded by the pipeline folder's "
+                        "audio_vae/ (and vocoder/) into the MP4's AAC track")
     p.add_argument("--audio-out", default=None, metavar="NAME.wav",
-                   help="sound (LTX-2): also write the sound as a 16-bit WAV (-o NAME.wav writes it alone)")
+                   help="sound: also write the sound as a 16-bit WAV (-o NAME.wav writes it alone; Stable Audio's "
+                        "latents decode to it)")
+    p.add_argument("--audio-start", type=float, default=None, metavar="SECONDS",
+                   help="-o NAME.wav of Stable Audio's latents: crop the sound from here, as its pipeline's "
+                        "audio_start_in_s (default 0)")
+    p.add_argument("--audio-end", type=float, default=None, metavar="SECONDS",
+                   help="... and to here, as its pipeline's audio_end_in_s (default: all the latents decode to)")
     _common(p)
 
     p = sub.add_parser("encode", help="video -> latents (scaled, as the pipelines hold them)")
@@ -271,7 +277,8 @@ def _run(args) -> dict:
             args.latents, args.output, args.model, subfolder=args.subfolder or None, dtype=args.dtype,
             tiling=args.tiling, fps=args.fps, layout=args.layout, progress=progress, size=args.size,
             decode_timestep=args.decode_timestep, decode_noise_scale=args.decode_noise_scale, seed=args.seed,
-            audio_latents=args.audio_latents, audio_out=args.audio_out,
+            audio_latents=args.audio_latents, audio_out=args.audio_out, audio_start=args.audio_start,
+            audio_end=args.audio_end,
         )
     if args.command == "encode":
         return commands.encode_file(

@@ -48,15 +48,20 @@ def load_vae(model: str, subfolder: str | None = "vae"):
         raise InputError(f"cannot load a VAE from {where}: {summary(e)}") from e
 
 
-def check_served(vae) -> None:
-    """InputError for a class the command and the service do not serve as a model of its own: MiniMax H3's audio
-    VAE, which decodes waveforms alone; its sound is decoded beside its video's, from the pipeline folder
-    (torchax_vae/sound.py)."""
+def check_served(vae, audio: bool = False) -> None:
+    """InputError for a class the command and the service do not serve as a video or image model: MiniMax H3's
+    audio VAE, whose sound is decoded beside its video's from the pipeline folder, and the VAEs of audio pipelines
+    (Stable Audio), whose sound is written to a .wav (torchax_vae/sound.py) or, with `audio`, served alone."""
+    from . import sound
     from .models import wrapper_for
 
     family = wrapper_for(vae).family
-    if family.rank == 3:
-        raise InputError(f"{family.model_class.__name__} decodes waveforms alone: give the pipeline folder (vae/ and "
+    name = family.model_class.__name__
+    if name in sound.AUDIO_ONLY and not audio:
+        raise InputError(f"{name} ({sound.AUDIO_ONLY[name]}) decodes sound alone: write its latents' sound with "
+                         "`torchax-vae decode LATENTS -o NAME.wav` (docs/cli.md); it makes no video or image")
+    if family.rank == 3 and name not in sound.AUDIO_ONLY:
+        raise InputError(f"{name} decodes waveforms alone: give the pipeline folder (vae/ and "
                          "audio_vae/) as the model, and its audio latents beside the video's (docs/cli.md), or use "
                          "TorchaxVAE in Python")
 
@@ -227,7 +232,8 @@ def decode_file(
     latents: str, out: str, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
     tiling: bool = False, fps: float = 8, layout: str | None = None, progress="bar", size=None,
     decode_timestep: float | None = None, decode_noise_scale: float | None = None, seed: int = 0,
-    audio_latents: str | None = None, audio_out: str | None = None,
+    audio_latents: str | None = None, audio_out: str | None = None, audio_start: float | None = None,
+    audio_end: float | None = None,
 ) -> dict:
     """Stage 3: latents saved by stage 2 -> one video per batch element, decoded by TorchaxVAE.
 
@@ -242,14 +248,18 @@ def decode_file(
     Sound (torchax_vae/sound.py): audio latents beside the video's in `latents` (LTX-2's (video, audio) pair,
     MiniMax H3's `latents` and `audio_latents`) or
     in `audio_latents` go into the MP4 as AAC, and to `audio_out` (.wav) where given; `out` ending in .wav
-    writes the sound alone.
+    writes the sound alone (Stable Audio's latents, whose VAE decodes sound alone, cropped to `audio_start` to
+    `audio_end` seconds where given, as its pipeline crops them).
     """
     mode = _progress_mode(progress)
     out = files.check_writable(out, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1] + (".wav",))
     inputs = [latents, *([audio_latents] if audio_latents else [])]
     files.check_distinct(out, inputs)
     if out.suffix.lower() == ".wav":
-        return sound.sound_only(latents, audio_latents, out, model, dtype)
+        return sound.sound_only(latents, audio_latents, out, model, dtype, audio_start, audio_end)
+    if audio_start is not None or audio_end is not None:
+        raise InputError(f"{out}: --audio-start and --audio-end crop the sound written alone, to a .wav (Stable "
+                         "Audio's, as its pipeline crops it)")
     z, audio_z = sound.read(latents, audio_latents)  # as stored: the layout depends on the family
     if z is None:
         raise InputError(f"{latents} holds audio latents alone: write their sound with -o NAME.wav")

@@ -31,7 +31,7 @@ import torch
 
 from .files import InputError, atomic_output
 
-__all__ = ["WITH_SOUND", "Sound", "pcm16", "write_wav"]
+__all__ = ["AUDIO_ONLY", "WITH_SOUND", "Sound", "pcm16", "write_wav"]
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the command's --dtype
 
@@ -140,6 +140,50 @@ class MiniMaxH3Sound(Sound):
         std = torch.tensor(config.latents_std).view(1, -1, 1)
         audio = self.audio_vae.decode((z.float() * std + mean).to(self.audio_vae.dtype)).sample
         return audio.float().reshape(z.shape[0] // 2, 2, audio.shape[-1])
+
+
+class VAESound(Sound):
+    """An audio VAE that is the pipeline's whole stage 3 (Stable Audio's `AutoencoderOobleck`): latents [B, C, L]
+    decoded into the waveforms [B, channels, samples] themselves, at its config's `sampling_rate`."""
+
+    def __init__(self, audio_vae):
+        self.audio_vae = audio_vae
+
+    @property
+    def sample_rate(self) -> int:
+        return int(self.audio_vae.config.sampling_rate)
+
+    def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
+        channels = self.audio_vae.latent_channels
+        if z.ndim != 3 or z.shape[1] != channels or not z.shape[2] or not z.shape[0]:
+            raise InputError(f"{where}: audio latents {tuple(z.shape)} do not fit this "
+                             f"{self.audio_vae.model_class.__name__}: expected [B, {channels}, L], L > 0 (its "
+                             "pipeline's output_type='latent' audios)")
+        self._check_batch(z, where, batch)
+        self._check_finite(z, where)
+
+    def waveform(self, z: torch.Tensor) -> torch.Tensor:
+        return self.audio_vae.decode(z.to(self.audio_vae.dtype)).sample.float()
+
+    def samples(self, z: torch.Tensor) -> int:
+        """Samples per channel that audio latents `z` (checked) decode to, from the config alone."""
+        return self.audio_vae._family.decoded_samples(z.shape[2])
+
+
+# The audio VAEs that decode a pipeline's sound alone (the pipeline folder's vae/), and their pipelines.
+AUDIO_ONLY = {"AutoencoderOobleck": "Stable Audio"}
+
+
+def saved_class(model: str, subfolder: str = "vae") -> str | None:
+    """The `_class_name` of a pipeline folder's (or cached hub id's) `subfolder` model, or None where it has none."""
+    from diffusers import AutoencoderKL
+
+    from .vae import vae_subfolder
+
+    try:  # (any diffusers model class reads any config.json)
+        return AutoencoderKL.load_config(str(model), subfolder=vae_subfolder(model, subfolder)).get("_class_name")
+    except Exception:  # no such folder or config: the loaders say what is missing
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,8 +330,10 @@ def for_video(ours, model: str, dtype: str, audio, audio_out, where: str, batch:
     return speaker
 
 
-def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model: str, dtype: str) -> dict:
-    """`torchax-vae decode ... -o NAME.wav`: the sound of the audio latents alone, one 16-bit WAV per clip."""
+def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model: str, dtype: str,
+               start: float | None = None, end: float | None = None) -> dict:
+    """`torchax-vae decode ... -o NAME.wav`: the sound of the audio latents alone, one 16-bit WAV per clip; `start`
+    and `end` (seconds) crop it as Stable Audio's pipeline crops its output (`audio_start_in_s`, `audio_end_in_s`)."""
     import time
 
     from . import files
@@ -298,21 +344,53 @@ def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model
     if audio is None:
         raise InputError(f"{out}: a .wav is the sound of audio latents, and {latents} holds none (LTX2Pipeline's "
                          "output_type='latent' returns them beside the video's, as MiniMax H3's modular pipeline "
-                         "holds its audio_latents)")
-    speaker = load(model, None, _DTYPES[dtype])
+                         "holds its audio_latents, and StableAudioPipeline's are its audios)")
+    speaker = load_audio_only(model, _DTYPES[dtype]) or load(model, None, _DTYPES[dtype])
     speaker.check(audio, f"audio latents in {audio_latents or latents}")
+    first, stop = crop(speaker, audio, start, end)
     paths = wav_paths(out, speaker.clips(audio))
     for path in paths:
         files.check_writable(path)
         files.check_distinct(path, [latents, *([audio_latents] if audio_latents else [])])
-    start = time.perf_counter()
-    pcm = pcm16(speaker.waveform(audio))
-    seconds = time.perf_counter() - start
+    begin = time.perf_counter()
+    pcm = pcm16(speaker.waveform(audio)[:, :, first:stop])
+    seconds = time.perf_counter() - begin
     for path, clip in zip(paths, pcm):
         write_wav(path, clip, speaker.sample_rate)
     return {"outputs": [str(p) for p in paths], "clips": len(paths), "samples": pcm.shape[1],
             "sample_rate": speaker.sample_rate, "audio_seconds": pcm.shape[1] / speaker.sample_rate,
             "decode_seconds": seconds}
+
+
+def load_audio_only(model: str, dtype: torch.dtype | None = None, mesh=None) -> "VAESound | None":
+    """The sound of a pipeline folder whose own VAE decodes sound alone (`AUDIO_ONLY`), or None for others."""
+    from .commands import load_vae
+    from .vae import TorchaxVAE
+
+    if saved_class(model) not in AUDIO_ONLY:
+        return None
+    return VAESound(TorchaxVAE(load_vae(model), dtype=dtype, mesh=mesh))
+
+
+def crop(speaker: Sound, audio: torch.Tensor, start: float | None, end: float | None) -> tuple[int, int | None]:
+    """The samples [first, stop) of the decoded sound that seconds `start` to `end` keep, as Stable Audio's
+    pipeline computes them (`int(seconds * sampling_rate)`); InputError, before anything compiles, for a range
+    outside the decoded sound."""
+    if start is None and end is None:
+        return 0, None
+    if not isinstance(speaker, VAESound):
+        raise InputError(f"--audio-start and --audio-end crop the sound of an audio pipeline's VAE "
+                         f"({', '.join(f'{name} ({cls})' for cls, name in AUDIO_ONLY.items())}), as its pipeline "
+                         "crops it; the sound of a video is written whole, as its pipeline writes it")
+    samples = speaker.samples(audio)
+    length = samples / speaker.sample_rate
+    start = 0.0 if start is None else start
+    end = length if end is None else end
+    if not 0 <= start < end <= length:
+        raise InputError(f"--audio-start {start:g} and --audio-end {end:g} (seconds) must satisfy 0 <= start < end "
+                         f"<= {length:g}, the length these audio latents decode to ({samples} samples at "
+                         f"{speaker.sample_rate} Hz)")
+    return int(start * speaker.sample_rate), int(end * speaker.sample_rate)
 
 
 def tracks(speaker: Sound, audio, stack, wavs) -> tuple[list[pathlib.Path], dict]:

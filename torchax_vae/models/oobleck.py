@@ -122,6 +122,10 @@ class Oobleck(Family):
         batch, _, samples = video_shape
         return (batch, self.latent_channels, latent_length(self.config, samples))
 
+    def decoded_samples(self, latents: int) -> int:
+        """Samples per channel that `latents` latent frames decode to (untiled, as tiles join to the same)."""
+        return sample_length(self.config, latents)
+
     def check_video(self, shape, name: str) -> None:
         if latent_length(self.config, shape[2]) < 1:
             least = next(n for n in range(1, 1 << 20) if latent_length(self.config, n) >= 1)

@@ -72,7 +72,7 @@ class Service:
         self.metrics = Metrics()
         self.models: dict = {}
         self.sounds: dict = {}  # name -> sound.Sound, for models served with their sound (serve/sounds.py)
-        self.worker = DeviceWorker(self.models, self.metrics, max_batch=limits.max_batch or _backend_batch(mesh),
+        self.worker = DeviceWorker(self.models, self.metrics, sounds=self.sounds, max_batch=limits.max_batch or _backend_batch(mesh),
                                    max_queue=limits.max_queue, max_wait=limits.max_wait_ms / 1000,
                                    max_active=limits.max_active)
         self.ready = threading.Event()
@@ -88,6 +88,7 @@ class Service:
         """Loads and wraps every model, then compiles the warm-up shapes (on the worker's thread)."""
         from .. import sound
         from ..commands import check_served, load_vae, summary
+        from ..models import wrapper_for
         from ..vae import TorchaxVAE
 
         try:
@@ -96,7 +97,10 @@ class Service:
                     folder, spec = spec, load_vae(str(spec))
                     if sound.has_sound(folder, spec):  # a pipeline folder of LTX-2 or MiniMax H3: its audio models
                         self.sounds[name] = sound.load(str(folder), type(spec).__name__, self.dtype, self.mesh)
-                check_served(spec)  # (a TorchaxVAE passes for its diffusers class)
+                if wrapper_for(spec).model_class.__name__ in sound.AUDIO_ONLY:  # Stable Audio's: its sound alone
+                    spec = spec if isinstance(spec, TorchaxVAE) else TorchaxVAE(spec, dtype=self.dtype, mesh=self.mesh)
+                    self.sounds[name] = sound.VAESound(spec)
+                check_served(spec, audio=True)  # (a TorchaxVAE passes for its diffusers class)
                 if not isinstance(spec, TorchaxVAE):
                     spec = TorchaxVAE(spec, dtype=self.dtype, mesh=self.mesh)
                 self.models[name] = spec
@@ -177,6 +181,23 @@ async def _answer_of(request: Request, future: asyncio.Future, job: Job, timeout
     raise RequestError(504, f"no answer within {timeout:g} s; the request was dropped", reason="timeout")
 
 
+async def _worker_result(request: Request, service: "Service", name: str, parsed, deadline: float):
+    """The device worker's whole answer to `parsed` (a job of model `name`), queued behind the others."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def deliver(result, error):
+        def settle():
+            if not future.done():
+                future.set_exception(error) if error is not None else future.set_result(result)
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+            loop.call_soon_threadsafe(settle)
+
+    job = Job(name, parsed, deliver, deadline)
+    service.worker.submit(job)
+    return await _answer_of(request, future, job, service.limits.timeout_s)
+
+
 def _parse_or_refusal(*args) -> "protocol.Parsed | RequestError":
     """`_parse`, with its refusal returned rather than raised, stripped of its traceback: the thread pool's
     threads keep their last exception, and a traceback's frames would keep the request's body alive with it
@@ -191,8 +212,9 @@ def _parse_or_refusal(*args) -> "protocol.Parsed | RequestError":
 def _parse(vae, kind: str, params, headers, body, max_pixels: int, normalized: bool, speaker=None,
            name: str = "") -> protocol.Parsed:
     if kind == "encode":
+        sounds.check_encode(vae, speaker, name)
         parsed = protocol.encode_request(vae, params, headers, body, normalized)
-    elif sounds.asked(params):  # sound (LTX-2): with the video's latents, or alone
+    elif sounds.asked(params) or isinstance(speaker, sounds.VAESound):  # sound: with the video's latents, or alone
         parsed = sounds.parse(vae, speaker, name, params, headers, body, normalized)
         if parsed.kind == "sound":
             return parsed
@@ -257,28 +279,20 @@ def _route(kind: str):
             if isinstance(parsed, RequestError):
                 raise parsed
             deadline = time.monotonic() + service.limits.timeout_s
-            if parsed.kind == "sound":  # the sound alone: two programs, on this request's thread
-                content, headers, media = await run_in_threadpool(sounds.answer, speaker, parsed)
+            if parsed.kind == "sound":  # the sound alone: a job of the device worker, answered whole
+                waveform = await _worker_result(request, service, name, parsed, deadline)
+                content, headers, media = await run_in_threadpool(sounds.answer, speaker, parsed, waveform)
                 status = 200
                 return Response(content, headers={**headers, "X-Request-ID": request_id}, media_type=media)
             if kind == "decode" and parsed.output.kind in ("mp4", "frames"):  # sent as its chunks are final
-                audio = None if parsed.audio is None else await run_in_threadpool(sounds.track, speaker, parsed.audio)
+                audio = None
+                if parsed.audio is not None:  # its sound first, a job of the device worker, for the MP4's track
+                    waveform = await _worker_result(request, service, name, sounds.job_of(parsed), deadline)
+                    audio = await run_in_threadpool(sounds.track, speaker, waveform)
                 response = await streams.answer(request, service, name, parsed, deadline, done, audio)
                 streaming = True  # its body's end does the accounting
                 return response
-            loop = asyncio.get_running_loop()
-            future = loop.create_future()
-
-            def deliver(result, error):
-                def settle():
-                    if not future.done():
-                        future.set_exception(error) if error is not None else future.set_result(result)
-                with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-                    loop.call_soon_threadsafe(settle)
-
-            job = Job(name, parsed, deliver, deadline)
-            service.worker.submit(job)
-            result = await _answer_of(request, future, job, service.limits.timeout_s)
+            result = await _worker_result(request, service, name, parsed, deadline)
             if kind == "encode":
                 content, headers = await run_in_threadpool(outputs.tensor_answer, result.to(vae.dtype))
                 media = "tensor/binary"

@@ -57,6 +57,7 @@ class Parsed:
     scaling: tuple = (None, None, False)  # (scaling_factor, shift_factor, the family's own)
     layout: str = "BCFHW"  # encode: the latents' layout in the answer
     audio: torch.Tensor | None = None  # decode: the audio latents whose sound goes in the MP4 (serve/sounds.py)
+    crop: tuple = (0, None)  # sound: the samples [first, stop) of the waveform to answer (serve/sounds.py)
 
 
 def _flag(params, name: str, default: bool = False) -> bool:

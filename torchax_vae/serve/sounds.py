@@ -8,8 +8,10 @@ the same `dtype`. Without `shape`, the body holds the audio latents alone. A mod
 from a pipeline folder with its family's audio folders (LTX-2: `audio_vae/` and `vocoder/`; MiniMax H3:
 `audio_vae/`) and its family makes sound (torchax_vae/sound.py).
 
-The sound is decoded (the audio VAE's program, and LTX-2's vocoder's) on the request's thread, before its video
-job queues for the device worker; it is not scheduled in chunks as the video is (docs/limits.md).
+The sound is a job of the device worker, as the video's chunks are (the audio VAE's program, and LTX-2's
+vocoder's, in one turn: it is not cut into chunks), queued before the video's job. A model served from an audio
+pipeline's VAE (Stable Audio's `AutoencoderOobleck`) is its sound alone: `audio_shape` and no `shape`, cropped with
+`audio_start` / `audio_end` (seconds) as its pipeline crops it.
 """
 
 import io
@@ -21,7 +23,8 @@ import torch
 
 from .. import sound
 from ..checks import InputError
-from .protocol import TENSOR_DTYPES, Output, Parsed, RequestError, decode_request, shape_of, tensor_of
+from ..sound import VAESound
+from .protocol import TENSOR_DTYPES, Output, Parsed, RequestError, _number, decode_request, shape_of, tensor_of
 
 
 def asked(params) -> bool:
@@ -29,8 +32,20 @@ def asked(params) -> bool:
     return params.get("audio_shape") is not None or params.get("output_type") == "wav"
 
 
+def check_encode(vae, speaker, name: str) -> None:
+    """RequestError for an encode of a model served as its sound alone (Stable Audio's VAE)."""
+    if isinstance(speaker, VAESound):
+        raise RequestError(400, f"{name} ({vae.model_class.__name__}) is served for its sound: its decode answers "
+                                "the waveform of audio latents; the service encodes images and videos")
+
+
 def parse(vae, speaker, name: str, params, headers, body: bytes, normalized: bool) -> Parsed:
     """A decode request with sound for the model `name` (`vae`, its `speaker`: a sound.Sound or None), checked."""
+    alone = isinstance(speaker, VAESound)  # an audio pipeline's VAE (Stable Audio): its sound alone
+    if alone and (params.get("audio_shape") is None or params.get("shape") is not None):
+        raise RequestError(400, f"{name} ({vae.model_class.__name__}) decodes sound alone, no video: send its "
+                                "latents with audio_shape= (one per dimension, [B, C, L]) and no shape=, for "
+                                "output_type wav or pt (torchax_vae.serve.client.decode_with_sound(url, audio=z))")
     if speaker is None:
         family = sound.FAMILIES.get(vae.model_class.__name__)
         has = (f"; it is served without it: serve the pipeline folder (with {sound._folders(family)}) rather than "
@@ -59,10 +74,16 @@ def parse(vae, speaker, name: str, params, headers, body: bytes, normalized: boo
             raise RequestError(400, f"audio latents alone answer output_type wav (a 16-bit WAV) or pt (the waveform "
                                     f"[B, channels, samples]), not {output_type}")
         _check(speaker, audio, None)
+        start, end = _number(params, "audio_start"), _number(params, "audio_end")
+        try:
+            first, stop = sound.crop(speaker, audio, start, end)
+        except InputError as e:
+            raise RequestError(400, str(e).replace("--audio-start", "audio_start").replace("--audio-end", "audio_end"))
         if output_type == "wav" and speaker.clips(audio) != 1:
             raise RequestError(400, f"output_type wav answers one clip; these audio latents hold "
                                     f"{speaker.clips(audio)}: send one per request, or ask for output_type=pt")
-        return Parsed("sound", audio.contiguous(), output=Output("wav" if output_type == "wav" else "tensor"))
+        return Parsed("sound", audio.contiguous(), output=Output("wav" if output_type == "wav" else "tensor"),
+                      crop=(first, stop))
     if params.get("output_type") != "mp4":
         raise RequestError(400, "video latents with audio latents answer an MP4 with sound: ask for output_type=mp4 "
                                 "(or send the audio latents alone for their sound)")
@@ -79,31 +100,38 @@ def _check(speaker, audio: torch.Tensor, batch: int | None) -> None:
         raise RequestError(400, str(e)) from None
 
 
+def job_of(parsed: Parsed) -> Parsed:
+    """The device worker's job for the sound of a decode with audio latents (for its MP4's track)."""
+    return Parsed("sound", parsed.audio, output=Output("tensor"))
+
+
 def waveform(speaker, audio: torch.Tensor) -> torch.Tensor:
-    """The waveform [B, channels, samples] of audio latents (the pipeline's audio stage 3), as float32 on the host."""
+    """The waveform [B, channels, samples] of audio latents (the pipeline's audio stage 3), as float32 on the host:
+    what the device worker runs for a job of kind "sound"."""
     return speaker.waveform(audio).float().cpu()
 
 
-def answer(speaker, parsed: Parsed) -> tuple[bytes, dict, str]:
-    """(body, headers, media type) of a sound-alone decode: a 16-bit WAV of its one clip's sound, or the waveform
-    tensor of all its clips."""
+def answer(speaker, parsed: Parsed, wave: torch.Tensor) -> tuple[bytes, dict, str]:
+    """(body, headers, media type) of a sound-alone decode from its waveform: a 16-bit WAV of its one clip's sound,
+    or the waveform tensor of all its clips, cropped as asked (`audio_start`, `audio_end`)."""
     from .outputs import tensor_answer
 
-    wave = waveform(speaker, parsed.tensor)
+    first, stop = parsed.crop
+    wave = wave[:, :, first:stop]
     if parsed.output.kind == "tensor":
-        content, headers = tensor_answer(wave)
+        content, headers = tensor_answer(wave.contiguous())
         return content, {**headers, "sample_rate": str(speaker.sample_rate)}, "tensor/binary"
     buffer = io.BytesIO()
     sound.write_wav_to(buffer, sound.pcm16(wave)[0], speaker.sample_rate)
     return buffer.getvalue(), {"sample_rate": str(speaker.sample_rate)}, "audio/wav"
 
 
-def track(speaker, audio: torch.Tensor) -> str:
-    """A temporary WAV of one clip's sound, for the MP4's ffmpeg (the caller removes it)."""
+def track(speaker, wave: torch.Tensor) -> str:
+    """A temporary WAV of one clip's sound (its waveform), for the MP4's ffmpeg (the caller removes it)."""
     fd, path = tempfile.mkstemp(prefix="torchax_vae_sound.", suffix=".wav")
     os.close(fd)
     try:
-        sound.write_wav_to(path, sound.pcm16(waveform(speaker, audio))[0], speaker.sample_rate)
+        sound.write_wav_to(path, sound.pcm16(wave)[0], speaker.sample_rate)
     except BaseException:
         os.unlink(path)
         raise

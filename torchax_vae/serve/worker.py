@@ -73,9 +73,10 @@ def batch_sizes(max_batch: int, dp: int = 1) -> list[int]:
 class DeviceWorker:
     """Runs jobs on the models, a chunk at a time, on its own thread."""
 
-    def __init__(self, models: dict, metrics, *, max_batch: int = 4, max_queue: int = 64, max_wait: float = 0.005,
-                 max_active: int = 4):
+    def __init__(self, models: dict, metrics, *, sounds: dict | None = None, max_batch: int = 4, max_queue: int = 64,
+                 max_wait: float = 0.005, max_active: int = 4):
         self.models = models  # name -> TorchaxVAE (filled by `load` when it runs on the worker's thread)
+        self.sounds = {} if sounds is None else sounds  # name -> sound.Sound: what a job of kind "sound" runs
         self.metrics = metrics
         self.max_batch, self.max_queue, self.max_wait = max_batch, max_queue, max_wait
         self.max_active = max_active  # batches advanced in turn
@@ -184,6 +185,8 @@ class DeviceWorker:
     def _key(self, job: Job):
         """What jobs must share to run as one batch; None: this one runs alone."""
         parsed, vae = job.parsed, self.models[job.model]
+        if parsed.kind == "sound":
+            return None  # the sound of one request's audio latents, in one turn
         if parsed.decode_args or (parsed.kind == "decode" and vae.decode_draws_noise):
             return None  # per-video timesteps and noise drawn from the request's own generator
         return job.model, parsed.kind, tuple(parsed.tensor.shape[1:]), job.on_chunk is not None
@@ -275,7 +278,10 @@ class DeviceWorker:
 
     def _steps(self, vae, batch: list[Job]):
         """The batch's chunks, each a list of one piece per job: decoded frames [b, C, f, H, W] (images
-        [b, C, H, W]: one chunk), or encode's latents as the request asked (one chunk)."""
+        [b, C, H, W]: one chunk), encode's latents as the request asked (one chunk), or a sound job's waveform
+        (one chunk; it runs alone)."""
+        if batch[0].parsed.kind == "sound":
+            return _sound_steps(self.sounds[batch[0].model], batch[0].parsed.tensor)
         tensors = [job.parsed.tensor for job in batch]  # one alone is used as it is: torch.cat would copy its body
         x = (tensors[0] if len(tensors) == 1 else torch.cat(tensors)).to(vae.dtype)  # as pipelines cast to vae.dtype
         rows = x.shape[0]
@@ -299,6 +305,12 @@ def _decode_steps(stream, vae, sizes: list[int]):
                 yield [out.permute(1, 0, 2, 3)[None]]
             else:
                 yield list(out[:sum(sizes)].split(sizes))
+
+
+def _sound_steps(speaker, audio):
+    from .sounds import waveform
+
+    yield [waveform(speaker, audio)]
 
 
 def _encode_steps(vae, x, batch: list[Job]):
