@@ -203,3 +203,9 @@ EIGHTH_BATCH = (
     "test_pipelines.py",
     "test_pipeline_utils.py",
 )
+
+# diffusers' test files vendored ninth (SOURCE.md): Stable Audio's pipeline, whose VAE (AutoencoderOobleck) is served
+# since this batch; its T5 from the tiny-random-T5ForConditionalGeneration stand-in (hub_standins.py).
+NINTH_BATCH = (
+    "stable_audio/test_stable_audio.py",
+)

@@ -3,7 +3,7 @@
 - `EXPECTED_FAILURES`: tests that fail with the VAE wrapped in a TorchaxVAE (strict xfails in that run only), each
   with the docs/limits.md section that says why.
 - `FAIL_IN_BOTH_RUNS`: pipeline tests that fail on plain diffusers here too (hard-coded value slices made with the
-  hub's real tiny repositories, `torchsde`, whole pipelines loaded from the hub): strict xfails in both runs.
+  hub's real tiny repositories, whole pipelines loaded from the hub): strict xfails in both runs.
 - `FAIL_ON_PLAIN_DIFFUSERS`: pipeline tests that fail on plain diffusers here and pass wrapped: strict xfails in the
   plain run.
 - `PIPELINE_FILES_IN_CI`: the pipeline test files CI's slow set runs; every other vendored pipeline test file (the
@@ -258,37 +258,8 @@ FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
 HUB_PIPELINE = ("`from_pipe` of a whole tiny pipeline loaded from the hub (hf-internal-testing/tiny-stable-diffusion-*, "
                 "tinier-stable-diffusion-pipe, tiny-kolors-pipe), "
                 "which is out of reach here; it fails on plain diffusers too")
-NO_TORCHSDE = ("DPMSolverSDEScheduler needs the torchsde package, which neither diffusers nor this project installs; it "
-               "fails on plain diffusers too")
 RELOAD_TOLERANCE = ("a pipeline saved and loaded again with device_map differs from the one saved by 2.1e-4 on plain "
                     "diffusers here (the test allows 1e-4; the stand-in Gemma 3 text encoder), and so with the VAE wrapped")
-# (file, test class) of every batch whose test_karras_schedulers_shape needs torchsde
-_NEED_TORCHSDE = (
-    ("controlnet/test_controlnet.py", "ControlNetPipelineFastTests"),
-    ("controlnet/test_controlnet.py", "StableDiffusionMultiControlNetOneModelPipelineFastTests"),
-    ("controlnet/test_controlnet.py", "StableDiffusionMultiControlNetPipelineFastTests"),
-    ("controlnet/test_controlnet_img2img.py", "ControlNetImg2ImgPipelineFastTests"),
-    ("controlnet/test_controlnet_img2img.py", "StableDiffusionMultiControlNetPipelineFastTests"),
-    ("controlnet/test_controlnet_inpaint.py", "ControlNetInpaintPipelineFastTests"),
-    ("controlnet/test_controlnet_inpaint.py", "ControlNetSimpleInpaintPipelineFastTests"),
-    ("controlnet/test_controlnet_inpaint.py", "MultiControlNetInpaintPipelineFastTests"),
-    ("controlnet/test_controlnet_inpaint_sdxl.py", "ControlNetPipelineSDXLFastTests"),
-    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionSSD1BControlNetPipelineFastTests"),
-    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionXLControlNetPipelineFastTests"),
-    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionXLMultiControlNetOneModelPipelineFastTests"),
-    ("controlnet/test_controlnet_sdxl.py", "StableDiffusionXLMultiControlNetPipelineFastTests"),
-    ("controlnet/test_controlnet_sdxl_img2img.py", "ControlNetPipelineSDXLImg2ImgFastTests"),
-    ("pag/test_pag_sd_img2img.py", "StableDiffusionPAGImg2ImgPipelineFastTests"),
-    ("stable_diffusion_2/test_stable_diffusion.py", "StableDiffusion2PipelineFastTests"),
-    ("stable_diffusion_2/test_stable_diffusion_depth.py", "StableDiffusionDepth2ImgPipelineFastTests"),
-    ("stable_diffusion_2/test_stable_diffusion_inpaint.py", "StableDiffusion2InpaintPipelineFastTests"),
-    ("stable_diffusion_xl/test_stable_diffusion_xl_instruction_pix2pix.py", "StableDiffusionXLInstructPix2PixPipelineFastTests"),
-    ("pag/test_pag_controlnet_sd_inpaint.py", "StableDiffusionControlNetPAGInpaintPipelineFastTests"),
-    ("stable_diffusion_image_variation/test_stable_diffusion_image_variation.py",
-     "StableDiffusionImageVariationPipelineFastTests"),
-    ("stable_unclip/test_stable_unclip.py", "StableUnCLIPPipelineFastTests"),
-    ("stable_unclip/test_stable_unclip_img2img.py", "StableUnCLIPImg2ImgPipelineFastTests"),
-)
 for _test in ("test_from_pretrained_hub", "test_output_pretrained"):  # they fail on plain diffusers too
     FAIL_IN_BOTH_RUNS[_KL + _test] = OFFLINE
 VQ_OFFLINE = "loads fusing/vqgan-dummy from the hub, which is out of reach here (it fails on plain diffusers too)"
@@ -333,8 +304,6 @@ for _test in ("test_callback_cfg", "test_callback_inputs", "test_cfg", "test_dic
               "test_inference", "test_pipeline_with_accelerator_device_map", "test_save_load_local"):
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/kandinsky5/test_kandinsky5_i2i.py::Kandinsky5I2IPipelineFastTests::{_test}"] = (
         BYTE_TOKENS)
-for _path, _cls in _NEED_TORCHSDE:
-    FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_karras_schedulers_shape"] = NO_TORCHSDE
 for _path, _cls in _FROM_PIPE_TESTERS:
     FAIL_IN_BOTH_RUNS[f"tests/pipelines/{_path}::{_cls}::test_from_pipe_consistent_config"] = HUB_PIPELINE
 
@@ -395,7 +364,6 @@ PLAIN_RAISES = {
     OFFLINE: ((OSError,), r"fusing/autoencoder-kl-dummy"),
     VQ_OFFLINE: ((OSError,), r"fusing/vqgan-dummy"),
     DDUF: ((ValueError,), r"Loading pipelines from DDUF files is no longer supported"),
-    NO_TORCHSDE: ((ImportError,), r"torchsde"),
     RELOAD_TOLERANCE: ((AssertionError,), r""),
     BYTE_TOKENS: ((ValueError,), r"image_pad"),
     UINT8_STEP: ((AssertionError,), r""),

@@ -311,6 +311,11 @@ def build(root: pathlib.Path) -> pathlib.Path:
     _t5_tokenizer().save_pretrained(t5)
     torch.manual_seed(0)
     T5EncoderModel(_t5_config()).save_pretrained(t5)  # config.json and weights (some tests load the model)
+    # Stable Audio's tests build a T5 encoder from this repository's config and load its tokenizer (the hub's
+    # tiny-random-T5 repositories share tiny-random-t5's shape and vocabulary)
+    t5_generation = snapshot(root, "hf-internal-testing/tiny-random-T5ForConditionalGeneration")
+    _t5_tokenizer().save_pretrained(t5_generation)
+    _t5_config().save_pretrained(t5_generation)
 
     # Gemma 2 with a vocabulary of 8 in the Sana tests: pad, eos, bos, unk, mask and nothing else, so all text is unk;
     # <bos> first, as Gemma's tokenizers add it (Lumina-Next's empty negative prompt is then one token, not none,
