@@ -398,6 +398,21 @@ TEMPORAL_DECODER_CONFIGS = {
             "layers_per_block": 2, "latent_channels": 4, "sample_size": 768, "scaling_factor": 0.18215},
 }
 
+# Kandinsky 6's sound (diffusers >= 0.42): MMAudioVAE (latents to a log-mel spectrogram) and MMAudioVocoder (the
+# spectrogram to a waveform), small ones whose hop (16) is the vocoder's upsampling, as the pair must be; and the
+# released architectures (the class defaults: 128 mel bins, 40 latent channels, hop 512 at 44.1 kHz)
+MMAUDIO_CONFIGS = {
+    "mmaudio-tiny": {"mel_bins": 16, "latent_channels": 4, "hidden_channels": 8, "channel_multipliers": (1, 2),
+                     "layers_per_block": 1, "sample_rate": 16000, "n_fft": 64, "hop_length": 16},
+    "mmaudio": {},
+}
+MMAUDIO_VOCODER_CONFIGS = {
+    "mmaudio-vocoder-tiny": {"num_mels": 16, "upsample_initial_channel": 16, "upsample_rates": (4, 4),
+                             "upsample_kernel_sizes": (8, 8), "resblock_kernel_sizes": (3,),
+                             "resblock_dilation_sizes": ((1, 3),)},
+    "mmaudio-vocoder": {},
+}
+
 # AutoencoderOobleck (Stable Audio): diffusers' own test config (tests/models/autoencoders/
 # test_models_autoencoder_oobleck.py, 58eb52c: hop 8), and Stable Audio Open 1.0's (the class defaults: hop 2048 at
 # 44.1 kHz, 64 latent channels)
@@ -436,7 +451,8 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("AutoencoderKLLTX2Audio", (0, 37), LTX2_AUDIO_CONFIGS),
                  ("AutoencoderKLQwenImage21", (0, 42), QWENIMAGE21_CONFIGS),
                  ("AutoencoderKLMiniMaxH3", (0, 42), MINIMAX_H3_CONFIGS),
-                 ("AutoencoderKLMiniMaxH3Audio", (0, 42), MINIMAX_H3_AUDIO_CONFIGS))
+                 ("AutoencoderKLMiniMaxH3Audio", (0, 42), MINIMAX_H3_AUDIO_CONFIGS),
+                 ("MMAudioVAE", (0, 42), MMAUDIO_CONFIGS), ("MMAudioVocoder", (0, 42), MMAUDIO_VOCODER_CONFIGS))
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42
 MISSING: dict[str, str] = {}
 for _name, _since, _configs in NEWER_CLASSES:

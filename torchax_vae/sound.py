@@ -1,6 +1,7 @@
 """Stage 3 with sound: a video family's audio latents, through its audio VAE (and vocoder) on JAX, into a waveform.
 
-Two families make sound, each its own way (`FAMILIES`, one `Sound` class each):
+Three video families make sound, each its own way (torchax_vae/sound_families.py: `FAMILIES`, one `Sound` class
+each), and an audio pipeline's VAE is its whole sound (`AUDIO_ONLY`, `VAESound`):
 
 - LTX-2's pipeline returns, with `output_type="latent"`, the video's latents
   and the audio's ([B, C, L, M], the audio VAE's own). Its stage 3 is
@@ -13,16 +14,20 @@ Two families make sound, each its own way (`FAMILIES`, one `Sound` class each):
   decodes them to [2, 1, samples] at `audio_vae.config.sampling_rate`, then
   makes that one stereo clip [1, 2, samples]. Here B clips are 2B items, each
   clip's left then right channel.
+- Kandinsky 6 (Kandinsky6TI2VAPipeline, whose video VAE is HunyuanVideo's)
+  returns, with `output_type="latent"`, audio latents [B, C, L]; its stage 3
+  divides them by the audio VAE's `scaling_factor`, decodes them to a log-mel
+  spectrogram (MMAudioVAE) and keeps channel 0 of the vocoder's waveform
+  (MMAudioVocoder): mono, at the audio VAE's `sample_rate`.
 
 The models are TorchaxVAEs (models/ltx2_audio.py, models/ltx2_vocoder.py,
-models/minimax_h3_audio.py), loaded from the pipeline folder's `audio_vae/`
+models/minimax_h3_audio.py, models/mmaudio.py, models/oobleck.py), loaded from the pipeline folder's `audio_vae/`
 (and `vocoder/`), as diffusers lays a saved pipeline out. The waveform is
 written as diffusers' `encode_video` writes it: clipped to [-1, 1], times
 32767, as int16 (mono duplicated to stereo), then AAC at the model's sample
 rate in the MP4 (files.mp4_command), or a 16-bit WAV.
 """
 
-import dataclasses
 import pathlib
 import wave
 
@@ -30,148 +35,12 @@ import numpy as np
 import torch
 
 from .files import InputError, atomic_output
+from .sound_families import (AUDIO_ONLY, FAMILIES, WITH_SOUND, Kandinsky6Sound, LTX2Sound, MiniMaxH3Sound,  # noqa: F401
+                             Sound, SoundFamily, VAESound, _folders, families)
 
 __all__ = ["AUDIO_ONLY", "WITH_SOUND", "Sound", "pcm16", "write_wav"]
 
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the command's --dtype
-
-
-class Sound:
-    """A family's audio stage 3, as TorchaxVAEs: `check(z)` says whether it takes audio latents `z`, `waveform(z)`
-    is the waveforms [clips, channels, samples] its pipeline makes of them, at `sample_rate`."""
-
-    sample_rate: int
-    audio_vae = None
-
-    def clips(self, z: torch.Tensor) -> int:
-        """How many clips (videos) audio latents `z` hold."""
-        return z.shape[0]
-
-    def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
-        raise NotImplementedError
-
-    def waveform(self, z: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
-
-    def _check_finite(self, z: torch.Tensor, where: str) -> None:
-        if not torch.isfinite(z).all():
-            raise InputError(f"{where}: audio latents contain NaN or Inf values")
-
-    def _check_batch(self, z: torch.Tensor, where: str, batch: int | None) -> None:
-        if batch is not None and self.clips(z) != batch:
-            raise InputError(f"{where}: {z.shape[0]} audio latents for {batch} videos; {self.per_clip}, as the "
-                             "pipeline makes them")
-
-    per_clip = "one each"
-
-
-class LTX2Sound(Sound):
-    """LTX-2: the audio VAE (latents [B, C, L, M] to a log-mel spectrogram), then the vocoder."""
-
-    def __init__(self, audio_vae, vocoder):
-        self.audio_vae = audio_vae
-        self.vocoder = vocoder
-
-    @property
-    def sample_rate(self) -> int:
-        return int(self.vocoder.config.output_sampling_rate)
-
-    def latent_shape(self, batch: int, frames: int) -> tuple[int, int, int, int]:
-        """[B, C, L, M] audio latents of `frames` latent frames, as the pipeline makes them (its latent mel bins:
-        `config.mel_bins // mel_compression_ratio`)."""
-        config = self.audio_vae.config
-        return (batch, config.latent_channels, frames, config.mel_bins // self.audio_vae.mel_compression_ratio)
-
-    def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
-        """InputError unless `z` is audio latents this audio VAE decodes (and `batch` clips of them, where given)."""
-        if z.ndim != 4:
-            raise InputError(f"{where}: audio latents must be 4-D [B, C, L, mel_bins] (LTX2Pipeline's "
-                             f"output_type='latent' audio), got {z.ndim}-D with shape {tuple(z.shape)}")
-        want = self.latent_shape(z.shape[0], z.shape[2])
-        if tuple(z.shape) != want or not z.shape[2]:
-            raise InputError(f"{where}: audio latents {tuple(z.shape)} do not fit this "
-                             f"{self.audio_vae.model_class.__name__}: expected [B, {want[1]}, L, {want[3]}] "
-                             f"({want[1]} channels, {want[3]} latent mel bins), L > 0")
-        self._check_batch(z, where, batch)
-        self._check_finite(z, where)
-
-    def waveform(self, z: torch.Tensor) -> torch.Tensor:
-        """The waveform [B, channels, samples] of audio latents: `audio_vae.decode` then `vocoder`, each cast to the
-        model's dtype as the pipeline casts them."""
-        spectrogram = self.audio_vae.decode(z.to(self.audio_vae.dtype)).sample
-        return self.vocoder(spectrogram.to(self.vocoder.dtype))
-
-
-class MiniMaxH3Sound(Sound):
-    """MiniMax H3: normalized audio latents [2B, C, L] (each clip's two stereo channels as two items), de-normalized
-    and decoded by the mono audio VAE, then paired into stereo clips [B, 2, samples]."""
-
-    per_clip = "two each (a clip's left and right channels)"
-
-    def __init__(self, audio_vae):
-        self.audio_vae = audio_vae
-
-    @property
-    def sample_rate(self) -> int:
-        return int(self.audio_vae.config.sampling_rate)
-
-    def clips(self, z: torch.Tensor) -> int:
-        return z.shape[0] // 2
-
-    def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
-        """InputError unless `z` is audio latents this audio VAE decodes (and `batch` clips of them, where given)."""
-        channels = self.audio_vae.config.latent_channels
-        if z.ndim != 3:
-            raise InputError(f"{where}: audio latents must be 3-D [2 x clips, C, L] (MiniMax H3's audio_latents, "
-                             f"each clip's two stereo channels as two items), got {z.ndim}-D with shape "
-                             f"{tuple(z.shape)}")
-        if z.shape[1] != channels or not z.shape[2] or not z.shape[0] or z.shape[0] % 2:
-            raise InputError(f"{where}: audio latents {tuple(z.shape)} do not fit this "
-                             f"{self.audio_vae.model_class.__name__}: expected [2 x clips, {channels}, L] "
-                             f"({channels} channels, two stereo channels per clip), L > 0")
-        self._check_batch(z, where, batch)
-        self._check_finite(z, where)
-
-    def waveform(self, z: torch.Tensor) -> torch.Tensor:
-        """The stereo waveforms [B, 2, samples] of audio latents [2B, C, L], as MiniMax H3's audio decode step makes
-        them (`latents * latents_std + latents_mean`, the audio VAE, channels paired)."""
-        config = self.audio_vae.config
-        mean = torch.tensor(config.latents_mean).view(1, -1, 1)
-        std = torch.tensor(config.latents_std).view(1, -1, 1)
-        audio = self.audio_vae.decode((z.float() * std + mean).to(self.audio_vae.dtype)).sample
-        return audio.float().reshape(z.shape[0] // 2, 2, audio.shape[-1])
-
-
-class VAESound(Sound):
-    """An audio VAE that is the pipeline's whole stage 3 (Stable Audio's `AutoencoderOobleck`): latents [B, C, L]
-    decoded into the waveforms [B, channels, samples] themselves, at its config's `sampling_rate`."""
-
-    def __init__(self, audio_vae):
-        self.audio_vae = audio_vae
-
-    @property
-    def sample_rate(self) -> int:
-        return int(self.audio_vae.config.sampling_rate)
-
-    def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
-        channels = self.audio_vae.latent_channels
-        if z.ndim != 3 or z.shape[1] != channels or not z.shape[2] or not z.shape[0]:
-            raise InputError(f"{where}: audio latents {tuple(z.shape)} do not fit this "
-                             f"{self.audio_vae.model_class.__name__}: expected [B, {channels}, L], L > 0 (its "
-                             "pipeline's output_type='latent' audios)")
-        self._check_batch(z, where, batch)
-        self._check_finite(z, where)
-
-    def waveform(self, z: torch.Tensor) -> torch.Tensor:
-        return self.audio_vae.decode(z.to(self.audio_vae.dtype)).sample.float()
-
-    def samples(self, z: torch.Tensor) -> int:
-        """Samples per channel that audio latents `z` (checked) decode to, from the config alone."""
-        return self.audio_vae._family.decoded_samples(z.shape[2])
-
-
-# The audio VAEs that decode a pipeline's sound alone (the pipeline folder's vae/), and their pipelines.
-AUDIO_ONLY = {"AutoencoderOobleck": "Stable Audio"}
 
 
 def saved_class(model: str, subfolder: str = "vae") -> str | None:
@@ -184,35 +53,6 @@ def saved_class(model: str, subfolder: str = "vae") -> str | None:
         return AutoencoderKL.load_config(str(model), subfolder=vae_subfolder(model, subfolder)).get("_class_name")
     except Exception:  # no such folder or config: the loaders say what is missing
         return None
-
-
-@dataclasses.dataclass(frozen=True)
-class SoundFamily:
-    """Where a video family's sound is: its name, its saved pipeline's folders, what they hold, how it runs."""
-
-    name: str
-    subfolders: tuple[str, ...]
-    classes: tuple[tuple[str, ...], ...]  # the classes each folder may hold
-    make: type
-
-
-# The video VAE classes whose pipelines make sound.
-FAMILIES = {
-    "AutoencoderKLLTX2Video": SoundFamily("LTX-2", ("audio_vae", "vocoder"),
-                                          (("AutoencoderKLLTX2Audio",), ("LTX2Vocoder", "LTX2VocoderWithBWE")),
-                                          LTX2Sound),
-    "AutoencoderKLMiniMaxH3": SoundFamily("MiniMax H3", ("audio_vae",), (("AutoencoderKLMiniMaxH3Audio",),),
-                                          MiniMaxH3Sound),
-}
-WITH_SOUND = {cls: family.name for cls, family in FAMILIES.items()}
-
-
-def families() -> str:
-    return ", ".join(f"{name} ({cls})" for cls, name in WITH_SOUND.items())
-
-
-def _folders(family: SoundFamily) -> str:
-    return " and ".join(f"{name}/" for name in family.subfolders)
 
 
 def pcm16(waveform: torch.Tensor) -> np.ndarray:

@@ -75,6 +75,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (MiniMaxH3VAE, MiniMaxH3AudioVAE)
+try:  # ... and Kandinsky 6's sound (MMAudioVAE, MMAudioVocoder) from 0.42 on
+    from .mmaudio import MMAudioVAEModel, MMAudioVocoderModel
+except ImportError:
+    pass
+else:
+    WRAPPERS += (MMAudioVAEModel, MMAudioVocoderModel)
 
 
 def supported() -> str:
