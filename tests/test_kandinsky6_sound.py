@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from helpers import (TOLERANCE, assert_close, bf16_check, deltas_on_8_devices, max_abs_diff, randn, random_vae)
+from helpers import TOLERANCE, assert_close, deltas_on_8_devices, max_abs_diff, randn, random_vae
 from vaes import requires
 
 from torchax_vae import TorchaxVAE

@@ -245,3 +245,25 @@ def test_service_answers_the_pipelines_sound(stable_audio):
     assert_close(got, expected, FP32, "served Stable Audio waveform")
     # the sound ran on the device worker: its three jobs (the refusals never reached it) are counted there
     assert 'torchax_vae_device_seconds_count{kind="sound",model="stable-audio"} 3.0' in metrics, metrics[:2000]
+
+
+def test_plan_takes_the_sound_input_as_it_is(tmp_path, capsys):
+    """`torchax-vae plan` of an audio VAE: --shape is its input B,C,T (compiled offline for an H100, not run on a
+    GPU); a video's FRAMES,HEIGHT,WIDTH for it, and `warmup` (videos), are one line, exit 2; the user sees no torch
+    deprecation noise from diffusers' weight_norm."""
+    import json
+
+    from torchax_vae import cli
+
+    random_vae("oobleck-tiny").save_pretrained(tmp_path / "vae")
+    code = cli.main(["plan", "--model", str(tmp_path), "--target", "h100", "--shape", "1,6,40", "--json",
+                     "--no-progress"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["output_shape"] == [1, 2, 320] and plan["fits"] and "FutureWarning" not in err, (plan, err)
+    for args, message in ((["plan", "--target", "h100", "--shape", "40,64,64"], "expects 6"),
+                          (["warmup", "--shape", "1,6,40"], "takes sound, not video")):
+        code = cli.main([*args[:1], "--model", str(tmp_path), *args[1:]])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err

@@ -31,6 +31,9 @@ def video_input_shape(ours: TorchaxVAE, kind: str, shape, batch: int = 1) -> tup
     frames, height, width = shape
     spatial = ours.spatial_compression_ratio
     what = f"--shape {frames},{height},{width}"
+    if ours.rank == 3:
+        raise InputError(f"{what}: this {ours.model_class.__name__} takes sound, not video: plan it with --shape "
+                         "B,C,T (torchax-vae plan)")
     if height % spatial or width % spatial:
         raise InputError(f"{what}: height and width must be multiples of {spatial} (this "
                          f"{ours.model_class.__name__}'s spatial compression), got {height}x{width}")
@@ -48,6 +51,13 @@ def video_input_shape(ours: TorchaxVAE, kind: str, shape, batch: int = 1) -> tup
         raise InputError(f"{what}: a decode makes no {frames}-frame video; its {latents[2]} latent frames decode to "
                          f"{fewer} frames (this {ours.model_class.__name__}'s temporal compression): use {fewer}")
     return _checked(ours, kind, latents if kind == "decode" else video_shape, what)
+
+
+def _audio_shape(ours: TorchaxVAE, shape) -> tuple[int, ...]:
+    if len(shape) != 3:
+        raise InputError(f"--shape {','.join(map(str, shape))}: this {ours.model_class.__name__} takes waveforms or "
+                         "latents [B, C, T]: give B,C,T (e.g. 1,64,1024 for latents)")
+    return tuple(shape)
 
 
 def _checked(ours: TorchaxVAE, kind: str, input_shape, what: str) -> tuple[int, ...]:
@@ -101,7 +111,9 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
     if len(devices) % dp:
         raise InputError(f"--dp {dp} does not divide the {len(devices)} devices of {chosen.name}")
     ours = _make_vae(meta, dtype, tiling)
-    if len(shape) == 3:
+    if ours.rank == 3:  # an audio VAE: its input as it is, B,C,T
+        shape = _checked(ours, kind, _audio_shape(ours, shape), f"--shape {','.join(map(str, shape))}")
+    elif len(shape) == 3:
         shape = video_input_shape(ours, kind, shape)
     count = 0
 

@@ -41,8 +41,9 @@ def _plan_shape(text: str) -> tuple[int, ...]:
     except ValueError:
         numbers = ()
     if len(numbers) not in (3, 5):
-        raise argparse.ArgumentTypeError(f"expected B,C,F,H,W (the encode or decode input, e.g. 1,16,13,60,90) or a "
-                                         f"video's FRAMES,HEIGHT,WIDTH (e.g. 49,480,720), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected B,C,F,H,W (the encode or decode input, e.g. 1,16,13,60,90), a "
+                                         f"video's FRAMES,HEIGHT,WIDTH (e.g. 49,480,720), or an audio VAE's B,C,T, "
+                                         f"got {text!r}")
     if min(numbers) < 1:
         raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
     return numbers

@@ -120,7 +120,7 @@ class Plan:
             f"{'TPU' if self.platform == 'tpu' else 'GPU'}",
             f"sharding: {self.sharding}",
         ]
-        if self.streamed_peak_bytes_per_chip is not None:
+        if self.streamed_peak_bytes_per_chip is not None and len(self.output_shape) == 5:  # (a video's)
             lines.insert(1, f"streamed (decode_stream, torchax-vae decode): {'fits' if self.fits_streamed else 'does NOT fit'}"
                             f": peak {self.streamed_peak_bytes_per_chip / gib:.2f} GiB per {chip}; the peak above is "
                             "decode()'s, which holds the whole video")

@@ -13,8 +13,10 @@ shared scheme: `feat_cache.FeatCache`, `windows.Windows`; its facade class,
 listed in `WRAPPERS`; its tests).
 """
 
+import contextlib
 import json
 import pathlib
+import warnings
 
 from .allegro import AllegroVAE
 from .asym_kl import AsymmetricKLVAE
@@ -127,7 +129,18 @@ def load_diffusers(name_or_path, subfolder: str | None = "vae", expected: type |
     # with modules kept in float32 (AutoencoderKLMiniMaxH3) loads only with it on.
     if not model_class._keep_in_fp32_modules:
         kwargs.setdefault("low_cpu_mem_usage", False)
-    return model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
+    with _quiet_construction():
+        return model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
+
+
+@contextlib.contextmanager
+def _quiet_construction():
+    """diffusers' audio classes build torch's deprecated `weight_norm` (AutoencoderOobleck): torch's FutureWarning on
+    each load is diffusers' to act on, not what a user of the command or the service can."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*torch\.nn\.utils\.weight_norm.* is deprecated",
+                                category=FutureWarning)
+        yield
 
 
 def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
@@ -147,7 +160,7 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
         subfolder = vae_subfolder(name_or_path, subfolder)
         config = WRAPPERS[0].model_class.load_config(str(name_or_path), subfolder=subfolder, **hub)
     model_class = wrapper_for_config(config.get("_class_name", "")).model_class
-    with torch.device("meta"):
+    with torch.device("meta"), _quiet_construction():
         return model_class.from_config(config).eval()  # (from_config leaves dropout layers training)
 
 
