@@ -72,3 +72,54 @@ def test_interface_errors_bf16_and_saving(tmp_path):
     with torch.no_grad():
         assert_close(AsymmetricAutoencoderKL.from_pretrained(tmp_path).decode(z).sample, vae.decode(z).sample, 0.0,
                      "plain diffusers, reloaded")
+
+
+def test_command_decodes_conditioned_on_the_pipelines_image_and_mask(tmp_path, capsys):
+    """`torchax-vae decode latents.pt -o out.png --image init.png --mask mask.png`: the decoder conditioned on the
+    files as StableDiffusionInpaintPipeline preprocesses them (diffusers' VaeImageProcessor), within one uint8 step of
+    diffusers' decode; without them, unconditioned; a bad pairing or another VAE is one line, exit 2."""
+    import numpy as np
+    from diffusers.image_processor import VaeImageProcessor
+    from PIL import Image
+
+    from torchax_vae.cli import main
+
+    vae = asymmetric("three-levels")
+    vae.save_pretrained(tmp_path / "model" / "vae")
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 256, (40, 36, 3), dtype=np.uint8)).save(tmp_path / "init.png")  # resized, as
+    mask = np.zeros((32, 32), np.uint8)                                                            # the pipeline does
+    mask[8:24, 10:] = 255
+    Image.fromarray(mask).save(tmp_path / "mask.png")
+    z = randn(2, 4, 8, 8, seed=4)  # as the pipeline holds latents: scaled
+    torch.save(z, tmp_path / "latents.pt")
+    images = VaeImageProcessor(vae_scale_factor=4)
+    masks = VaeImageProcessor(vae_scale_factor=4, do_normalize=False, do_binarize=True, do_convert_grayscale=True)
+    image = images.preprocess(Image.open(tmp_path / "init.png").convert("RGB"), height=32, width=32).expand(2, -1, -1, -1)
+    condition = masks.preprocess(Image.open(tmp_path / "mask.png"), height=32, width=32).expand(2, -1, -1, -1)
+    with torch.no_grad():
+        conditioned = vae.decode(z / vae.config.scaling_factor, image=image, mask=condition).sample
+        plain = vae.decode(z / vae.config.scaling_factor).sample
+    assert (conditioned - plain).abs().max() > 1e-2  # the condition changes the image
+    args = ["--model", str(tmp_path / "model"), "--no-cache"]
+    for extra, expected, out in ((["--image", str(tmp_path / "init.png"), "--mask", str(tmp_path / "mask.png")],
+                                  conditioned, "inpainted.png"), ([], plain, "plain.png")):
+        assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / out), *extra, *args]) == 0
+        levels = ((expected / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(0, 2, 3, 1).numpy()
+        for i in range(2):
+            got = np.asarray(Image.open(tmp_path / out.replace(".png", f"_{i}.png")))
+            assert np.abs(got.astype(int) - levels[i]).max() <= 1, (out, i)
+    capsys.readouterr()
+    from helpers import random_vae
+
+    random_vae("kl-tiny").save_pretrained(tmp_path / "kl" / "vae")
+    for model, extra, message in (
+            (tmp_path / "model", ["--image", str(tmp_path / "init.png")], "--image and --mask go together"),
+            (tmp_path / "kl", ["--image", str(tmp_path / "init.png"), "--mask", str(tmp_path / "mask.png")],
+             "this AutoencoderKL's decoder takes neither"),
+            (tmp_path / "model", ["--image", str(tmp_path / "latents.pt"), "--mask", str(tmp_path / "mask.png")],
+             "cannot read it as an image")):
+        code = main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "x.png"), "--model", str(model),
+                     *extra, "--no-cache"])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err

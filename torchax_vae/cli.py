@@ -138,6 +138,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--audio-out", default=None, metavar="NAME.wav",
                    help="sound: also write the sound as a 16-bit WAV (-o NAME.wav writes it alone; Stable Audio's "
                         "latents decode to it)")
+    p.add_argument("--image", default=None, metavar="FILE",
+                   help="SD inpainting's asymmetric VAE (AsymmetricAutoencoderKL): the image the pipeline inpainted, "
+                        "which its decoder is conditioned on (with --mask)")
+    p.add_argument("--mask", default=None, metavar="FILE",
+                   help="... and its mask (white: repainted), preprocessed as the pipeline's mask processor does")
     p.add_argument("--audio-start", type=float, default=None, metavar="SECONDS",
                    help="-o NAME.wav of Stable Audio's latents: crop the sound from here, as its pipeline's "
                         "audio_start_in_s (default 0)")
@@ -215,6 +220,9 @@ def preflight(args) -> None:
         inputs = [args.latents, *([args.audio_latents] if args.audio_latents else [])]
         for path in inputs:
             check_readable(path, "latents file", LATENT_SUFFIXES)
+        for path, what in ((args.image, "--image file"), (args.mask, "--mask file")):
+            if path is not None:
+                check_readable(path, what)
         check_writable(args.output, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1] + (".wav",))  # .png: an image VAE's
         check_distinct(args.output, inputs)
         if args.audio_out:
@@ -279,7 +287,7 @@ def _run(args) -> dict:
             tiling=args.tiling, fps=args.fps, layout=args.layout, progress=progress, size=args.size,
             decode_timestep=args.decode_timestep, decode_noise_scale=args.decode_noise_scale, seed=args.seed,
             audio_latents=args.audio_latents, audio_out=args.audio_out, audio_start=args.audio_start,
-            audio_end=args.audio_end,
+            audio_end=args.audio_end, image=args.image, mask=args.mask,
         )
     if args.command == "encode":
         return commands.encode_file(

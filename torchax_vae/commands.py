@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
-from . import convert, files, image_files, patches, pixels, sound, streamed_encode, video_input
+from . import convert, files, image_files, inpainting, patches, pixels, sound, streamed_encode, video_input
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
@@ -233,7 +233,7 @@ def decode_file(
     tiling: bool = False, fps: float = 8, layout: str | None = None, progress="bar", size=None,
     decode_timestep: float | None = None, decode_noise_scale: float | None = None, seed: int = 0,
     audio_latents: str | None = None, audio_out: str | None = None, audio_start: float | None = None,
-    audio_end: float | None = None,
+    audio_end: float | None = None, image: str | None = None, mask: str | None = None,
 ) -> dict:
     """Stage 3: latents saved by stage 2 -> one video per batch element, decoded by TorchaxVAE.
 
@@ -250,6 +250,7 @@ def decode_file(
     in `audio_latents` go into the MP4 as AAC, and to `audio_out` (.wav) where given; `out` ending in .wav
     writes the sound alone (Stable Audio's latents, whose VAE decodes sound alone, cropped to `audio_start` to
     `audio_end` seconds where given, as its pipeline crops them).
+    image, mask: the files SD inpainting's asymmetric VAE conditions its decoder on (torchax_vae/inpainting.py).
     """
     mode = _progress_mode(progress)
     out = files.check_writable(out, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1] + (".wav",))
@@ -274,11 +275,12 @@ def decode_file(
     speaker = sound.for_video(ours, model, dtype, audio_z, audio_out, f"latents in {audio_latents or latents}",
                               z.shape[0], out)
     image_files.check_output(out, ours.rank, ours.model_class.__name__, ours.batch_is_frames)
+    inpainting.check(ours, image, mask)
     if ours.rank == 4:  # an image VAE (AutoencoderKL): PNG files; Stable Video Diffusion's frames: one video
         if ours.batch_is_frames and out.suffix.lower() != ".png":
             paths = [out]
         return image_files.decode(ours, z, latents, paths, size=size, progress=_counting(mode), fps=fps,
-                                  precompile=lambda *a: _precompile(*a, mode))
+                                  precompile=lambda *a: _precompile(*a, mode), image=image, mask=mask)
     if z.ndim == 4:
         files.check_rank(z, latents, 5, layout or ours.pipeline_layout)
     if ours.video_channels != 3 and out.suffix.lower() != ".npy":

@@ -34,12 +34,14 @@ def check_output(out: pathlib.Path, rank: int, model: str, frames: bool = False)
 
 
 def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precompile, progress, size=None,
-           fps: float = 8) -> dict:
+           fps: float = 8, image=None, mask=None) -> dict:
     """Latents `z` as read from the file `latents` (4-D, or 3-D packed: Flux) -> one image per batch element, or, for
     a family whose batch is a video's frames (`batch_is_frames`) and one .mp4 or .npy path, that video.
 
     precompile, progress: `torchax_vae.commands`' helpers (compile every program first; count finished calls).
+    image, mask: files SD inpainting's asymmetric VAE conditions its decoder on (torchax_vae/inpainting.py).
     """
+    from . import inpainting
     from .commands import _on_device, _unpacked
 
     if z.ndim == 3:
@@ -52,11 +54,16 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
     z = ours.denormalize_latents(z)  # as the family's pipelines do before decoding
     z, decode_args = ours.decode_inputs(z)  # (Stable Video Diffusion's num_frames: the batch)
     check_input(z, ours, "decode", f"latents in {latents}")
+    condition = inpainting.condition(ours, image, mask, tuple(z.shape))
     check_output_fits(smallest_output(ours, tuple(z.shape)), f"latents in {latents}", None)
-    compile_seconds, calls, stats = precompile(ours, "decode", tuple(z.shape))
+    if condition is None:
+        compile_seconds, calls, stats = precompile(ours, "decode", tuple(z.shape))
+    else:  # the conditioned decoder's program compiles in the call
+        compile_seconds, calls, stats = 0.0, 1, None
     start = time.perf_counter()
     with progress(ours, calls, "decode", 1):
-        images = ours.decode(_on_device(z, ours.dtype), *decode_args).sample
+        conditioned = {} if condition is None else {key: value.to(ours.dtype) for key, value in condition.items()}
+        images = ours.decode(_on_device(z, ours.dtype), *decode_args, **conditioned).sample
         pixels = np.asarray(jax.device_get(_to_uint8(images._elem)))
     seconds = time.perf_counter() - start
     if ours.batch_is_frames and len(paths) == 1 and paths[0].suffix.lower() != ".png":  # one video [F, H, W, C]
@@ -74,7 +81,7 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
         "outputs": [str(p) for p in paths],
         "images": pixels.shape[0],
         "size": f"{pixels.shape[1]}x{pixels.shape[2]}",  # height x width, as everywhere
-        "programs": len(stats),
+        "programs": len(stats if stats is not None else ours.compile_stats()),
         "compile_seconds": compile_seconds,
         "decode_seconds": seconds,
         "images_per_second": pixels.shape[0] / seconds,
