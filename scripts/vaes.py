@@ -413,6 +413,15 @@ MMAUDIO_VOCODER_CONFIGS = {
     "mmaudio-vocoder": {},
 }
 
+# LongCatAudioDiTVae (diffusers >= 0.42): diffusers' own pipeline test config (tests/pipelines/longcat_audio_dit,
+# 58eb52c: hop 4, as its encoder fills its strides out), and the released architecture (the class defaults: hop 2048
+# at 24 kHz)
+LONGCAT_AUDIO_CONFIGS = {
+    "longcat-audio-tiny": {"in_channels": 1, "channels": 16, "c_mults": [1, 2], "strides": [2], "latent_dim": 8,
+                           "encoder_latent_dim": 16, "downsampling_ratio": 2, "sample_rate": 24000},
+    "longcat-audio": {},
+}
+
 # AutoencoderOobleck (Stable Audio): diffusers' own test config (tests/models/autoencoders/
 # test_models_autoencoder_oobleck.py, 58eb52c: hop 8), and Stable Audio Open 1.0's (the class defaults: hop 2048 at
 # 44.1 kHz, 64 latent channels)
@@ -452,7 +461,8 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("AutoencoderKLQwenImage21", (0, 42), QWENIMAGE21_CONFIGS),
                  ("AutoencoderKLMiniMaxH3", (0, 42), MINIMAX_H3_CONFIGS),
                  ("AutoencoderKLMiniMaxH3Audio", (0, 42), MINIMAX_H3_AUDIO_CONFIGS),
-                 ("MMAudioVAE", (0, 42), MMAUDIO_CONFIGS), ("MMAudioVocoder", (0, 42), MMAUDIO_VOCODER_CONFIGS))
+                 ("MMAudioVAE", (0, 42), MMAUDIO_CONFIGS), ("MMAudioVocoder", (0, 42), MMAUDIO_VOCODER_CONFIGS),
+                 ("LongCatAudioDiTVae", (0, 42), LONGCAT_AUDIO_CONFIGS))
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42
 MISSING: dict[str, str] = {}
 for _name, _since, _configs in NEWER_CLASSES:

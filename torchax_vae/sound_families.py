@@ -173,35 +173,42 @@ class Kandinsky6Sound(Sound):
 
 
 class VAESound(Sound):
-    """An audio VAE that is the pipeline's whole stage 3 (Stable Audio's `AutoencoderOobleck`): latents [B, C, L]
-    decoded into the waveforms [B, channels, samples] themselves, at its config's `sampling_rate`."""
+    """An audio VAE that is the pipeline's whole stage 3 (Stable Audio's `AutoencoderOobleck`, LongCat's
+    `LongCatAudioDiTVae`): latents as its pipeline returns them ([B, C, L]; LongCat's [B, L, C]) decoded into the
+    waveforms [B, channels, samples] themselves, at its config's `sampling_rate` (LongCat's: `sample_rate`)."""
 
     def __init__(self, audio_vae):
         self.audio_vae = audio_vae
 
     @property
     def sample_rate(self) -> int:
-        return int(self.audio_vae.config.sampling_rate)
+        config = self.audio_vae.config
+        return int(getattr(config, "sampling_rate", None) or config.sample_rate)
+
+    def _as_decoded(self, z: torch.Tensor) -> torch.Tensor:
+        """The pipeline's latents in the VAE's own layout [B, C, L] (LongCat's pipeline holds [B, L, C])."""
+        return z.transpose(1, 2) if self.audio_vae.pipeline_layout == "BTC" else z
 
     def check(self, z: torch.Tensor, where: str, batch: int | None = None) -> None:
         channels = self.audio_vae.latent_channels
-        if z.ndim != 3 or z.shape[1] != channels or not z.shape[2] or not z.shape[0]:
+        layout = f"[B, L, {channels}]" if self.audio_vae.pipeline_layout == "BTC" else f"[B, {channels}, L]"
+        if z.ndim != 3 or self._as_decoded(z).shape[1] != channels or not z.shape[2] or not z.shape[1] or not z.shape[0]:
             raise InputError(f"{where}: audio latents {tuple(z.shape)} do not fit this "
-                             f"{self.audio_vae.model_class.__name__}: expected [B, {channels}, L], L > 0 (its "
-                             "pipeline's output_type='latent' audios)")
+                             f"{self.audio_vae.model_class.__name__}: expected {layout}, L > 0 (its pipeline's "
+                             "output_type='latent' audios)")
         self._check_batch(z, where, batch)
         self._check_finite(z, where)
 
     def waveform(self, z: torch.Tensor) -> torch.Tensor:
-        return self.audio_vae.decode(z.to(self.audio_vae.dtype)).sample.float()
+        return self.audio_vae.decode(self._as_decoded(z).contiguous().to(self.audio_vae.dtype)).sample.float()
 
     def samples(self, z: torch.Tensor) -> int:
         """Samples per channel that audio latents `z` (checked) decode to, from the config alone."""
-        return self.audio_vae._family.decoded_samples(z.shape[2])
+        return self.audio_vae._family.decoded_samples(self._as_decoded(z).shape[2])
 
 
 # The audio VAEs that decode a pipeline's sound alone (the pipeline folder's vae/), and their pipelines.
-AUDIO_ONLY = {"AutoencoderOobleck": "Stable Audio"}
+AUDIO_ONLY = {"AutoencoderOobleck": "Stable Audio", "LongCatAudioDiTVae": "LongCat audio"}
 
 
 @dataclasses.dataclass(frozen=True)

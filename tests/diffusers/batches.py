@@ -204,8 +204,10 @@ EIGHTH_BATCH = (
     "test_pipeline_utils.py",
 )
 
-# diffusers' test files vendored ninth (SOURCE.md): Stable Audio's pipeline, whose VAE (AutoencoderOobleck) is served
-# since this batch; its T5 from the tiny-random-T5ForConditionalGeneration stand-in (hub_standins.py).
+# diffusers' test files vendored ninth (SOURCE.md): Stable Audio's and LongCat audio's pipelines, whose VAEs
+# (AutoencoderOobleck, LongCatAudioDiTVae) are served since this batch; Stable Audio's T5 from the
+# tiny-random-T5ForConditionalGeneration stand-in (hub_standins.py).
 NINTH_BATCH = (
     "stable_audio/test_stable_audio.py",
+    "longcat_audio_dit/test_longcat_audio_dit.py",
 )

@@ -83,6 +83,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (MMAudioVAEModel, MMAudioVocoderModel)
+try:  # ... and LongCat's audio VAE
+    from .longcat_audio import LongCatAudioVAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (LongCatAudioVAE,)
 
 
 def supported() -> str:
