@@ -422,6 +422,14 @@ LONGCAT_AUDIO_CONFIGS = {
     "longcat-audio": {},
 }
 
+# Cosmos3AVAEAudioTokenizer (diffusers >= 0.42): a small one (hop 8, decoder only as decoder-only checkpoints
+# are), and the released architecture (the class defaults: 64 latent channels, hop 1920 at 48 kHz stereo)
+COSMOS3_AUDIO_CONFIGS = {
+    "cosmos3-audio-tiny": {"vocoder_input_dim": 4, "dec_dim": 8, "dec_c_mults": (1, 2), "dec_strides": (2, 4),
+                           "dec_out_channels": 2, "encoder_enabled": False},
+    "cosmos3-audio": {},
+}
+
 # AutoencoderOobleck (Stable Audio): diffusers' own test config (tests/models/autoencoders/
 # test_models_autoencoder_oobleck.py, 58eb52c: hop 8), and Stable Audio Open 1.0's (the class defaults: hop 2048 at
 # 44.1 kHz, 64 latent channels)
@@ -462,7 +470,8 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("AutoencoderKLMiniMaxH3", (0, 42), MINIMAX_H3_CONFIGS),
                  ("AutoencoderKLMiniMaxH3Audio", (0, 42), MINIMAX_H3_AUDIO_CONFIGS),
                  ("MMAudioVAE", (0, 42), MMAUDIO_CONFIGS), ("MMAudioVocoder", (0, 42), MMAUDIO_VOCODER_CONFIGS),
-                 ("LongCatAudioDiTVae", (0, 42), LONGCAT_AUDIO_CONFIGS))
+                 ("LongCatAudioDiTVae", (0, 42), LONGCAT_AUDIO_CONFIGS),
+                 ("Cosmos3AVAEAudioTokenizer", (0, 42), COSMOS3_AUDIO_CONFIGS))
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42
 MISSING: dict[str, str] = {}
 for _name, _since, _configs in NEWER_CLASSES:

@@ -81,7 +81,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     its vocoders `LTX2Vocoder` and `LTX2VocoderWithBWE` (`pipe.vocoder`: called as diffusers' module is); MiniMax H3's
     `AutoencoderKLMiniMaxH3` and `AutoencoderKLMiniMaxH3Audio` (mono waveforms [B, 1, samples]); Stable Audio's
     `AutoencoderOobleck` (waveforms [B, 2, samples]) and LongCat audio's `LongCatAudioDiTVae`; Kandinsky 6's sound, `MMAudioVAE` (its decode: a log-mel
-    spectrogram) and `MMAudioVocoder`.
+    spectrogram) and `MMAudioVocoder`; Cosmos 3's `Cosmos3AVAEAudioTokenizer` (its decode).
 
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module

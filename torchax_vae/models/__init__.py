@@ -89,6 +89,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (LongCatAudioVAE,)
+try:  # ... and Cosmos 3's sound tokenizer
+    from .cosmos3_audio import Cosmos3AudioVAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (Cosmos3AudioVAE,)
 
 
 def supported() -> str:

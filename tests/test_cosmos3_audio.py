@@ -1,0 +1,93 @@
+"""Cosmos3AVAEAudioTokenizer (Cosmos 3's sound tokenizer) through TorchaxVAE against the same model in plain
+PyTorch: its decode, and Cosmos3OmniPipeline's own `decode_sound` with it wrapped."""
+
+import types
+
+import pytest
+import torch
+from helpers import TOLERANCE, assert_close, deltas_on_8_devices, max_abs_diff, randn, random_vae
+from vaes import requires
+
+from torchax_vae import TorchaxVAE
+
+pytestmark = pytest.mark.skipif(requires("cosmos3-audio-tiny") is not None, reason=str(requires("cosmos3-audio-tiny")))
+
+FP32 = TOLERANCE[torch.float32]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    vae = random_vae("cosmos3-audio-tiny")
+    return vae, TorchaxVAE(vae)
+
+
+@pytest.mark.parametrize("length", [1, 9, 30])
+def test_decode_and_the_pipelines_decode_sound_match_pytorch(pair, length):
+    from diffusers.pipelines.cosmos.pipeline_cosmos3_omni import Cosmos3OmniPipeline
+
+    vae, ours = pair
+    z = randn(2, 4, length, seed=length)
+    with torch.no_grad():
+        expected = vae.decode(z)
+        assert expected.shape == (2, 2, 8 * length) and expected.std() > 1e-2
+        assert_close(ours.decode(z), expected, FP32, f"decode, {length} latents")
+        assert_close(ours.decode(z[0]), vae.decode(z[0]), FP32, "decode of one [C, T]")
+        # the pipeline's own stage 3 of its sound: a [C, T] latent, its batch added and removed
+        sound = Cosmos3OmniPipeline.decode_sound(types.SimpleNamespace(sound_tokenizer=ours), z[1])
+        assert_close(sound, Cosmos3OmniPipeline.decode_sound(types.SimpleNamespace(sound_tokenizer=vae), z[1]), FP32,
+                     "Cosmos3OmniPipeline.decode_sound")
+
+
+def test_odd_strides_and_interface(pair):
+    """Odd decoder strides (the released (2, 4, 5, 6, 8) has two) pad their output: the decoded length is s per
+    frame whatever the stride; encode is refused in one line."""
+    from diffusers import Cosmos3AVAEAudioTokenizer
+
+    torch.manual_seed(0)
+    odd = Cosmos3AVAEAudioTokenizer(vocoder_input_dim=4, dec_dim=4, dec_c_mults=(1, 2, 2), dec_strides=(2, 3, 5),
+                                    encoder_enabled=False).eval()
+    ours_odd = TorchaxVAE(odd)
+    z = randn(1, 4, 7, seed=2)
+    with torch.no_grad():
+        expected = odd.decode(z)
+        assert expected.shape[-1] == ours_odd._family.decoded_samples(7) == 210
+        assert_close(ours_odd.decode(z), expected, FP32, "odd strides")
+    vae, ours = pair
+    assert type(ours).__name__ == "Cosmos3AudioVAE" and isinstance(ours, type(vae)) and ours._hop_size == 8
+    for name in ("enable_slicing", "tiled_decode", "use_tiling"):
+        assert hasattr(ours, name) == hasattr(vae, name), name
+    with pytest.raises(NotImplementedError, match="encode with the diffusers model"):
+        ours.encode(randn(1, 2, 64))
+    with pytest.raises(ValueError, match="3 channels .* expects 4"):
+        ours.decode(randn(1, 3, 5))
+
+
+def test_bf16_and_saving(pair, tmp_path):
+    vae, ours = pair
+    z = randn(2, 4, 32, seed=4)
+    with torch.no_grad():
+        reference = vae.decode(z)
+        theirs = max_abs_diff(random_vae("cosmos3-audio-tiny").to(torch.bfloat16).decode(z.bfloat16()), reference)
+        mine = max_abs_diff(TorchaxVAE(vae, dtype=torch.bfloat16).decode(z.bfloat16()), reference)
+    assert mine <= 2 * theirs, f"bf16 decode: max |Δ| {mine:.3g}, PyTorch bf16's {theirs:.3g}"
+    ours.save_pretrained(tmp_path / "sound_tokenizer")
+    plain = type(vae).from_pretrained(tmp_path / "sound_tokenizer")
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), vae.state_dict().values()))
+
+
+MESH_SCRIPT = """
+import json, torch
+from helpers import random_vae
+from torchax_vae import TorchaxVAE, make_mesh
+vae = random_vae("cosmos3-audio-tiny")
+ours = TorchaxVAE(vae, mesh=make_mesh())
+z = torch.randn(2, 4, 16, generator=torch.Generator().manual_seed(9))
+with torch.no_grad():
+    rows = {"devices": ours.mesh.devices.size, "decode": (ours.decode(z) - vae.decode(z)).abs().max().item()}
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.slow  # a second process on 8 virtual devices
+def test_on_8_devices_matches_pytorch():
+    deltas_on_8_devices(MESH_SCRIPT, FP32)
