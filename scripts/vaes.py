@@ -430,6 +430,15 @@ COSMOS3_AUDIO_CONFIGS = {
     "cosmos3-audio": {},
 }
 
+# AutoencoderSAME (Stable Audio 3; diffusers >= 0.42): diffusers' own test config (tests/models/autoencoders/
+# test_models_autoencoder_same.py, 58eb52c: patches of 4, strides 2 x 2), and SAME-S (the class defaults)
+SAME_CONFIGS = {
+    "same-tiny": {"audio_channels": 2, "patch_size": 4, "encoder_channels": 16, "encoder_c_mults": [1, 2],
+                  "encoder_strides": [2, 2], "encoder_transformer_depths": [1, 1], "latent_dim": 8,
+                  "use_differential_attention": False, "dim_heads": 8, "ff_mult": 2, "sampling_rate": 44100},
+    "same": {},
+}
+
 # AutoencoderOobleck (Stable Audio): diffusers' own test config (tests/models/autoencoders/
 # test_models_autoencoder_oobleck.py, 58eb52c: hop 8), and Stable Audio Open 1.0's (the class defaults: hop 2048 at
 # 44.1 kHz, 64 latent channels)
@@ -471,7 +480,8 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("AutoencoderKLMiniMaxH3Audio", (0, 42), MINIMAX_H3_AUDIO_CONFIGS),
                  ("MMAudioVAE", (0, 42), MMAUDIO_CONFIGS), ("MMAudioVocoder", (0, 42), MMAUDIO_VOCODER_CONFIGS),
                  ("LongCatAudioDiTVae", (0, 42), LONGCAT_AUDIO_CONFIGS),
-                 ("Cosmos3AVAEAudioTokenizer", (0, 42), COSMOS3_AUDIO_CONFIGS))
+                 ("Cosmos3AVAEAudioTokenizer", (0, 42), COSMOS3_AUDIO_CONFIGS),
+                 ("AutoencoderSAME", (0, 42), SAME_CONFIGS))
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42
 MISSING: dict[str, str] = {}
 for _name, _since, _configs in NEWER_CLASSES:
@@ -530,13 +540,17 @@ def meta_vae(config: str):
         return model_class(**kwargs).eval()
 
 
-# Parameters a class initializes to zero where that hides what they multiply (AutoencoderKLMiniMaxH3's residual
-# scales: its decoder's blocks would add nothing): random_vae draws them too.
-ZERO_INIT = {"AutoencoderKLMiniMaxH3": ("scale1", "scale2", "register_tokens")}
+# Parameters a class initializes to zero (or near it) where that hides what they carry (AutoencoderKLMiniMaxH3's
+# residual scales: its decoder's blocks would add nothing): random_vae draws them too.
+ZERO_INIT = {"AutoencoderKLMiniMaxH3": ("scale1", "scale2", "register_tokens"),
+             # AutoencoderSAME's output tokens (1e-5 x N(0, 1)) and its transformers' zeroed output projections:
+             # as initialized, every block is the identity and every latent of a clip the same
+             "AutoencoderSAME": ("new_tokens", "attn.to_out.weight", "ff.proj_out.weight", "ff.proj_out.bias")}
 
 
 def random_vae(config: str, seed: int = 0):
-    """A model of a named config (`MODELS`) with weights from a fixed seed (`ZERO_INIT` drawn as N(0, 0.5))."""
+    """A model of a named config (`MODELS`) with weights from a fixed seed (`ZERO_INIT` drawn as N(0, 0.5): the
+    parameters whose names end in its entries)."""
     if config not in MODELS:
         raise ValueError(f"unknown config {config!r}; known: {sorted(MODELS)}")
     model_class, kwargs = MODELS[config]
@@ -545,7 +559,7 @@ def random_vae(config: str, seed: int = 0):
     zeros = ZERO_INIT.get(model_class.__name__, ())
     with torch.no_grad():
         for name, parameter in model.named_parameters():
-            if name.split(".")[-1] in zeros:
+            if any(name == zero or name.endswith("." + zero) for zero in zeros):  # (a name's last parts)
                 parameter.normal_(0.0, 0.5)
     return model
 

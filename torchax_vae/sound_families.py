@@ -208,7 +208,8 @@ class VAESound(Sound):
 
 
 # The audio VAEs that decode a pipeline's sound alone (the pipeline folder's vae/), and their pipelines.
-AUDIO_ONLY = {"AutoencoderOobleck": "Stable Audio", "LongCatAudioDiTVae": "LongCat audio"}
+AUDIO_ONLY = {"AutoencoderOobleck": "Stable Audio", "LongCatAudioDiTVae": "LongCat audio",
+              "AutoencoderSAME": "Stable Audio 3"}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -80,7 +80,8 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     `AutoencoderKLCosmos` or `AutoencoderKLMagvit`; and LTX-2's sound, `AutoencoderKLLTX2Audio` (`pipe.audio_vae`) and
     its vocoders `LTX2Vocoder` and `LTX2VocoderWithBWE` (`pipe.vocoder`: called as diffusers' module is); MiniMax H3's
     `AutoencoderKLMiniMaxH3` and `AutoencoderKLMiniMaxH3Audio` (mono waveforms [B, 1, samples]); Stable Audio's
-    `AutoencoderOobleck` (waveforms [B, 2, samples]) and LongCat audio's `LongCatAudioDiTVae`; Kandinsky 6's sound, `MMAudioVAE` (its decode: a log-mel
+    `AutoencoderOobleck` (waveforms [B, 2, samples]) Stable Audio 3's `AutoencoderSAME` and LongCat audio's
+    `LongCatAudioDiTVae`; Kandinsky 6's sound, `MMAudioVAE` (its decode: a log-mel
     spectrogram) and `MMAudioVocoder`; Cosmos 3's `Cosmos3AVAEAudioTokenizer` (its decode).
 
     The PyTorch module passed in is left untouched and keeps working: its weights

@@ -27,6 +27,7 @@ _TRAINING = {  # file stem -> the test classes of its training tests
     "kl_minimax_h3": ["TestAutoencoderKLMiniMaxH3Training"],
     "kl_minimax_h3_audio": ["TestAutoencoderKLMiniMaxH3AudioTraining"],
     "oobleck": ["TestAutoencoderOobleckTraining"],
+    "same": ["TestAutoencoderSAMETraining"],
     "ltx_video": ["TestAutoencoderKLLTXVideo090Training", "TestAutoencoderKLLTXVideo091Training"],
     "wan": ["TestAutoencoderKLWanTraining"],
 }
@@ -36,9 +37,9 @@ for _stem, _classes in _TRAINING.items():
         _node = f"tests/models/autoencoders/test_models_autoencoder_{_stem}.py::{_cls}::"
         EXPECTED_FAILURES[_node + "test_training"] = WEIGHTS_ARE_CONSTANTS
         EXPECTED_FAILURES[_node + "test_training_with_ema"] = WEIGHTS_ARE_CONSTANTS
-        if _stem not in ("wan", "kl_ltx2_audio", "kl_minimax_h3_audio", "oobleck"):  # diffusers skips these two for
-            # Wan; its LTX-2 and MiniMax H3 audio classes and Oobleck say they do not support gradient checkpointing,
-            # so they skip there
+        if _stem not in ("wan", "kl_ltx2_audio", "kl_minimax_h3_audio", "oobleck", "same"):  # diffusers skips these
+            # two for Wan; its LTX-2 and MiniMax H3 audio classes, Oobleck and SAME say they do not support gradient
+            # checkpointing, so they skip there
             EXPECTED_FAILURES[_node + "test_gradient_checkpointing_equivalence"] = WEIGHTS_ARE_CONSTANTS
             EXPECTED_FAILURES[_node + "test_gradient_checkpointing_is_applied"] = WHOLE_PROGRAMS
 for _test in ("test_training", "test_training_with_ema"):

@@ -95,6 +95,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (Cosmos3AudioVAE,)
+try:  # ... and Stable Audio 3's
+    from .same import SAMEVAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (SAMEVAE,)
 
 
 def supported() -> str:
