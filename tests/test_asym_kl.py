@@ -123,3 +123,30 @@ def test_command_decodes_conditioned_on_the_pipelines_image_and_mask(tmp_path, c
                      *extra, "--no-cache"])
         err = capsys.readouterr().err
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+MESH_SCRIPT = """
+import json, torch
+from diffusers import AsymmetricAutoencoderKL
+from test_asym_kl import CONFIGS, half_mask
+from torchax_vae import TorchaxVAE, make_mesh
+torch.manual_seed(0)
+vae = AsymmetricAutoencoderKL(**CONFIGS["three-levels"]).eval()
+ours = TorchaxVAE(vae, mesh=make_mesh())
+x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(9))
+mask = half_mask(2, 32)
+with torch.no_grad():
+    z = vae.encode(x).latent_dist.mode()
+    rows = {"devices": ours.mesh.devices.size, "encode": (ours.encode(x).latent_dist.mode() - z).abs().max().item(),
+            "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item(),
+            "decode(z, image, mask)": (ours.decode(z, None, x, mask).sample
+                                       - vae.decode(z, None, x, mask).sample).abs().max().item()}
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.slow  # a second process on 8 virtual devices
+def test_on_8_devices_matches_pytorch():
+    from helpers import deltas_on_8_devices
+
+    deltas_on_8_devices(MESH_SCRIPT, ATOL)
