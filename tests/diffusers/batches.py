@@ -204,10 +204,12 @@ EIGHTH_BATCH = (
     "test_pipeline_utils.py",
 )
 
-# diffusers' test files vendored ninth (SOURCE.md): Stable Audio's and LongCat audio's pipelines, whose VAEs
-# (AutoencoderOobleck, LongCatAudioDiTVae) are served since this batch; Stable Audio's T5 from the
-# tiny-random-T5ForConditionalGeneration stand-in (hub_standins.py).
+# diffusers' test files vendored ninth (SOURCE.md): Stable Audio's, Stable Audio 3's and LongCat audio's pipelines,
+# whose VAEs (AutoencoderOobleck, AutoencoderSAME, LongCatAudioDiTVae) are served since this batch; Stable Audio's T5
+# from the tiny-random-T5ForConditionalGeneration stand-in, Stable Audio 3's tokenizer from a
+# tiny-random-Gemma3ForCausalLM one (hub_standins.py).
 NINTH_BATCH = (
     "stable_audio/test_stable_audio.py",
+    "stable_audio_3/test_stable_audio_3.py",
     "longcat_audio_dit/test_longcat_audio_dit.py",
 )

@@ -328,6 +328,11 @@ def build(root: pathlib.Path) -> pathlib.Path:
         snapshot(root, "finetrainers/dummy-hunyaunvideo") / "tokenizer")
     (snapshot(root, "finetrainers/dummy-hunyaunvideo") / "README.md").write_text(json.dumps({"stand-in": True}))
     _gemma3(snapshot(root, "hf-internal-testing/tiny-gemma3"))
+    # Stable Audio 3's tests load only a Gemma tokenizer from here, and size their T5Gemma encoder to its vocabulary
+    sa3 = "hf-internal-testing/tiny-random-Gemma3ForCausalLM"
+    bpe_tokenizer(GemmaTokenizer, ["<pad>", "<eos>", "<bos>", "<unk>"], pad_token="<pad>", eos_token="<eos>",
+                  bos_token="<bos>", unk_token="<unk>").save_pretrained(snapshot(root, sa3))
+    absent(root, sa3, ["config.json"])  # AutoTokenizer asks for it, as for dummy-gemma
     _bert(snapshot(root, "hf-internal-testing/tiny-random-BertModel"))
     _umt5(snapshot(root, "hf-internal-testing/tiny-random-umt5"))
     _llama(snapshot(root, "hf-internal-testing/tiny-random-LlamaForCausalLM"))

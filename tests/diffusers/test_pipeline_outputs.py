@@ -50,6 +50,7 @@ CLASSES = [
     ("stable_diffusion_xl.test_stable_diffusion_xl", "StableDiffusionXLPipelineFastTests"),
     ("stable_audio.test_stable_audio", "StableAudioPipelineFastTests"),  # AutoencoderOobleck: a waveform
     ("longcat_audio_dit.test_longcat_audio_dit", "LongCatAudioDiTPipelineFastTests"),  # LongCatAudioDiTVae's
+    ("stable_audio_3.test_stable_audio_3", "StableAudio3PipelineFastTests"),  # AutoencoderSAME's
     ("stable_video_diffusion.test_stable_video_diffusion", "StableVideoDiffusionPipelineFastTests"),
     ("wan.test_wan", "TestWanPipeline"),
     ("wan.test_wan_image_to_video", "TestWanImageToVideoPipeline"),
