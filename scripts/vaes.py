@@ -439,6 +439,14 @@ SAME_CONFIGS = {
     "same": {},
 }
 
+# AutoencoderKLHunyuanImageRefiner (HunyuanImage 2.1's refiner; diffusers >= 0.42): a small one (4x: two levels of
+# DCAE downsampling, one of them "temporal"), and the released architecture (the class defaults: 16x, 32 channels)
+HUNYUANIMAGE_REFINER_CONFIGS = {
+    "hunyuanimage-refiner-tiny": {"latent_channels": 4, "block_out_channels": (8, 16, 16), "layers_per_block": 1,
+                                  "spatial_compression_ratio": 4, "temporal_compression_ratio": 2},
+    "hunyuanimage-refiner": {},
+}
+
 # AutoencoderOobleck (Stable Audio): diffusers' own test config (tests/models/autoencoders/
 # test_models_autoencoder_oobleck.py, 58eb52c: hop 8), and Stable Audio Open 1.0's (the class defaults: hop 2048 at
 # 44.1 kHz, 64 latent channels)
@@ -481,7 +489,8 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("MMAudioVAE", (0, 42), MMAUDIO_CONFIGS), ("MMAudioVocoder", (0, 42), MMAUDIO_VOCODER_CONFIGS),
                  ("LongCatAudioDiTVae", (0, 42), LONGCAT_AUDIO_CONFIGS),
                  ("Cosmos3AVAEAudioTokenizer", (0, 42), COSMOS3_AUDIO_CONFIGS),
-                 ("AutoencoderSAME", (0, 42), SAME_CONFIGS))
+                 ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
+                 ("AutoencoderKLHunyuanImageRefiner", (0, 42), HUNYUANIMAGE_REFINER_CONFIGS))
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42
 MISSING: dict[str, str] = {}
 for _name, _since, _configs in NEWER_CLASSES:

@@ -1,4 +1,4 @@
-"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, SD inpainting, Kandinsky's MoVQ, Flux.2, Sana, HunyuanImage 2.1, TAESD, Stable Video Diffusion, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2 with its sound (the LTX-2 audio VAE and LTX-2 vocoders), MiniMax H3 (and the MiniMax H3 audio VAE), Allegro, Mochi, Cosmos, EasyAnimate; Kandinsky 6's sound (the Kandinsky 6 audio VAE and Kandinsky 6 vocoder); the Cosmos 3 sound tokenizer; Stable Audio's, Stable Audio 3's and LongCat audio's audio VAEs) on JAX devices through torchax, unmodified.
+"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, SD inpainting, Kandinsky's MoVQ, Flux.2, Sana, HunyuanImage 2.1, the HunyuanImage 2.1 refiner, TAESD, Stable Video Diffusion, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2 with its sound (the LTX-2 audio VAE and LTX-2 vocoders), MiniMax H3 (and the MiniMax H3 audio VAE), Allegro, Mochi, Cosmos, EasyAnimate; Kandinsky 6's sound (the Kandinsky 6 audio VAE and Kandinsky 6 vocoder); the Cosmos 3 sound tokenizer; Stable Audio's, Stable Audio 3's and LongCat audio's audio VAEs) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -24,6 +24,7 @@ FAMILIES = {
     "AutoencoderKLFlux2": "Flux.2",  # images
     "AutoencoderDC": "Sana",  # images
     "AutoencoderKLHunyuanImage": "HunyuanImage 2.1",  # images
+    "AutoencoderKLHunyuanImageRefiner": "HunyuanImage 2.1 refiner",  # one-frame videos, untiled; diffusers >= 0.42
     "AutoencoderTiny": "TAESD",  # images
     "AsymmetricAutoencoderKL": "SD inpainting",  # images, a decoder conditioned on image and mask
     "VQModel": "Kandinsky's MoVQ",  # images, a codebook (Kandinsky 2.1/2.2/3, latent diffusion's VQ-VAE)

@@ -74,7 +74,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
-    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderTiny`, `AsymmetricAutoencoderKL` (SD inpainting), `VQModel` (Kandinsky's MoVQ) and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
+    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderKLHunyuanImageRefiner` (its one-frame videos), `AutoencoderTiny`, `AsymmetricAutoencoderKL` (SD inpainting), `VQModel` (Kandinsky's MoVQ) and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
     `AutoencoderKLCosmos` or `AutoencoderKLMagvit`; and LTX-2's sound, `AutoencoderKLLTX2Audio` (`pipe.audio_vae`) and

@@ -101,6 +101,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (SAMEVAE,)
+try:  # ... and HunyuanImage 2.1's refiner VAE
+    from .hunyuanimage_refiner import HunyuanImageRefinerVAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (HunyuanImageRefinerVAE,)
 
 
 def supported() -> str:

@@ -1,0 +1,89 @@
+"""AutoencoderKLHunyuanImageRefiner (HunyuanImage 2.1's refiner VAE) through TorchaxVAE against the same model in
+plain PyTorch: one-frame images as its pipeline passes them, and videos; untiled, as its pipeline runs it."""
+
+import pytest
+import torch
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, deltas_on_8_devices, randn, random_vae
+from vaes import requires
+
+from torchax_vae import TorchaxVAE
+
+pytestmark = pytest.mark.skipif(requires("hunyuanimage-refiner-tiny") is not None,
+                                reason=str(requires("hunyuanimage-refiner-tiny")))
+
+FP32 = TOLERANCE[torch.float32]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    vae = random_vae("hunyuanimage-refiner-tiny")
+    return vae, TorchaxVAE(vae)
+
+
+@pytest.mark.parametrize("frames", [1, 3])
+def test_encode_and_decode_match_pytorch(pair, frames):
+    vae, ours = pair
+    x = randn(2, 3, frames, 16, 24, seed=frames)
+    with torch.no_grad():
+        check_encode_decode(vae, ours, x, f"refiner, {frames} frames")
+        assert ours.latent_shape(tuple(x.shape)) == tuple(vae.encode(x).latent_dist.mean.shape)
+
+
+def test_the_pipelines_stage_3_slicing_and_streaming(pair):
+    """HunyuanImageRefinerPipeline's decode: latents / scaling_factor, one frame, the frame axis squeezed; sliced
+    the same; decode_stream one chunk equal to decode."""
+    vae, _ = pair
+    ours = TorchaxVAE(vae)
+    latents = randn(2, 4, 1, 4, 6, seed=5)
+    with torch.no_grad():
+        expected = vae.decode(latents / vae.config.scaling_factor, return_dict=False)[0].squeeze(2)
+        assert_close(ours.decode(ours.unscale_latents(latents), return_dict=False)[0].squeeze(2), expected, FP32,
+                     "the pipeline's decode")
+        ours.enable_slicing()
+        assert_close(ours.decode(latents).sample, vae.decode(latents).sample, FP32, "sliced")
+        ours.disable_slicing()
+        chunks = list(ours.decode_stream(latents))
+        assert len(chunks) == 1 and torch.equal(chunks[0], ours.decode(latents).sample)
+
+
+def test_untiled_only_and_bad_input(pair):
+    """diffusers' tiled paths for this class give another size (or fail): refused in one line here."""
+    vae, ours = pair
+    with torch.no_grad():  # what diffusers' own tiled decode does: 16x16 latents to 18x18, not 64x64
+        tiled = random_vae("hunyuanimage-refiner-tiny")
+        tiled.enable_tiling(tile_sample_min_height=32, tile_sample_min_width=32)
+        assert tiled.decode(randn(1, 4, 1, 16, 16)).sample.shape[-2:] == (18, 18)
+    for call in (ours.enable_tiling, lambda: ours.tiled_decode(randn(1, 4, 1, 4, 4)),
+                 lambda: ours.tiled_encode(randn(1, 3, 1, 16, 16))):
+        with pytest.raises(NotImplementedError, match="runs untiled here"):
+            call()
+    with pytest.raises(ValueError, match="multiples of 4"):
+        ours.encode(randn(1, 3, 1, 18, 16))
+
+
+def test_bf16_and_saving(pair, tmp_path):
+    vae, ours = pair
+    bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), randn(2, 3, 1, 16, 24, seed=6), "refiner")
+    ours.save_pretrained(tmp_path / "vae")
+    plain = type(vae).from_pretrained(tmp_path / "vae")
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), vae.state_dict().values()))
+
+
+MESH_SCRIPT = """
+import json, torch
+from helpers import random_vae
+from torchax_vae import TorchaxVAE, make_mesh
+vae = random_vae("hunyuanimage-refiner-tiny")
+ours = TorchaxVAE(vae, mesh=make_mesh())
+x = torch.randn(2, 3, 1, 32, 32, generator=torch.Generator().manual_seed(9))
+with torch.no_grad():
+    z = vae.encode(x).latent_dist.mean
+    rows = {"devices": ours.mesh.devices.size, "encode": (ours.encode(x).latent_dist.mean - z).abs().max().item(),
+            "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()}
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.slow  # a second process on 8 virtual devices
+def test_on_8_devices_matches_pytorch():
+    deltas_on_8_devices(MESH_SCRIPT, FP32)

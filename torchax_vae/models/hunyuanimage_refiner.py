@@ -1,0 +1,119 @@
+"""HunyuanImage 2.1's refiner VAE: diffusers' AutoencoderKLHunyuanImageRefiner (HunyuanImageRefinerPipeline's `vae`).
+
+How diffusers runs it, and how this adapter does:
+
+- Videos [B, C, F, H, W]; the refiner pipeline passes its image as one frame (`image.unsqueeze(2)`) and decodes
+  [B, C, 1, h, w]. A causal 3-D encoder and decoder whose DCAE down- and upsampling fold 2 x 2 pixels into channels
+  at each spatial level: latents [B, latent_channels, F, H / ratio, W / ratio] (the "temporal" levels keep the
+  frame count too), so heights and widths are multiples of `spatial_compression_ratio`.
+- `encode` and `decode` are one call on the whole batch each: one program per input shape. The posterior is
+  diffusers' `DiagonalGaussianDistribution`; the pipeline scales latents by `scaling_factor` alone.
+- Untiled only. diffusers' tiled paths for this class (0.42.1) step their tiles in latent units over pixels:
+  `tiled_encode` fails on a 64x64 image with 32-pixel tiles (a reshape of 352 values), and `tiled_decode` of 16x16
+  latents gives 18x18 pixels instead of 64x64. `enable_tiling`, `tiled_encode` and `tiled_decode` are refused in one
+  line here, and "auto" never tiles; the pipeline never enables tiling.
+"""
+
+import jax
+import torch
+# ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.hunyuanimage_refiner", "HunyuanImageRefinerVAE"]
+# entry by looking the base class up in this module.
+from diffusers import AutoencoderKLHunyuanImageRefiner, ModelMixin  # noqa: F401
+
+from ..family import Family
+from ..lowering import Lowered
+from ..vae import TorchaxVAE
+
+__all__ = ["HunyuanImageRefiner", "HunyuanImageRefinerVAE"]
+
+UNTILED = ("AutoencoderKLHunyuanImageRefiner runs untiled here: diffusers' tiled paths for this class step their "
+           "tiles in latent units over pixels (tiled_encode fails, tiled_decode gives another size; "
+           "torchax_vae/models/hunyuanimage_refiner.py), and its pipeline never tiles")
+
+
+class RefinerLowered(Lowered):
+    """The encoder and the decoder, each one call, pure in JAX arrays."""
+
+    def encode_step(self, weights, video):
+        return self._step("encoder", weights, video, self.spatial_ratio)
+
+    def decode_step(self, weights, latents):
+        return self._step("decoder", weights, latents, 1)
+
+    def _step(self, child: str, weights, x, ratio: int):
+        """One child on `x`, whose spatial size is `ratio` x the latents' (the mesh's grid)."""
+        dtype = x.dtype
+        weights, x = self.env.j2t_iso((weights, x))
+        with self._tracing(dtype, x.shape, ratio):
+            out = self._call(child, weights, x)
+        return self.env.t2j_iso(out)
+
+
+class HunyuanImageRefiner(Family):
+    """diffusers' `AutoencoderKLHunyuanImageRefiner`, as diffusers runs it untiled (the module docstring)."""
+
+    model_class = AutoencoderKLHunyuanImageRefiner
+
+    def lower(self, vae):
+        placement = self.engine.placement
+        return RefinerLowered(vae, placement.mesh, placement.platform, (), self.spatial_compression_ratio)
+
+    @property
+    def video_channels(self) -> int:
+        return self.config.in_channels
+
+    @property
+    def spatial_compression_ratio(self) -> int:
+        return self.config.spatial_compression_ratio
+
+    @property
+    def temporal_compression_ratio(self) -> int:
+        return 1  # its temporal DCAE levels fold pixels alone: the frame count stays
+
+    def latent_shape(self, video_shape) -> tuple[int, ...]:
+        batch, _, frames, height, width = video_shape
+        ratio = self.spatial_compression_ratio
+        return (batch, self.latent_channels, frames, height // ratio, width // ratio)
+
+    def check_video(self, shape, name: str) -> None:
+        ratio = self.spatial_compression_ratio
+        if shape[3] % ratio or shape[4] % ratio:
+            raise ValueError(f"{name} is {shape[3]}x{shape[4]} (shape {tuple(shape)}); AutoencoderKLHunyuanImageRefiner "
+                             f"folds 2x2 pixels into channels at each level: heights and widths must be multiples of "
+                             f"{ratio}")
+
+    def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        return latents * self.config.scaling_factor  # HunyuanImageRefinerPipeline's
+
+    def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
+        return latents / self.config.scaling_factor
+
+    def encode(self, source, tiled: bool | None = None) -> jax.Array:
+        if tiled:
+            raise NotImplementedError(UNTILED)
+        return self._run("encoder", self.lowered.encode_step, source)
+
+    def decode(self, source, tiled: bool | None = None) -> jax.Array:
+        if tiled:
+            raise NotImplementedError(UNTILED)
+        return self._run("decoder", self.lowered.decode_step, source)
+
+    def _run(self, child: str, step, source) -> jax.Array:
+        out = self.engine.programs.run(child, step, {child: self.engine.weights[child]}, source.take())
+        self.engine.ran_batch(out)
+        return out
+
+
+class HunyuanImageRefinerVAE(TorchaxVAE):
+    """`TorchaxVAE` for diffusers' `AutoencoderKLHunyuanImageRefiner` (the module docstring)."""
+
+    family = HunyuanImageRefiner
+
+    def enable_tiling(self, *args, **kwargs) -> None:
+        raise NotImplementedError(UNTILED)
+
+    def tiled_encode(self, x: torch.Tensor, *args, **kwargs):
+        raise NotImplementedError(UNTILED)
+
+    def tiled_decode(self, z: torch.Tensor, *args, **kwargs):
+        raise NotImplementedError(UNTILED)
