@@ -1,24 +1,9 @@
 """Stage 3 with sound: a video family's audio latents, through its audio VAE (and vocoder) on JAX, into a waveform.
 
-Three video families make sound, each its own way (torchax_vae/sound_families.py: `FAMILIES`, one `Sound` class
-each), and an audio pipeline's VAE is its whole sound (`AUDIO_ONLY`, `VAESound`):
-
-- LTX-2's pipeline returns, with `output_type="latent"`, the video's latents
-  and the audio's ([B, C, L, M], the audio VAE's own). Its stage 3 is
-  `audio_vae.decode` (a stereo log-mel spectrogram) and then `vocoder` (the
-  waveform [B, 2, samples] at `vocoder.config.output_sampling_rate`).
-- MiniMax H3's modular pipeline holds, after its denoise blocks, the video's
-  normalized latents [1, C, F, H, W] and the audio's [2, C, L]: its mono audio
-  VAE takes the two stereo channels as two batch items. Its audio decode step
-  de-normalizes them with the audio VAE's `latents_mean` / `latents_std` and
-  decodes them to [2, 1, samples] at `audio_vae.config.sampling_rate`, then
-  makes that one stereo clip [1, 2, samples]. Here B clips are 2B items, each
-  clip's left then right channel.
-- Kandinsky 6 (Kandinsky6TI2VAPipeline, whose video VAE is HunyuanVideo's)
-  returns, with `output_type="latent"`, audio latents [B, C, L]; its stage 3
-  divides them by the audio VAE's `scaling_factor`, decodes them to a log-mel
-  spectrogram (MMAudioVAE) and keeps channel 0 of the vocoder's waveform
-  (MMAudioVocoder): mono, at the audio VAE's `sample_rate`.
+Each family with sound makes it its own way: torchax_vae/sound_families.py holds one `Sound` class per family
+(LTX-2's audio VAE and vocoder, MiniMax H3's mono audio VAE on stereo pairs, Kandinsky 6's MMAudio VAE and
+vocoder) and `VAESound` for an audio pipeline whose VAE is its whole sound (Stable Audio, Stable Audio 3, LongCat
+audio). This module loads them from a pipeline folder and writes what they make.
 
 The models are TorchaxVAEs (models/ltx2_audio.py, models/ltx2_vocoder.py,
 models/minimax_h3_audio.py, models/mmaudio.py, models/oobleck.py), loaded from the pipeline folder's `audio_vae/`
