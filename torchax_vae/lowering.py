@@ -145,3 +145,22 @@ class Lowered:
     def _call(self, child: str, weights, *args, **kwargs):
         """One top-level child of the model (the encoder, quant_conv, ...) on torchax tensors, with `weights`."""
         return torch.func.functional_call(getattr(self.model, child), weights[child], args, kwargs)
+
+
+class OneChildLowered(Lowered):
+    """A family whose encode and decode are each one call of one top-level child (its `encoder`, its `decoder`) on
+    the whole input: each program is that child, pure in JAX arrays."""
+
+    def encode_step(self, weights, x):
+        return self._child_step("encoder", weights, x, self.spatial_ratio)
+
+    def decode_step(self, weights, latents):
+        return self._child_step("decoder", weights, latents, 1)
+
+    def _child_step(self, child: str, weights, x, ratio: int):
+        """`child` on `x`, whose spatial size is `ratio` x the latents' (a mesh's grid)."""
+        dtype = x.dtype
+        weights, x = self.env.j2t_iso((weights, x))
+        with self._tracing(dtype, x.shape, ratio):
+            out = self._call(child, weights, x)
+        return self.env.t2j_iso(out)

@@ -21,7 +21,7 @@ import torch
 from diffusers import AutoencoderKLHunyuanImageRefiner, ModelMixin  # noqa: F401
 
 from ..family import Family
-from ..lowering import Lowered
+from ..lowering import OneChildLowered
 from ..vae import TorchaxVAE
 
 __all__ = ["HunyuanImageRefiner", "HunyuanImageRefinerVAE"]
@@ -31,24 +31,6 @@ UNTILED = ("AutoencoderKLHunyuanImageRefiner runs untiled here: diffusers' tiled
            "torchax_vae/models/hunyuanimage_refiner.py), and its pipeline never tiles")
 
 
-class RefinerLowered(Lowered):
-    """The encoder and the decoder, each one call, pure in JAX arrays."""
-
-    def encode_step(self, weights, video):
-        return self._step("encoder", weights, video, self.spatial_ratio)
-
-    def decode_step(self, weights, latents):
-        return self._step("decoder", weights, latents, 1)
-
-    def _step(self, child: str, weights, x, ratio: int):
-        """One child on `x`, whose spatial size is `ratio` x the latents' (the mesh's grid)."""
-        dtype = x.dtype
-        weights, x = self.env.j2t_iso((weights, x))
-        with self._tracing(dtype, x.shape, ratio):
-            out = self._call(child, weights, x)
-        return self.env.t2j_iso(out)
-
-
 class HunyuanImageRefiner(Family):
     """diffusers' `AutoencoderKLHunyuanImageRefiner`, as diffusers runs it untiled (the module docstring)."""
 
@@ -56,7 +38,7 @@ class HunyuanImageRefiner(Family):
 
     def lower(self, vae):
         placement = self.engine.placement
-        return RefinerLowered(vae, placement.mesh, placement.platform, (), self.spatial_compression_ratio)
+        return OneChildLowered(vae, placement.mesh, placement.platform, (), self.spatial_compression_ratio)
 
     @property
     def video_channels(self) -> int:

@@ -31,7 +31,7 @@ from diffusers.models.autoencoders.autoencoder_longcat_audio_dit import (
 from diffusers.utils.torch_utils import randn_tensor
 
 from ..family import Family
-from .oobleck import OobleckLowered
+from ..lowering import OneChildLowered
 from ..vae import TorchaxVAE
 from .kl import _where_diffusers_has
 
@@ -47,7 +47,7 @@ def strides(config) -> list[int]:
     return out[:levels]
 
 
-class LongCatLowered(OobleckLowered):
+class LongCatLowered(OneChildLowered):
     """The encoder (its moments) and the decoder (of latents times `config.scale`), each one call."""
 
     def decode_step(self, weights, latents, *, scale: float):

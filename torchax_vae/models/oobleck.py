@@ -38,7 +38,7 @@ from diffusers.models.autoencoders.autoencoder_oobleck import (
 
 from .. import memory
 from ..family import Family
-from ..lowering import Lowered
+from ..lowering import OneChildLowered
 from ..vae import TorchaxVAE, apply
 from .kl import _where_diffusers_has
 
@@ -58,23 +58,6 @@ def sample_length(config, latents: int) -> int:
     for stride in config.downsampling_ratios[::-1]:
         latents = (latents - 1) * stride - 2 * math.ceil(stride / 2) + 2 * stride
     return latents
-
-
-class OobleckLowered(Lowered):
-    """The encoder and the decoder, each one call, pure in JAX arrays."""
-
-    def encode_step(self, weights, sample):
-        return self._step("encoder", weights, sample)
-
-    def decode_step(self, weights, latents):
-        return self._step("decoder", weights, latents)
-
-    def _step(self, child: str, weights, x):
-        dtype = x.dtype
-        weights, x = self.env.j2t_iso((weights, x))
-        with self._tracing(dtype, x.shape, 1):
-            out = self._call(child, weights, x)
-        return self.env.t2j_iso(out)
 
 
 def windows(length: int, chunk: int, overlap: int):
@@ -100,7 +83,7 @@ class Oobleck(Family):
 
     def lower(self, vae):
         placement = self.engine.placement
-        return OobleckLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return OneChildLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
 
     @property
     def video_channels(self) -> int:
