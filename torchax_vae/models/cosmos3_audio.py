@@ -18,7 +18,7 @@ import torch
 from diffusers import Cosmos3AVAEAudioTokenizer, ModelMixin  # noqa: F401
 
 from ..family import Family
-from ..lowering import Lowered
+from ..lowering import OneChildLowered
 from ..vae import TorchaxVAE
 from .kl import _where_diffusers_has
 
@@ -28,15 +28,11 @@ ENCODE_NOT_RUN = ("Cosmos3AVAEAudioTokenizer.encode (a waveform's STFT spectrogr
                   "run on JAX: encode with the diffusers model; Cosmos 3's pipeline only decodes sound (docs/limits.md)")
 
 
-class DecoderLowered(Lowered):
-    """The decoder, clamped as diffusers' `decode` clamps it, pure in JAX arrays."""
+class DecoderLowered(OneChildLowered):
+    """The decoder (lowering.OneChildLowered), clamped to [-1, 1] as diffusers' `decode` clamps it."""
 
     def decode_step(self, weights, latents):
-        dtype = latents.dtype
-        weights, latents = self.env.j2t_iso((weights, latents))
-        with self._tracing(dtype, latents.shape, 1):
-            out = self._call("decoder", weights, latents).clamp(-1.0, 1.0)
-        return self.env.t2j_iso(out)
+        return jax.numpy.clip(super().decode_step(weights, latents), -1.0, 1.0)
 
 
 class Cosmos3Audio(Family):
