@@ -315,3 +315,21 @@ def test_every_config_builds_here_or_says_why():
         has = hasattr(diffusers, name)
         for config in configs:
             assert (config in MODELS) == has and (config in MISSING) == (not has), (name, config, has)
+
+
+def test_a_modular_pipelines_loading_spec_survives_wrapping(tmp_path, tiny_vae):
+    """diffusers' modular pipelines tag what `ComponentSpec.load` loads (`_diffusers_load_id`) and rebuild a
+    component's spec from that tag in `update_components`: `pipe.update_components(vae=TorchaxVAE(pipe.vae))` keeps
+    the VAE's repository and subfolder, and the spec loads a TorchaxVAE of the same class back."""
+    from diffusers.modular_pipelines import ComponentSpec
+
+    tiny_vae.save_pretrained(tmp_path / "vae")
+    loaded = ComponentSpec(name="vae", type_hint=type(tiny_vae), pretrained_model_name_or_path=str(tmp_path),
+                           subfolder="vae").load()
+    wrapped = TorchaxVAE(loaded)
+    spec = ComponentSpec.from_component("vae", wrapped)
+    assert spec.load_id == loaded._diffusers_load_id and spec.subfolder == "vae"
+    again = spec.load()
+    assert isinstance(again, TorchaxVAE) and isinstance(again, type(tiny_vae))
+    with pytest.raises(ValueError, match="not created with `ComponentSpec.load"):
+        ComponentSpec.from_component("vae", TorchaxVAE(random_vae("tiny")))  # untagged: diffusers' own refusal

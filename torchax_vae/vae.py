@@ -158,6 +158,10 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
                                if value is None and not name.startswith("_") and name not in self._children})
         self._stochastic = [name for name in stochastic_layers(vae) if name.split(".")[0] not in self._family.not_run]
         self.train(vae.training)
+        # a modular pipeline's loading spec (`ComponentSpec.load` tags what it loads): kept, so that
+        # `pipe.update_components(vae=TorchaxVAE(pipe.vae))` keeps the VAE's repository and subfolder
+        if getattr(vae, "_diffusers_load_id", "null") != "null":
+            self._diffusers_load_id = vae._diffusers_load_id
 
     def __repr__(self) -> str:
         """The wrapped diffusers class and how it runs (its facade class's name is internal)."""
@@ -218,6 +222,8 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         """
         from .models import load_diffusers
 
+        # a modular pipeline's spec holds the class `__class__` reports (never instantiated): its adapter builds
+        cls = cls.__dict__.get("_reported_for", cls)
         vae = load_diffusers(name_or_path, subfolder, None if cls is TorchaxVAE else cls.model_class, **kwargs)
         return cls(vae, dtype=dtype, mesh=mesh)
 
@@ -395,7 +401,8 @@ def _reported_class(adapter: type) -> type:
     """A class deriving from the adapter and its diffusers class, named as the adapter; never instantiated."""
     if adapter.model_class is None or issubclass(adapter, adapter.model_class):
         return adapter
-    namespace = {"__module__": adapter.__module__, "__qualname__": adapter.__qualname__, "__doc__": adapter.__doc__}
+    namespace = {"__module__": adapter.__module__, "__qualname__": adapter.__qualname__, "__doc__": adapter.__doc__,
+                 "_reported_for": adapter}
     return type(adapter.__name__, (adapter, adapter.model_class), namespace)
 
 
