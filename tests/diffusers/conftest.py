@@ -21,6 +21,7 @@ classes run again for `AutoencoderKLQwenImage` (its constructor takes Wan's argu
 `test_qwenimage_as_wan.py` beside this file.
 """
 
+import json
 import os
 import pathlib
 
@@ -28,6 +29,8 @@ import pytest
 
 HERE = pathlib.Path(__file__).parent
 PLAIN = os.environ.get("TORCHAX_VAE_PLAIN_DIFFUSERS") == "1"
+# a plain run records the modular tests' failures here (JSON lines; modular_expectations.py says what for)
+RECORD = os.environ.get("TORCHAX_VAE_RECORD_FAILURES")
 
 # diffusers' remote-VAE tests (tests/remote) talk to this project's service: remote_harness.py
 import remote_harness  # noqa: E402
@@ -66,6 +69,7 @@ class TorchaxModel:
 
 
 import failures  # noqa: E402
+import modular_expectations  # noqa: E402
 from wrapping import is_paused, paused, served_vae_classes, wrap_served_vaes  # noqa: E402
 
 # which tests are expected to fail, and which pipeline files run in CI: expectations.py
@@ -74,6 +78,8 @@ from expectations import (  # noqa: E402
     SECOND_ENVIRONMENT, imports,
 )
 
+FAIL_IN_BOTH_RUNS = {**FAIL_IN_BOTH_RUNS, **modular_expectations.FAIL_IN_BOTH_RUNS}  # (modular_expectations.py)
+
 # Modules of diffusers' tests that the vendored pipeline tests import (helpers and mixins); their own tests are
 # diffusers' model tests of UNets and transformers, not of a VAE, so they are not collected here.
 collect_ignore = ["tests/models/test_modeling_common.py", "tests/models/unets", "tests/models/transformers",
@@ -81,10 +87,11 @@ collect_ignore = ["tests/models/test_modeling_common.py", "tests/models/unets", 
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _hub_standins(tmp_path_factory):
+def _hub_standins(request, tmp_path_factory):
     """diffusers' pipeline tests resolve `hf-internal-testing/...` to hub_standins.py's repositories, offline:
     built once per session, and huggingface_hub's cache points there for the session (class-scoped fixtures of
-    those tests build their pipelines before any function-scoped fixture runs)."""
+    those tests build their pipelines before any function-scoped fixture runs). The modular pipelines' whole tiny
+    pipelines (modular_standins.py) are built only in a session that runs their tests."""
     import hub_standins
     from huggingface_hub import constants
 
@@ -92,7 +99,26 @@ def _hub_standins(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(constants, "HF_HUB_CACHE", str(root))
         patch.setattr(constants, "HF_HUB_OFFLINE", True)
+        sources = _modular_sources(request.session.items)
+        if sources:
+            import modular_standins
+
+            with paused():  # the stand-ins are saved plain diffusers models, as on the hub
+                modular_standins.build(root, sources)
         yield root
+
+
+def _modular_sources(items) -> list[str]:
+    """The source texts of the modular pipeline test files the session runs (test_modular_outputs.py's cases name
+    theirs), whose repository ids say which stand-ins to build."""
+    files = set()
+    for item in items:
+        if "tests/modular_pipelines/" in item.nodeid:
+            files.add(pathlib.Path(str(item.path)))
+        elif "test_modular_outputs" in item.nodeid and hasattr(item, "callspec"):
+            module = item.callspec.params["module"].replace(".", "/")
+            files.add(HERE / "tests" / "modular_pipelines" / f"{module}.py")
+    return [file.read_text() for file in sorted(files)]
 
 
 @pytest.fixture(autouse=True)
@@ -168,6 +194,26 @@ def _torchax_module_vae_classes(request):
         yield
 
 
+@pytest.fixture(scope="class", autouse=True)
+def _torchax_modular_vae(request):
+    """diffusers' modular pipeline tests: every served VAE a modular pipeline loads (`ComponentSpec.load`, which
+    `load_components` calls) comes wrapped, keeping its loading spec, as a user's
+    `pipe.update_components(vae=TorchaxVAE(pipe.vae))` does. Class-scoped, as the tests' `base_pipe_output`."""
+    if PLAIN or "tests/modular_pipelines/" not in request.node.nodeid:
+        yield
+        return
+    from diffusers.modular_pipelines import ComponentSpec
+
+    load = ComponentSpec.load
+
+    def wrapped_load(self, **kwargs):
+        return wrap_served_vaes({"component": load(self, **kwargs)})["component"]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ComponentSpec, "load", wrapped_load)
+        yield
+
+
 def wrapped_vae(dummy_vae):
     """A `dummy_vae` property's getter whose VAE comes wrapped."""
 
@@ -200,6 +246,8 @@ def pytest_collection_modifyitems(config, items):
         pipeline_file = node.split("::")[0].removeprefix("tests/pipelines/")
         if node.startswith("tests/pipelines/") and pipeline_file not in PIPELINE_FILES_IN_CI:
             item.add_marker(pytest.mark.heavy)
+        if node.startswith(modular_expectations.PREFIX):
+            _modular_marks(item, node.removeprefix(modular_expectations.PREFIX))
         needs = SECOND_ENVIRONMENT.get(pipeline_file, ())
         if needs and not imports(*needs):
             item.add_marker(pytest.mark.skip(reason=f"its pipeline needs {', '.join(needs)}: run it in the second "
@@ -208,6 +256,19 @@ def pytest_collection_modifyitems(config, items):
             reason = remote_harness.expected_failure(node)
             if reason:  # a value slice of the released weights' output, which random weights miss: only that
                 item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=AssertionError))
+
+
+def _modular_marks(item, node: str) -> None:
+    """A modular pipeline test: skipped where no stand-in can be built here, heavy outside CI's files."""
+    file = node.split("::")[0]
+    if file not in modular_expectations.FILES_IN_CI:
+        item.add_marker(pytest.mark.heavy)
+    if file in modular_expectations.WITHOUT_STANDIN:
+        item.add_marker(pytest.mark.skip(reason=modular_expectations.WITHOUT_STANDIN[file]))
+    needs = modular_expectations.SECOND_ENVIRONMENT_CLASSES.get("::".join(node.split("::")[:2]), ())
+    if needs and not imports(*needs):
+        item.add_marker(pytest.mark.skip(reason=f"its pipeline needs {', '.join(needs)}: run it in the second "
+                                                "environment of tests/diffusers/SOURCE.md"))
 
 
 def _node(item) -> str:
@@ -243,7 +304,18 @@ def pytest_runtest_makereport(item, call):
     node = _node(item)
     if call.when != "call" or HERE not in pathlib.Path(str(item.path)).parents:
         return report
-    if PLAIN and (node in FAIL_IN_BOTH_RUNS or node in FAIL_ON_PLAIN_DIFFUSERS):
+    if PLAIN and RECORD and node.startswith(modular_expectations.PREFIX) and report.failed:
+        failure = failures.failure_of(call.excinfo, str(item.path))
+        with open(RECORD, "a") as f:  # (one line per write: the workers of `-n 2` append to the same file)
+            f.write(json.dumps({node: [failure.type, failure.message]}) + "\n")
+        return report
+    if PLAIN and node in modular_expectations.RECORDED:
+        reason = FAIL_IN_BOTH_RUNS[node]
+        failure = failures.failure_of(call.excinfo, str(item.path))
+        recorded = modular_expectations.RECORDED[node]
+        problems = [] if (failure.type, failure.message) == recorded else [
+            f"recorded {recorded[0]}: {recorded[1][:200]!r}; now {failure.type or 'it passes'}: {failure.message[:200]!r}"]
+    elif PLAIN and (node in FAIL_IN_BOTH_RUNS or node in FAIL_ON_PLAIN_DIFFUSERS):
         reason = FAIL_IN_BOTH_RUNS.get(node) or FAIL_ON_PLAIN_DIFFUSERS[node]
         problem = failures.matches_recorded(call.excinfo, *PLAIN_RAISES[reason])
         problems = [problem] if problem else []

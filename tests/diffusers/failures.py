@@ -32,12 +32,15 @@ class Failure:
 
 def masked(message: str) -> str:
     """The message with numbers, temporary paths and pytest's assertion explanations ("+  where x = repr(...)",
-    which name the model by its repr: a TorchaxVAE's differs from diffusers' module tree by design) masked."""
+    which name the model by its repr: a TorchaxVAE's differs from diffusers' module tree by design) masked, and the
+    strings of a set shown in order (a set's order changes from one process to the next)."""
     kept = "\n".join(line for line in message.splitlines() if not _EXPLANATION.match(line))
+    kept = _STRING_SET.sub(lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", kept)
     return _NUMBER.sub("#", _TEMPORARY.sub("<tmp>", kept))[:500]
 
 
 _EXPLANATION = re.compile(r"^\s*\+\s")
+_STRING_SET = re.compile(r"\{('[^',]*'(?:, '[^',]*')+)\}")
 
 
 def failure_of(excinfo, test_file: str) -> Failure:

@@ -1,0 +1,71 @@
+"""Which of diffusers' modular pipeline tests (tests/modular_pipelines) run here, and how the others fail.
+
+The tiny hub pipelines they load are out of reach; modular_standins.py builds stand-ins from diffusers' non-modular
+pipeline tests of the same models. Where none can be built, the file (or class) is skipped with its reason
+(`WITHOUT_STANDIN`, `SECOND_ENVIRONMENT_CLASSES`). Where a stand-in runs but differs from the hub's repository, or a
+test was written for the vendored snapshot's diffusers rather than 0.42.1, the test fails on plain diffusers: each such
+failure is recorded in `modular_plain_failures.json` (exception type and masked message, written by a plain run with
+`TORCHAX_VAE_RECORD_FAILURES=FILE`), the plain run must fail exactly so, and the wrapped run must fail as plain
+diffusers does in its own process (failures.py), arrays included.
+"""
+
+import json
+import pathlib
+
+HERE = pathlib.Path(__file__).parent
+PREFIX = "tests/modular_pipelines/"
+
+NO_PIPELINE_TEST = ("no offline stand-in: diffusers has no (non-modular) pipeline test of this model to build its "
+                    "tiny pipeline from, and the hub repository is out of reach")
+WITHOUT_STANDIN = {  # file under tests/modular_pipelines -> why it cannot run here
+    "anima/test_modular_pipeline_anima.py": NO_PIPELINE_TEST,
+    "ernie_image/test_modular_pipeline_ernie_image.py": NO_PIPELINE_TEST,
+    "wan_animate_2/test_modular_pipeline_wan_animate_2.py": NO_PIPELINE_TEST,
+    "minimax_music3/test_modular_pipeline_minimax_music3.py": NO_PIPELINE_TEST,
+    "ltx2/test_modular_pipeline_ltx25.py": NO_PIPELINE_TEST + " (LTX-2.5's transformer differs from LTX-2's)",
+    "minimax_h3/test_modular_pipeline_minimax_h3.py": (
+        "no offline stand-in: MiniMax H3 is modular only (no pipeline test to build it from), and its text encoder "
+        "step needs transformers' Qwen3-VL processor, whose video processor needs torchvision (not installable beside "
+        "this torch build); its decode step is compared with plain diffusers in tests/test_minimax_h3_sound.py"),
+    "hunyuan_video1_5/test_modular_pipeline_hunyuan_video1_5.py": (
+        "the stand-in built from diffusers' HunyuanVideo 1.5 pipeline test cannot run the modular pipeline: its text "
+        "encoder step gives no negative_prompt_embeds (the hub repository's guider config is not in it)"),
+    "krea2/test_modular_pipeline_krea2.py": (
+        "the stand-in built from diffusers' Krea 2 pipeline test cannot run the modular pipeline: its text encoder step "
+        "fails (IndexError) on the test pipeline's text encoder"),
+    "krea2/test_modular_pipeline_krea2_turbo.py": (
+        "as Krea 2's: the stand-in's text encoder step fails (IndexError)"),
+}
+SECOND_ENVIRONMENT_CLASSES = {  # test class -> the modules it needs: Qwen-Image Edit's Qwen2-VL processor
+    f"qwen/test_modular_pipeline_qwenimage.py::{cls}": ("torchvision.transforms.functional",)
+    for cls in ("TestQwenImageEditModularPipelineFast", "TestQwenImageEditModularPipelineLoading",
+                "TestQwenImageEditModularPipelineWorkflow", "TestQwenImageEditModularPipelineGuider",
+                "TestQwenImageEditPlusModularPipelineFast", "TestQwenImageEditPlusModularPipelineLoading",
+                "TestQwenImageEditPlusModularPipelineWorkflow", "TestQwenImageEditPlusModularPipelineGuider")
+}
+# the modular files CI's slow set runs both ways (the others are heavy: scripts/diffusers_both_ways.py)
+FILES_IN_CI = ("wan/test_modular_pipeline_wan.py",)
+
+INDEX_DEFAULT = ("written for the recorded loading specs of the snapshot's diffusers; 0.42.1's `save_pretrained` points "
+                 "the saved modular_model_index.json at the save directory (overwrite_modular_index=True by default); "
+                 "it fails on plain diffusers too")
+SNAPSHOT_WORKFLOWS = ("compares the workflows' blocks or components with the vendored snapshot's lists, which diffusers "
+                      "0.42.1's blocks no longer match; it fails on plain diffusers too")
+STANDIN_DIFFERS = ("the offline stand-in (modular_standins.py: the non-modular test's pipeline, no "
+                   "modular_model_index.json) lacks a component, config or hub repository the test expects; it fails "
+                   "on plain diffusers too")
+
+
+def reason(node: str) -> str:
+    test = node.rsplit("::", 1)[-1]
+    if test == "test_modular_index_consistency" or test.startswith("test_save_pretrained_updates_index"):
+        return INDEX_DEFAULT
+    if "workflow" in test:
+        return SNAPSHOT_WORKFLOWS
+    return STANDIN_DIFFERS
+
+
+RECORDED_FILE = HERE / "modular_plain_failures.json"
+# node (relative to this folder) -> (exception type, masked message) of its failure on plain diffusers here
+RECORDED = {node: tuple(failure) for node, failure in json.loads(RECORDED_FILE.read_text()).items()}
+FAIL_IN_BOTH_RUNS = {node: reason(node) for node in RECORDED}
