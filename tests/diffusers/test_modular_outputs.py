@@ -1,0 +1,81 @@
+"""diffusers' modular pipelines (tests/modular_pipelines) as the judge of their outputs: each vendored modular test
+config's pipeline (its offline stand-in, modular_standins.py) and dummy inputs, run on plain diffusers, then with its
+served VAEs swapped in the user's way, `pipe.update_components(vae=TorchaxVAE(pipe.vae))`, must give the same output.
+
+The vendored modular tests check shapes, batching and loading, not values against plain diffusers; here the outputs
+are compared at test_pipeline_outputs.py's decode-only tolerance (these configs only decode), a TorchaxVAE program
+must have run, a near-constant output is refused as evidence, and the swapped VAE must keep its loading spec (the
+modular index a saved pipeline writes points at the same repository and subfolder).
+"""
+
+import importlib
+
+import numpy as np
+import pytest
+import torch
+
+from test_pipeline_outputs import decode_tolerance
+from torchax_vae import TorchaxVAE
+from wrapping import wrap_served_vaes
+
+_M = "tests.modular_pipelines."
+# module under tests/modular_pipelines, its fast-test class (text-to-image or text-to-video: decode only)
+CASES = [
+    ("wan.test_modular_pipeline_wan", "TestWanModularPipelineFast"),
+    ("flux.test_modular_pipeline_flux", "TestFluxModularPipelineFast"),
+    ("flux2.test_modular_pipeline_flux2", "TestFlux2ModularPipelineFast"),
+    ("flux2.test_modular_pipeline_flux2_klein", "TestFlux2KleinModularPipelineFast"),
+    ("qwen.test_modular_pipeline_qwenimage", "TestQwenImageModularPipelineFast"),
+    ("stable_diffusion_3.test_modular_pipeline_stable_diffusion_3", "TestStableDiffusion3ModularPipelineFast"),
+    ("stable_diffusion_xl.test_modular_pipeline_stable_diffusion_xl", "TestSDXLModularPipelineFast"),
+    ("z_image.test_modular_pipeline_z_image", "TestZImageModularPipelineFast"),
+    ("ltx.test_modular_pipeline_ltx", "TestLTXModularPipelineFast"),
+    ("helios.test_modular_pipeline_helios", "TestHeliosModularPipelineFast"),
+    ("cosmos.test_modular_pipeline_cosmos3", "TestCosmos3OmniModularPipelineFast"),
+]
+IN_CI = {"TestWanModularPipelineFast"}  # the others are heavy (about 10-40 s each on 2 cores)
+
+
+def _case(module, name):
+    marks = () if name in IN_CI else (pytest.mark.heavy,)
+    return pytest.param(module, name, id=name.removeprefix("Test").removesuffix("ModularPipelineFast"), marks=marks)
+
+
+# test class -> what its dummy inputs change for the comparison, and why
+INPUT_CHANGES = {
+    # its dummy inputs stop at the latents (output_type="latent"): the comparison asks for the decoded video
+    "TestCosmos3OmniModularPipelineFast": {"output_type": "pt"},
+}
+
+
+def _output(tester, pipe) -> np.ndarray:
+    torch.manual_seed(0)
+    inputs = {**tester.get_dummy_inputs(), **INPUT_CHANGES.get(type(tester).__name__, {})}
+    out = pipe(**inputs, output=tester.output_name)
+    if isinstance(out, list):  # PIL images
+        return np.stack([np.asarray(image, dtype=np.float32) for image in out])
+    return out.float().numpy()
+
+
+@pytest.mark.parametrize("module,name", [_case(*case) for case in CASES])
+def test_modular_output_equals_plain_diffusers(module, name):
+    cls = getattr(importlib.import_module(_M + module), name)
+    tester = cls()
+    pipe = tester.get_pipeline()
+    with torch.no_grad():
+        expected = _output(tester, pipe)
+        plain = {k: v for k, v in pipe.components.items() if v is not None}
+        swapped = {k: v for k, v in wrap_served_vaes(plain).items() if v is not plain[k]}
+        assert "vae" in swapped, f"{name}: no served VAE among {sorted(plain)}"
+        specs = {k: pipe._component_specs[k].load_id for k in swapped}
+        pipe.update_components(**swapped)  # what a user writes: pipe.update_components(vae=TorchaxVAE(pipe.vae))
+        assert {k: pipe._component_specs[k].load_id for k in swapped} == specs, "the loading spec changed"
+        got = _output(tester, pipe)
+    vae = pipe.vae
+    assert isinstance(vae, TorchaxVAE) and vae.compile_stats(), f"{name}: no TorchaxVAE program ran"
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    spread = float(expected.std())
+    assert spread > 1e-3, f"{name}: a near-constant output (std {spread:.3g}) proves nothing"
+    delta = float(np.abs(got - expected).max())
+    print(f"{name}: max |delta| {delta:.3g} on outputs up to {float(np.abs(expected).max()):.3g}")
+    assert delta <= decode_tolerance(expected), f"{name}: max |delta| {delta:.3g} > {decode_tolerance(expected):.3g}"
