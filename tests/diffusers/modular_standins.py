@@ -4,7 +4,7 @@ Those tests build their pipelines with `Blocks().init_pipeline("hf-internal-test
 `load_components()`: whole tiny pipelines from the hub, which is out of reach here. diffusers' (non-modular)
 pipeline fast tests of the same models build components of the same kinds from small configs
 (`get_dummy_components()`), so each stand-in is that pipeline, built by the vendored test's own method, saved with
-`save_pipeline.save_pretrained` into the hub cache layout of hub_standins.py: a modular pipeline falls back to
+the pipeline's `save_pretrained` into the hub cache layout of hub_standins.py: a modular pipeline falls back to
 `model_index.json` where a repository has no `modular_model_index.json`. Both runs of the tests (plain diffusers and
 TorchaxVAE) load the same stand-ins.
 """
@@ -14,7 +14,8 @@ import pathlib
 
 from hub_standins import snapshot
 
-# hub repository -> (the vendored pipeline test module whose get_dummy_components() builds it, its config class)
+# hub repository -> (the vendored pipeline test module whose get_dummy_components() builds it, its config class);
+# the repositories of modular_expectations.WITHOUT_STANDIN's files are not here (it says why)
 _P = "tests.pipelines."
 REPOS = {
     "hf-internal-testing/tiny-wan-modular-pipe": (_P + "wan.test_wan", "WanPipelineTesterConfig"),
@@ -35,16 +36,11 @@ REPOS = {
     "hf-internal-testing/tiny-zimage-modular-pipe": (_P + "z_image.test_z_image", "ZImagePipelineFastTests"),
     "akshan-main/tiny-ltx-modular-pipe": (_P + "ltx.test_ltx", "LTXPipelineFastTests"),
     "hf-internal-testing/tiny-ltx2-modular-pipe": (_P + "ltx2.test_ltx2", "LTX2PipelineFastTests"),
-    "hf-internal-testing/tiny-ltx2-5-modular-pipe": (_P + "ltx2.test_ltx2", "LTX2PipelineFastTests"),
-    "akshan-main/tiny-hunyuanvideo1_5-modular-pipe": (_P + "hunyuan_video1_5.test_hunyuan_1_5",
-                                                      "HunyuanVideo15PipelineFastTests"),
     "hf-internal-testing/tiny-helios-modular-pipe": (_P + "helios.test_helios", "HeliosPipelineFastTests"),
     "hf-internal-testing/tiny-helios-pyramid-modular-pipe": (_P + "helios.test_helios", "HeliosPipelineFastTests"),
     "hf-internal-testing/tiny-cosmos3-modular-pipe": (_P + "cosmos.test_cosmos3", "Cosmos3OmniPipelineFastTests"),
     "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": (_P + "cosmos.test_cosmos3",
                                                                 "Cosmos3OmniPipelineFastTests"),
-    "hf-internal-testing/tiny-krea2-modular-pipe": (_P + "krea2.test_krea2", "Krea2PipelineFastTests"),
-    "hf-internal-testing/tiny-krea2-turbo-modular-pipe": (_P + "krea2.test_krea2", "Krea2PipelineFastTests"),
 }
 
 
