@@ -33,13 +33,16 @@ class Failure:
 def masked(message: str) -> str:
     """The message with numbers, temporary paths and pytest's assertion explanations ("+  where x = repr(...)",
     which name the model by its repr: a TorchaxVAE's differs from diffusers' module tree by design) masked, and the
-    strings of a set shown in order (a set's order changes from one process to the next)."""
+    strings of a set shown in order (a set's order changes from one process to the next), and runs of white space
+    as one space."""
     kept = "\n".join(line for line in message.splitlines() if not _EXPLANATION.match(line))
     kept = _STRING_SET.sub(lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", kept)
-    return _NUMBER.sub("#", _TEMPORARY.sub("<tmp>", kept))[:500]
+    spaced = _SPACES.sub(" ", _NUMBER.sub("#", _TEMPORARY.sub("<tmp>", kept)))
+    return spaced.replace("[ ", "[").replace(" ]", "]")[:500]
 
 
 _EXPLANATION = re.compile(r"^\s*\+\s")
+_SPACES = re.compile(r"\s+")  # (numpy pads the numbers of a printed array to their widths)
 _STRING_SET = re.compile(r"\{('[^',]*'(?:, '[^',]*')+)\}")
 
 
