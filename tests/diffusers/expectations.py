@@ -252,6 +252,12 @@ _SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that com
     ("kolors/test_kolors.py", "KolorsPipelineFastTests"): ("test_inference",),
     ("kolors/test_kolors_img2img.py", "KolorsPipelineImg2ImgFastTests"): ("test_inference",),
     ("pag/test_pag_kolors.py", "KolorsPAGPipelineFastTests"): ("test_pag_inference",),
+    # the tenth batch (TENTH_BATCH in batches.py): the prior's CLIP tokenizer is the stand-in
+    ("kandinsky2_2/test_kandinsky_combined.py", "KandinskyV22PipelineCombinedFastTests"): ("test_kandinsky",),
+    ("kandinsky2_2/test_kandinsky_combined.py", "KandinskyV22PipelineImg2ImgCombinedFastTests"): ("test_kandinsky",),
+    ("kandinsky2_2/test_kandinsky_prior.py", "KandinskyV22PriorPipelineFastTests"): ("test_kandinsky_prior",),
+    ("kandinsky2_2/test_kandinsky_prior_emb2emb.py", "KandinskyV22PriorEmb2EmbPipelineFastTests"): (
+        "test_kandinsky_prior_emb2emb",),
 }
 FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
                      for (path, cls), tests in _SLICE_TESTS.items() for test in tests}
@@ -268,6 +274,7 @@ for _test in ("test_from_pretrained_hub", "test_output_pretrained", "test_loss_p
     FAIL_IN_BOTH_RUNS[f"tests/models/autoencoders/test_models_vq.py::TestVQModel::{_test}"] = VQ_OFFLINE
 FAIL_IN_BOTH_RUNS["tests/pipelines/ltx2/test_ltx2_hdr.py::LTX2HDRPipelineFastTests::test_pipeline_with_accelerator_device_map"] = (
     RELOAD_TOLERANCE)
+
 # The vendored MiniMax H3 video VAE tests (58eb52c) expect `from_pretrained(torch_dtype=...)` to keep every module in
 # float32; diffusers 0.42.1's class keeps only `_keep_in_fp32_modules` (the encoder, quant_conv, the decoder's norms and
 # residual scales), so its post_quant_conv and decoder blocks load in fp16/bf16 and `model.dtype` is that dtype.
@@ -285,6 +292,10 @@ FAIL_ON_PLAIN_DIFFUSERS = {
         "a batch of two and single calls differ by 3.2e-4 on plain diffusers here (the test allows 1e-4); with the VAE "
         "wrapped they agree within it"),
 }
+OFFLOAD_TOLERANCE = ("with model CPU offload the inpainting output differs from the one without by 9.1e-4 on plain "
+                     "diffusers here (the test allows 8e-4); with the VAE wrapped they agree within it")
+FAIL_ON_PLAIN_DIFFUSERS["tests/pipelines/kandinsky2_2/test_kandinsky_inpaint.py::KandinskyV22InpaintPipelineFastTests::"
+                        "test_model_cpu_offload_forward_pass"] = OFFLOAD_TOLERANCE
 # Cosmos (the second environment of SOURCE.md, torch 2.14.1): the pipelines round their video through uint8 (the
 # safety-checker step), and on plain diffusers the two runs these tests compare end one 1/255 step apart (3.9e-3
 # against 1e-4 or 1e-3); wrapped, the VAE gives the same bits both times and they pass.
@@ -366,6 +377,7 @@ PLAIN_RAISES = {
     VQ_OFFLINE: ((OSError,), r"fusing/vqgan-dummy"),
     DDUF: ((ValueError,), r"Loading pipelines from DDUF files is no longer supported"),
     RELOAD_TOLERANCE: ((AssertionError,), r""),
+    OFFLOAD_TOLERANCE: ((AssertionError,), r"assert np\.float32\(0\.000\d+\) < 0\.0008"),
     BYTE_TOKENS: ((ValueError,), r"image_pad"),
     UINT8_STEP: ((AssertionError,), r""),
     PINS_ONLY_LISTED: ((AssertionError,), r"assert torch\.(float16|bfloat16) == torch\.float32"),
