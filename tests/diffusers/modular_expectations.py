@@ -4,9 +4,14 @@ The tiny hub pipelines they load are out of reach; modular_standins.py builds st
 pipeline tests of the same models. Where none can be built, the file (or class) is skipped with its reason
 (`WITHOUT_STANDIN`, `SECOND_ENVIRONMENT_CLASSES`). Where a stand-in runs but differs from the hub's repository, or a
 test was written for the vendored snapshot's diffusers rather than 0.42.1, the test fails on plain diffusers: each such
-failure is recorded in `modular_plain_failures.json` (exception type and masked message, written by a plain run with
-`TORCHAX_VAE_RECORD_FAILURES=FILE`), the plain run must fail exactly so, and the wrapped run must fail as plain
-diffusers does in its own process (failures.py), arrays included.
+failure is recorded in `modular_plain_failures.jsonl` (a line per test: its exception type and masked message), the
+plain run must fail exactly so, and the wrapped run must fail as plain diffusers does in its own process (failures.py),
+arrays included. To record them again, run the plain tests with `TORCHAX_VAE_RECORD_FAILURES=FILE` and put FILE's lines
+here, sorted:
+
+    TORCHAX_VAE_PLAIN_DIFFUSERS=1 TORCHAX_VAE_RECORD_FAILURES=/tmp/r.jsonl pytest -m slow -n 2 --dist loadfile \
+        tests/diffusers/tests/modular_pipelines
+    sort /tmp/r.jsonl > tests/diffusers/modular_plain_failures.jsonl
 """
 
 import json
@@ -65,7 +70,8 @@ def reason(node: str) -> str:
     return STANDIN_DIFFERS
 
 
-RECORDED_FILE = HERE / "modular_plain_failures.json"
+RECORDED_FILE = HERE / "modular_plain_failures.jsonl"
 # node (relative to this folder) -> (exception type, masked message) of its failure on plain diffusers here
-RECORDED = {node: tuple(failure) for node, failure in json.loads(RECORDED_FILE.read_text()).items()}
+RECORDED = {node: tuple(failure) for line in RECORDED_FILE.read_text().splitlines()
+            for node, failure in json.loads(line).items()}
 FAIL_IN_BOTH_RUNS = {node: reason(node) for node in RECORDED}
