@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from test_pipeline_outputs import decode_tolerance
+from test_pipeline_outputs import _as_array, decode_tolerance
 from torchax_vae import TorchaxVAE
 from wrapping import wrap_served_vaes
 
@@ -51,10 +51,7 @@ INPUT_CHANGES = {
 def _output(tester, pipe) -> np.ndarray:
     torch.manual_seed(0)
     inputs = {**tester.get_dummy_inputs(), **INPUT_CHANGES.get(type(tester).__name__, {})}
-    out = pipe(**inputs, output=tester.output_name)
-    if isinstance(out, list):  # PIL images
-        return np.stack([np.asarray(image, dtype=np.float32) for image in out])
-    return out.float().numpy()
+    return _as_array(pipe(**inputs, output=tester.output_name))
 
 
 @pytest.mark.parametrize("module,name", [_case(*case) for case in CASES])
