@@ -11,72 +11,17 @@ import argparse
 import contextlib
 import json
 import logging
-import math
 import os
 import pathlib
 import signal
 import sys
 import threading
 
-from . import FAMILIES, __version__, quiet_diffusers_import
+from . import FAMILIES, __version__, arguments, quiet_diffusers_import
 from .checks import (IMAGE_SUFFIXES, LATENT_SUFFIXES, MAX_FPS, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
                      check_writable)
 
 __all__ = ["main"]
-
-
-def _shape(text: str) -> tuple[int, int, int]:
-    try:
-        frames, height, width = (int(n) for n in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected FRAMES,HEIGHT,WIDTH (e.g. 49,480,720), got {text!r}") from None
-    if min(frames, height, width) < 1:
-        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
-    return frames, height, width
-
-
-def _plan_shape(text: str) -> tuple[int, ...]:
-    try:
-        numbers = tuple(int(n) for n in text.split(","))
-    except ValueError:
-        numbers = ()
-    if len(numbers) not in (3, 5):
-        raise argparse.ArgumentTypeError(f"expected B,C,F,H,W (the encode or decode input, e.g. 1,16,13,60,90), a "
-                                         f"video's FRAMES,HEIGHT,WIDTH (e.g. 49,480,720), or an audio VAE's B,C,T, "
-                                         f"got {text!r}")
-    if min(numbers) < 1:
-        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
-    return numbers
-
-
-def _size(text: str) -> tuple[int, int]:
-    try:
-        height, width = (int(n) for n in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected HEIGHTxWIDTH (e.g. 1328x1328), got {text!r}") from None
-    if min(height, width) < 1:
-        raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")
-    return height, width
-
-
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a positive {kind.__name__}, got {text!r}") from None
-        if not (value > 0 and math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"must be a positive {kind.__name__}, got {text!r}")
-        return value
-
-    return parse
-
-
-def _fps(text: str) -> float:
-    value = _positive(float)(text)
-    if value > MAX_FPS:
-        raise argparse.ArgumentTypeError(f"at most {MAX_FPS} frames per second, got {text!r}")
-    return value
 
 
 def _model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -115,11 +60,11 @@ def parser() -> argparse.ArgumentParser:
                    help="NAME.mp4 (H.264, lossy) or NAME.npy (the exact uint8 frames [F, H, W, 3], lossless); "
                         "batch > 1: NAME_0.mp4, NAME_1.mp4, ...; NAME.wav: the sound alone (LTX-2)")
     _model_args(p)
-    p.add_argument("--fps", type=_fps, default=8.0, help=f"frames per second of the MP4, up to {MAX_FPS} (default: 8)")
+    p.add_argument("--fps", type=arguments.fps, default=8.0, help=f"frames per second of the MP4, up to {MAX_FPS} (default: 8)")
     p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default=None,
                    help="how the file stores the latents (default: as the family's pipelines return them: "
                         "CogVideoX BFCHW, the others BCFHW)")
-    p.add_argument("--size", type=_size, default=None,
+    p.add_argument("--size", type=arguments.size, default=None,
                    help="HEIGHTxWIDTH of the image or video that packed latents [B, tokens, channels] were made "
                         "for (output_type='latent'): Qwen-Image's pipelines pack 2x2 latent patches (channels C*4), "
                         "Qwen-Image 2.1's and LTX-Video's one token per latent pixel (and frame) (channels C)")
@@ -158,7 +103,7 @@ def parser() -> argparse.ArgumentParser:
                    help="layout to write (default: the family's pipelines': CogVideoX BFCHW, the others BCFHW)")
     p.add_argument("--posterior", choices=("mean", "sample"), default="mean", help="latents to keep (default: mean)")
     p.add_argument("--seed", type=int, default=0, help="for --posterior sample")
-    p.add_argument("--frames", type=_positive(int), default=None, help="read at most this many frames")
+    p.add_argument("--frames", type=arguments.positive(int), default=None, help="read at most this many frames")
     _common(p)
 
     p = sub.add_parser("demo", help="offline: the shipped tiny VAE reconstructs a synthetic clip")
@@ -167,9 +112,9 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("warmup", help="compile ahead of time into the persistent cache")
     _model_args(p)
-    p.add_argument("--shape", type=_shape, required=True, help="video FRAMES,HEIGHT,WIDTH, e.g. 49,480,720")
+    p.add_argument("--shape", type=arguments.shape, required=True, help="video FRAMES,HEIGHT,WIDTH, e.g. 49,480,720")
     p.add_argument("--kind", choices=("decode", "encode", "both"), default="decode")
-    p.add_argument("--batch", type=_positive(int), default=1)
+    p.add_argument("--batch", type=arguments.positive(int), default=1)
     _common(p)
 
     p = sub.add_parser("plan", help="compile offline for a TPU or GPU (no accelerator needed): memory per chip, "
@@ -180,9 +125,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True,
                    help="v6e-8, v6e-4, v6e-1, v5e-8, v5e-4, v5p-8, v4-8, a libtpu topology (v6e:2x4), h100, h100x2, h100x8, h200")
     p.add_argument("--kind", choices=("decode", "encode"), default="decode")
-    p.add_argument("--shape", type=_plan_shape, required=True,
+    p.add_argument("--shape", type=arguments.plan_shape, required=True,
                    help="B,C,F,H,W of the encode or decode input, or a video's FRAMES,HEIGHT,WIDTH")
-    p.add_argument("--dp", type=_positive(int), default=1, help="the mesh's 'dp' rows (default: 1, all devices on 'tp')")
+    p.add_argument("--dp", type=arguments.positive(int), default=1, help="the mesh's 'dp' rows (default: 1, all devices on 'tp')")
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="bf16", help="compute dtype (default: bf16)")
     p.add_argument("--tiling", action="store_true", help="force spatial tiling (default: tile only if it would not fit)")
     p.add_argument("--no-progress", action="store_true", help="no line per program while compiling")

@@ -4,7 +4,6 @@ Each returns a dict of what it measured (the command line prints it). Problems
 with files, shapes or models raise `files.InputError` before anything compiles.
 """
 
-import collections
 import contextlib
 import math
 import pathlib
@@ -20,9 +19,10 @@ from . import convert, files, image_files, inpainting, patches, pixels, sound, s
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
-from .frame_progress import duration, frames_written
+from .frame_progress import batches_finished, frames_written, progress_mode
 from .input_checks import check_input, check_output_fits, check_video_shape, smallest_output
-from .vae import TorchaxVAE, vae_subfolder
+from .models import vae_subfolder
+from .vae import TorchaxVAE
 
 __all__ = ["load_vae", "decode_file", "encode_file", "psnr"]
 
@@ -137,66 +137,6 @@ def _on_device(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 LONG_RUN_SECONDS = 600
 
 
-# Frame batches queued on the device ahead of the one being waited for. More would not run faster (one device
-# runs one program at a time); fewer in flight means the progress counts finished frames and Ctrl-C stops at once.
-IN_FLIGHT = 2
-
-
-@contextlib.contextmanager
-def _progress(vae: TorchaxVAE, total: int, desc: str, mode, frames: int):
-    """Counts finished frame batches while a call runs: a bar ("bar", a terminal), a line every tenth with an ETA
-    ("log"); mode None: neither.
-
-    JAX dispatches asynchronously, so a batch counts when its output is ready: at most IN_FLIGHT batches are
-    queued past the oldest unfinished one, which is waited for before the next is queued (and the rest when the
-    call has queued them all). Either way, a run whose first batch says it will take longer than
-    LONG_RUN_SECONDS gets one line up front with the estimate.
-    """
-    from tqdm import tqdm
-
-    start, done = time.perf_counter(), [0]
-    every = max(1, math.ceil(total / 10))
-    queued = collections.deque()
-
-    def finished():
-        jax.block_until_ready(queued.popleft())
-        done[0] += 1
-        bar.update()
-        if mode is None:
-            return
-        elapsed = time.perf_counter() - start
-        eta = elapsed / done[0] * (total - done[0])
-        if done[0] == 1 and total > 1 and elapsed * total > LONG_RUN_SECONDS:
-            print(f"torchax-vae {desc}: this will take about {duration(elapsed * total)} ({total} frame batches; "
-                  f"the first took {elapsed:.2f} s); Ctrl-C stops it and writes nothing", file=sys.stderr, flush=True)
-        if mode == "log" and (done[0] % every == 0 or done[0] == total):
-            print(f"torchax-vae {desc}: batch {done[0]}/{total} ({100 * done[0] // total}%), about "
-                  f"{frames * done[0] // total} of {frames} frames, {frames * done[0] / total / elapsed:.2f} frames/s, "
-                  f"ETA {duration(eta)}", file=sys.stderr, flush=True)
-
-    def step(output):
-        queued.append(output)
-        while len(queued) > IN_FLIGHT:
-            finished()
-
-    with tqdm(total=total, desc=desc, unit="batch", disable=mode != "bar", leave=False) as bar:
-        with progress_of.reporting(step):
-            yield
-            while queued:
-                finished()
-
-
-def _progress_mode(progress):
-    """True (the old flag) -> "bar"; False -> None; "bar", "log" or None as given."""
-    if progress is True:
-        return "bar"
-    if progress is False or progress is None:
-        return None
-    if progress not in ("bar", "log"):
-        raise ValueError(f"progress must be 'bar', 'log', True, False or None, got {progress!r}")
-    return progress
-
-
 def _precompile(vae: TorchaxVAE, kind: str, shape, progress=None) -> tuple[float, int, list]:
     """Compiles every program the call needs; (seconds, frame batches it will run, program stats)."""
     if progress == "bar":
@@ -217,8 +157,8 @@ def _outputs(out: pathlib.Path, batch: int) -> list[pathlib.Path]:
 
 
 def _counting(mode):
-    """`_progress` with this command's mode: (vae, calls, what, frames) -> its context."""
-    return lambda vae, total, desc, frames: _progress(vae, total, desc, mode, frames)
+    """`frame_progress.batches_finished` with this command's mode: (vae, calls, what, frames) -> its context."""
+    return lambda vae, total, desc, frames: batches_finished(total, desc, mode, frames, LONG_RUN_SECONDS)
 
 
 def _make_vae(vae, dtype: str, tiling: bool) -> TorchaxVAE:
@@ -252,7 +192,7 @@ def decode_file(
     `audio_end` seconds where given, as its pipeline crops them).
     image, mask: the files SD inpainting's asymmetric VAE conditions its decoder on (torchax_vae/inpainting.py).
     """
-    mode = _progress_mode(progress)
+    mode = progress_mode(progress)
     out = files.check_writable(out, VIDEO_SUFFIXES + IMAGE_SUFFIXES[:1] + (".wav",))
     inputs = [latents, *([audio_latents] if audio_latents else [])]
     files.check_distinct(out, inputs)
@@ -366,7 +306,7 @@ def encode_file(
     """A video file -> normalized latents as stage 2 would hold them (in the family's `pipeline_layout` by default)."""
     if posterior not in ("mean", "sample"):
         raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")
-    mode = _progress_mode(progress)
+    mode = progress_mode(progress)
     out = files.check_writable(out, files.LATENT_SUFFIXES)
     files.check_distinct(out, [video])
     video_input.check_video_file(video)  # before the model loads; read once its channels are known
@@ -391,7 +331,7 @@ def encode_file(
     compile_seconds, batches, stats = _precompile(ours, "encode", shape, mode)
     streamed = streamed_encode.streams(ours, stats)
     start = time.perf_counter()
-    with _progress(ours, batches, "encode", mode, count):
+    with batches_finished(batches, "encode", mode, count, LONG_RUN_SECONDS):
         if streamed:  # a range of frames at a time, as the encoder's loop takes them
             dist = ours.posterior_class(streamed_encode.moments(ours, video, count, channels))
         else:

@@ -152,3 +152,22 @@ def uint8_like(out: jax.Array, x: torch.Tensor) -> torch.Tensor:
     if is_torchax(x):
         return x._env.j2t_iso(out)
     return to_torch(out, device=x.device, dtype=torch.uint8)
+
+
+DTYPE_NAMES = {
+    "fp32": torch.float32,
+    "float32": torch.float32,
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+}
+
+
+def as_torch_dtype(dtype) -> torch.dtype | None:
+    """A `dtype` argument (a torch.dtype, a name such as "bf16", or None) as a torch.dtype or None."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    if isinstance(dtype, str) and dtype.removeprefix("torch.") in DTYPE_NAMES:
+        return DTYPE_NAMES[dtype.removeprefix("torch.")]
+    raise TypeError(f"dtype must be a torch.dtype or one of {sorted(DTYPE_NAMES)}, got {dtype!r}")

@@ -11,7 +11,8 @@ import torch
 from diffusers import AutoencoderKLCogVideoX
 
 from . import files
-from .commands import _precompile, _progress, _progress_mode, _to_uint8, psnr
+from .commands import LONG_RUN_SECONDS, _precompile, _to_uint8, psnr
+from .frame_progress import batches_finished, progress_mode
 from .files import InputError
 from .synthetic import moving_shapes
 from .vae import TorchaxVAE
@@ -38,16 +39,16 @@ def demo(out: str = "torchax_vae_demo.mp4", *, model=DEMO_MODEL, fps: float = 8,
     vae = AutoencoderKLCogVideoX.from_pretrained(model, low_cpu_mem_usage=False).eval()
     clip = torch.from_numpy(moving_shapes(DEMO_CLIP["seed"], 1, DEMO_CLIP["frames"], DEMO_CLIP["height"], DEMO_CLIP["width"]))
     ours = TorchaxVAE(vae)
-    mode = _progress_mode(progress)
+    mode = progress_mode(progress)
     compile_seconds, batches, _ = _precompile(ours, "encode", tuple(clip.shape))
     start = time.perf_counter()
-    with _progress(ours, batches, "encode", mode, clip.shape[2]):
+    with batches_finished(batches, "encode", mode, clip.shape[2], LONG_RUN_SECONDS):
         mean = ours.encode(clip).latent_dist.mean
     run_seconds = time.perf_counter() - start
     seconds, batches, _ = _precompile(ours, "decode", tuple(mean.shape))
     compile_seconds += seconds
     start = time.perf_counter()
-    with _progress(ours, batches, "decode", mode, clip.shape[2]):
+    with batches_finished(batches, "decode", mode, clip.shape[2], LONG_RUN_SECONDS):
         reconstruction = ours.decode(mean).sample.clamp(-1, 1)
     run_seconds += time.perf_counter() - start
     with torch.no_grad():

@@ -1,4 +1,5 @@
-"""The decode command's progress: frames written, as a streamed decode hands them to ffmpeg.
+"""The commands' progress: frames written, as a streamed decode hands them to ffmpeg; frame batches finished, as
+an encode (or a decode to images) runs them.
 
 A bar on a terminal ("bar"), a line every tenth of the frames with a rate and an ETA ("log"), or nothing (None).
 A run whose first chunk says it will take longer than `long_run_seconds` gets one line up front with the
@@ -6,10 +7,15 @@ estimate (the frames of the first chunk, and the time they took, include compili
 compiled before).
 """
 
+import collections
 import contextlib
 import math
 import sys
 import time
+
+import jax
+
+from . import progress as progress_of
 
 
 def duration(seconds: float) -> str:
@@ -43,3 +49,63 @@ def frames_written(total: int, desc: str, mode, long_run_seconds: float):
 
     with tqdm(total=total, desc=desc, unit="frame", disable=mode != "bar", leave=False) as bar:
         yield wrote
+
+
+# Frame batches queued on the device ahead of the one being waited for. More would not run faster (one device
+# runs one program at a time); fewer in flight means the progress counts finished frames and Ctrl-C stops at once.
+IN_FLIGHT = 2
+
+
+@contextlib.contextmanager
+def batches_finished(total: int, desc: str, mode, frames: int, long_run_seconds: float):
+    """Counts finished frame batches while a call (encode, or a decode to images) runs: a bar ("bar", a terminal), a
+    line every tenth with an ETA ("log"); mode None: neither.
+
+    JAX dispatches asynchronously, so a batch counts when its output is ready: at most IN_FLIGHT batches are
+    queued past the oldest unfinished one, which is waited for before the next is queued (and the rest when the
+    call has queued them all). Either way, a run whose first batch says it will take longer than
+    `long_run_seconds` gets one line up front with the estimate.
+    """
+    from tqdm import tqdm
+
+    start, done = time.perf_counter(), [0]
+    every = max(1, math.ceil(total / 10))
+    queued = collections.deque()
+
+    def finished():
+        jax.block_until_ready(queued.popleft())
+        done[0] += 1
+        bar.update()
+        if mode is None:
+            return
+        elapsed = time.perf_counter() - start
+        eta = elapsed / done[0] * (total - done[0])
+        if done[0] == 1 and total > 1 and elapsed * total > long_run_seconds:
+            print(f"torchax-vae {desc}: this will take about {duration(elapsed * total)} ({total} frame batches; "
+                  f"the first took {elapsed:.2f} s); Ctrl-C stops it and writes nothing", file=sys.stderr, flush=True)
+        if mode == "log" and (done[0] % every == 0 or done[0] == total):
+            print(f"torchax-vae {desc}: batch {done[0]}/{total} ({100 * done[0] // total}%), about "
+                  f"{frames * done[0] // total} of {frames} frames, {frames * done[0] / total / elapsed:.2f} frames/s, "
+                  f"ETA {duration(eta)}", file=sys.stderr, flush=True)
+
+    def step(output):
+        queued.append(output)
+        while len(queued) > IN_FLIGHT:
+            finished()
+
+    with tqdm(total=total, desc=desc, unit="batch", disable=mode != "bar", leave=False) as bar:
+        with progress_of.reporting(step):
+            yield
+            while queued:
+                finished()
+
+
+def progress_mode(progress):
+    """True (the old flag) -> "bar"; False -> None; "bar", "log" or None as given."""
+    if progress is True:
+        return "bar"
+    if progress is False or progress is None:
+        return None
+    if progress not in ("bar", "log"):
+        raise ValueError(f"progress must be 'bar', 'log', True, False or None, got {progress!r}")
+    return progress

@@ -32,7 +32,7 @@ def saved_class(model: str, subfolder: str = "vae") -> str | None:
     """The `_class_name` of a pipeline folder's (or cached hub id's) `subfolder` model, or None where it has none."""
     from diffusers import AutoencoderKL
 
-    from .vae import vae_subfolder
+    from .models import vae_subfolder
 
     try:  # (any diffusers model class reads any config.json)
         return AutoencoderKL.load_config(str(model), subfolder=vae_subfolder(model, subfolder)).get("_class_name")

@@ -11,7 +11,6 @@ of `vae`.
 
 import functools
 import logging
-import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -38,32 +37,6 @@ from .sources import DeviceSource, HostSource, is_abstract
 
 logger = logging.getLogger(__name__)
 
-_DTYPE_NAMES = {
-    "fp32": torch.float32,
-    "float32": torch.float32,
-    "bf16": torch.bfloat16,
-    "bfloat16": torch.bfloat16,
-    "fp16": torch.float16,
-    "float16": torch.float16,
-}
-
-
-def _as_dtype(dtype) -> torch.dtype | None:
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    if isinstance(dtype, str) and dtype.removeprefix("torch.") in _DTYPE_NAMES:
-        return _DTYPE_NAMES[dtype.removeprefix("torch.")]
-    raise TypeError(f"dtype must be a torch.dtype or one of {sorted(_DTYPE_NAMES)}, got {dtype!r}")
-
-
-def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
-    """`subfolder`, or None where a local folder holds the VAE itself (its config.json at the top)."""
-    local = pathlib.Path(name_or_path).expanduser()
-    if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
-        return None
-    return subfolder
-
-
 # What a facade class reports of its family, as class attributes (read where only the class is at hand: the
 # command's layouts, `models.input_shape`, `isinstance`).
 FAMILY_FACTS = ("model_class", "rank", "pipeline_layout", "decoded_layout", "posterior_class", "decode_draws_noise",
@@ -77,7 +50,8 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderKLHunyuanImageRefiner` (its one-frame videos), `AutoencoderTiny`, `AsymmetricAutoencoderKL` (SD inpainting), `VQModel` (Kandinsky's MoVQ) and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
-    `AutoencoderKLCosmos` or `AutoencoderKLMagvit`; and LTX-2's sound, `AutoencoderKLLTX2Audio` (`pipe.audio_vae`) and
+    `AutoencoderKLCosmos`, `AutoencoderKLMagvit` or `Kandinsky6SRVAE` (Kandinsky 6's video super-resolution); and
+    LTX-2's sound, `AutoencoderKLLTX2Audio` (`pipe.audio_vae`) and
     its vocoders `LTX2Vocoder` and `LTX2VocoderWithBWE` (`pipe.vocoder`: called as diffusers' module is); MiniMax H3's
     `AutoencoderKLMiniMaxH3` and `AutoencoderKLMiniMaxH3Audio` (mono waveforms [B, 1, samples]); Stable Audio's
     `AutoencoderOobleck` (waveforms [B, 2, samples]) Stable Audio 3's `AutoencoderSAME` and LongCat audio's
@@ -144,7 +118,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         programs = twin.get("programs")  # (an empty cache is falsy: it has a __len__)
         if programs is None:
             programs = Programs(store=ProgramStore.for_model(cache.for_api(), vae))
-        self._engine = Engine(_as_dtype(dtype) or compute_dtype_of(vae), placement, programs, memory_budget)
+        self._engine = Engine(convert.as_torch_dtype(dtype) or weights.compute_dtype_of(vae), placement, programs, memory_budget)
         self._engine.weights = jax_weights(vae, self._engine.jax_dtype, placement.replicated)
         self._family = self.family(vae, self._engine)
         if hasattr(vae, "use_slicing"):  # (AutoencoderKLTemporalDecoder has neither flag, and neither has its adapter)
@@ -156,7 +130,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         self._children = {name: module is not None for name, module in vae._modules.items()}
         self._children.update({name: False for name, value in vars(vae).items()
                                if value is None and not name.startswith("_") and name not in self._children})
-        self._stochastic = [name for name in stochastic_layers(vae) if name.split(".")[0] not in self._family.not_run]
+        self._stochastic = [name for name in weights.stochastic_layers(vae) if name.split(".")[0] not in self._family.not_run]
         self.train(vae.training)
         # a modular pipeline's loading spec (`ComponentSpec.load` tags what it loads): kept, so that
         # `pipe.update_components(vae=TorchaxVAE(pipe.vae))` keeps the VAE's repository and subfolder
@@ -404,26 +378,6 @@ def _reported_class(adapter: type) -> type:
     namespace = {"__module__": adapter.__module__, "__qualname__": adapter.__qualname__, "__doc__": adapter.__doc__,
                  "_reported_for": adapter}
     return type(adapter.__name__, (adapter, adapter.model_class), namespace)
-
-
-def compute_dtype_of(model: nn.Module) -> torch.dtype:
-    """The dtype a model computes in: its own (`model.dtype`), or for a class that keeps some modules in float32
-    (`_keep_in_fp32_modules`), that of its other floating-point weights (loaded with torch_dtype=bf16: bf16)."""
-    keep = tuple(getattr(model, "_keep_in_fp32_modules", None) or ())
-    if keep:
-        for name, tensor in model.named_parameters():
-            if tensor.is_floating_point() and not weights.kept_in_fp32(name, keep):
-                return tensor.dtype
-    return model.dtype
-
-
-def stochastic_layers(model: nn.Module) -> list[str]:
-    """Names of the layers whose training mode computes otherwise than eval: dropout with p > 0, batch norm."""
-    return [
-        name for name, module in model.named_modules()
-        if (isinstance(module, nn.modules.dropout._DropoutNd) and module.p > 0)
-        or isinstance(module, nn.modules.batchnorm._BatchNorm)
-    ]
 
 
 def join(arrays, *, axis):

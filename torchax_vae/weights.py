@@ -195,3 +195,23 @@ class Submodule:
 
     def __repr__(self) -> str:
         return f"<a read-only view of {self._owner.model_class.__name__}.{self._path}: copies of its JAX weights>"
+
+
+def compute_dtype_of(model: nn.Module) -> torch.dtype:
+    """The dtype a model computes in: its own (`model.dtype`), or for a class that keeps some modules in float32
+    (`_keep_in_fp32_modules`), that of its other floating-point weights (loaded with torch_dtype=bf16: bf16)."""
+    keep = tuple(getattr(model, "_keep_in_fp32_modules", None) or ())
+    if keep:
+        for name, tensor in model.named_parameters():
+            if tensor.is_floating_point() and not kept_in_fp32(name, keep):
+                return tensor.dtype
+    return model.dtype
+
+
+def stochastic_layers(model: nn.Module) -> list[str]:
+    """Names of the layers whose training mode computes otherwise than eval: dropout with p > 0, batch norm."""
+    return [
+        name for name, module in model.named_modules()
+        if (isinstance(module, nn.modules.dropout._DropoutNd) and module.p > 0)
+        or isinstance(module, nn.modules.batchnorm._BatchNorm)
+    ]

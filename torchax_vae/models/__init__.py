@@ -109,6 +109,14 @@ else:
     WRAPPERS += (HunyuanImageRefinerVAE,)
 
 
+def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
+    """`subfolder`, or None where a local folder holds the VAE itself (its config.json at the top)."""
+    local = pathlib.Path(name_or_path).expanduser()
+    if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
+        return None
+    return subfolder
+
+
 def supported() -> str:
     return ", ".join(w.model_class.__name__ for w in WRAPPERS)
 
@@ -139,8 +147,6 @@ def load_diffusers(name_or_path, subfolder: str | None = "vae", expected: type |
     A folder holding the VAE itself (config.json at its top) works with or without
     `subfolder`. `kwargs` go to the class's `from_pretrained`.
     """
-    from ..vae import vae_subfolder
-
     subfolder = vae_subfolder(name_or_path, subfolder)
     name_or_path = str(name_or_path)  # a pathlib.Path too
     hub = {key: kwargs[key] for key in _HUB_OPTIONS if key in kwargs}
@@ -174,8 +180,6 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
     hub id (its config only). ValueError for a class no adapter serves.
     """
     import torch
-
-    from ..vae import vae_subfolder
 
     path = pathlib.Path(str(name_or_path)).expanduser()
     if path.is_file():

@@ -53,7 +53,7 @@ def _warmup(text: str) -> tuple[str | None, str, tuple[int, ...]]:
 
 
 def add_parser(sub) -> None:
-    from ..cli import _positive  # the command's own number checks (cli.py calls this while building its parser)
+    from ..arguments import positive as _positive  # the command's own number checks
 
     p = sub.add_parser("serve", help="a VAE service for diffusers' remote_decode / remote_encode (docs/serve.md)")
     p.add_argument("--model", action="append", required=True, type=_named_model, metavar="NAME=PATH",
