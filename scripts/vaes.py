@@ -447,6 +447,14 @@ HUNYUANIMAGE_REFINER_CONFIGS = {
     "hunyuanimage-refiner": {},
 }
 
+# Kandinsky6SRVAE (Kandinsky 6's video super-resolution; diffusers >= 0.42): a small one (four levels: 8x spatial, the
+# released 4x in time from level 1 on), and the released architecture (the class defaults: 16x, 64 latent channels)
+KANDINSKY6_SR_CONFIGS = {
+    "kandinsky6-sr-tiny": {"latent_channels": 4, "encoder_block_out_channels": (8, 8, 16, 16),
+                           "decoder_block_out_channels": (8, 8, 16, 16), "layers_per_block": 1},
+    "kandinsky6-sr": {},
+}
+
 # AutoencoderOobleck (Stable Audio): diffusers' own test config (tests/models/autoencoders/
 # test_models_autoencoder_oobleck.py, 58eb52c: hop 8), and Stable Audio Open 1.0's (the class defaults: hop 2048 at
 # 44.1 kHz, 64 latent channels)
@@ -490,7 +498,8 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("LongCatAudioDiTVae", (0, 42), LONGCAT_AUDIO_CONFIGS),
                  ("Cosmos3AVAEAudioTokenizer", (0, 42), COSMOS3_AUDIO_CONFIGS),
                  ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
-                 ("AutoencoderKLHunyuanImageRefiner", (0, 42), HUNYUANIMAGE_REFINER_CONFIGS))
+                 ("AutoencoderKLHunyuanImageRefiner", (0, 42), HUNYUANIMAGE_REFINER_CONFIGS),
+                 ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS))
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42
 MISSING: dict[str, str] = {}
 for _name, _since, _configs in NEWER_CLASSES:
@@ -527,6 +536,9 @@ RELEASED = {
     **({"qwenimage21": ("qwenimage21", 1, 1024, 1024)} if "qwenimage21" in MODELS else {}),
     # MiniMax H3's modular pipeline: 124 frames (17 x 7 + 5) at 24 fps on its 16:9 canvas, 768 x 1344
     **({"minimaxh3": ("minimaxh3", 124, 768, 1344)} if "minimaxh3" in MODELS else {}),
+    # Kandinsky6SRPipeline's decode of one 512 x 768 tile (its transformer's tile size) of a 121-frame video (Kandinsky
+    # 6's 121 x 512 x 768 at 2x); diffusers >= 0.42
+    **({"kandinsky6-sr": ("kandinsky6-sr", 121, 512, 768)} if "kandinsky6-sr" in MODELS else {}),
     # AutoencoderKL's images (one frame): the pipelines' default sizes, and SDXL at 2048x2048 (issue 39: untiled
     # on one v5e chip)
     "sd1.5": ("sd1.5", 1, 512, 512), "sdxl": ("sdxl", 1, 1024, 1024), "sd3": ("sd3", 1, 1024, 1024),

@@ -107,6 +107,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (HunyuanImageRefinerVAE,)
+try:  # ... and Kandinsky 6's SR VAE
+    from .kandinsky6_sr import Kandinsky6SRVAEModel
+except ImportError:
+    pass
+else:
+    WRAPPERS += (Kandinsky6SRVAEModel,)
 
 
 def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
