@@ -125,6 +125,50 @@ def test_command_decodes_conditioned_on_the_pipelines_image_and_mask(tmp_path, c
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_service_decodes_conditioned_on_the_image_and_mask(tmp_path):
+    """The service's decode with `image_shape` and `mask_shape` (their bytes after the latents', serve/conditions.py)
+    is the pipeline's `vae.decode(latents / scaling_factor, image=, mask=)` within 1e-4; without them,
+    unconditioned; a condition for another VAE, a wrong size or a missing mask is a JSON 400, and the service goes
+    on."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    import numpy as np
+    from diffusers.utils.remote_utils import remote_decode
+    from serving import serving
+
+    from helpers import random_vae
+    from torchax_vae.serve import create_app
+    from torchax_vae.serve.client import StreamError, decode_with_condition
+
+    vae = asymmetric("three-levels")
+    z, image, mask = randn(2, 4, 8, 8, seed=5), randn(2, 3, 32, 32, seed=6).clamp(-1, 1), half_mask(2, 32)
+    with torch.no_grad():
+        conditioned = vae.decode(z / vae.config.scaling_factor, image=image, mask=mask).sample
+        plain = vae.decode(z / vae.config.scaling_factor).sample
+    assert (conditioned - plain).abs().max() > 1e-2  # the condition changes the image
+    with serving(create_app({"inpaint": TorchaxVAE(vae), "kl": TorchaxVAE(random_vae("kl-tiny"))})) as base:
+        got = decode_with_condition(f"{base}/decode/inpaint", z, image, mask, do_scaling=True)
+        assert_close(torch.from_numpy(got.copy()), conditioned, ATOL, "served decode(z, image, mask)")
+        raw = remote_decode(endpoint=f"{base}/decode/inpaint", tensor=z, output_type="pt", return_type="pt")
+        assert_close(raw, plain, ATOL, "served decode(z)")
+        for endpoint, args, message in (
+                ("kl", (randn(1, 4, 4, 4), randn(1, 3, 32, 32), half_mask(1, 32)), "decodes latents alone"),
+                ("inpaint", (z, image, torch.ones(2, 1, 16, 16)), "the mask must be [2, 1, 32, 32]"),
+                ("inpaint", (z[:1], image, mask), "the image must be [1, 3, 32, 32]")):
+            with pytest.raises(StreamError, match=r"400: .*" + message.replace("[", r"\[").replace("]", r"\]")):
+                decode_with_condition(f"{base}/decode/{endpoint}", *args)
+        query = "shape=2&shape=4&shape=8&shape=8&image_shape=2&image_shape=3&image_shape=32&image_shape=32&dtype=float32"
+        request = urllib.request.Request(f"{base}/decode/inpaint?{query}", method="POST",
+                                         data=np.zeros(2 * 4 * 64 + 2 * 3 * 1024, np.float32).tobytes())
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request)
+        assert refused.value.code == 400 and "send both" in json.loads(refused.value.read())["error"]
+        again = decode_with_condition(f"{base}/decode/inpaint", z, image, mask, do_scaling=True)
+        assert np.array_equal(again, got)  # nothing else disturbed
+
+
 MESH_SCRIPT = """
 import json, torch
 from diffusers import AsymmetricAutoencoderKL

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from . import bodies, outputs, protocol, server, sounds, streams
+from . import bodies, conditions, outputs, protocol, server, sounds, streams
 from .bodies import BodyBudget, body_size, read_body
 from .metrics import Metrics
 from ..checks import shown
@@ -218,6 +218,9 @@ def _parse(vae, kind: str, params, headers, body, max_pixels: int, normalized: b
         parsed = sounds.parse(vae, speaker, name, params, headers, body, normalized)
         if parsed.kind == "sound":
             return parsed
+        protocol.check_answer(vae, parsed)
+    elif conditions.asked(params):  # the decoder's condition (SD inpainting's image and mask) after the latents
+        parsed = conditions.parse(vae, name, params, headers, body, normalized)
         protocol.check_answer(vae, parsed)
     else:
         parsed = protocol.decode_request(vae, params, headers, body, normalized)

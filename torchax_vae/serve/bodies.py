@@ -59,10 +59,14 @@ def _declared(request: Request) -> int | None:
     return int(length)
 
 
+# The query parameters whose tensors the body holds, in its order
+TENSOR_KEYS = ("shape", "audio_shape", "image_shape", "mask_shape")
+
+
 def _tensor_bytes(params) -> int | None:
-    """A tensor body's size from its shape (and audio_shape: serve/sounds.py) and dtype parameters (None: the body
-    is an image)."""
-    keys = [key for key in ("shape", "audio_shape") if params.get(key) is not None]
+    """A tensor body's size from its shape (and audio_shape: serve/sounds.py; image_shape and mask_shape:
+    serve/conditions.py) and dtype parameters (None: the body is an image)."""
+    keys = [key for key in TENSOR_KEYS if params.get(key) is not None]
     if not keys:
         return None
     name = params.get("dtype")
@@ -81,7 +85,7 @@ def body_size(request: Request, limit: int) -> int:
                                 "(--max-body-mb)", reason="too_large")
     if needed is not None and declared is not None and declared != needed:
         params = request.query_params
-        shapes = " and ".join(f"{key} {list(shape_of(params, key))}" for key in ("shape", "audio_shape")
+        shapes = " and ".join(f"{key} {list(shape_of(params, key))}" for key in TENSOR_KEYS
                               if params.get(key) is not None)
         raise RequestError(400, f"Content-Length is {declared} bytes; {shapes} of {params.get('dtype')} needs {needed}")
     return limit if size is None else size

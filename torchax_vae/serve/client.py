@@ -1,10 +1,12 @@
-"""A small client for the service's streamed frames (`output_type=frames`, serve/streams.py has the framing), and
-for its decodes with sound (serve/sounds.py), which diffusers' `remote_decode` cannot send.
+"""A small client for the service's streamed frames (`output_type=frames`, serve/streams.py has the framing), for
+its decodes with sound (serve/sounds.py) and its conditioned decodes (serve/conditions.py), which diffusers'
+`remote_decode` cannot send.
 
     from torchax_vae.serve.client import decode_with_sound, stream_frames
     for frames in stream_frames("http://127.0.0.1:8000/decode/wan", latents):
         ...  # uint8 [B, f, H, W, C], as each chunk of final frames arrives
     mp4 = decode_with_sound("http://127.0.0.1:8000/decode/ltx2", video, audio)  # LTX-2's (video, audio) latents
+    images = decode_with_condition("http://127.0.0.1:8000/decode/sd-inpaint", latents, image, mask)  # [B, 3, H, W]
 
 Standard library only (urllib), so it runs where the latents are made, beside any torch or none.
 """
@@ -17,8 +19,7 @@ import urllib.request
 
 import numpy as np
 
-__all__ = ["decode_with_sound", "stream_frames", "StreamError"]
-
+__all__ = ["decode_with_condition", "decode_with_sound", "stream_frames", "StreamError"]
 
 
 class StreamError(RuntimeError):
@@ -75,6 +76,30 @@ def decode_with_sound(endpoint: str, latents=None, audio=None, *, output_type: s
     query.append(("output_type", output_type or ("mp4" if latents is not None else "wav")))
     with _open(endpoint, query + _query(params), body, token, timeout) as response:
         return response.read()
+
+
+def decode_with_condition(endpoint: str, latents, image, mask, *, token: str | None = None, timeout: float = 600,
+                          **params) -> np.ndarray:
+    """The decoder's output [B, 3, H, W] (float32, the decoder's values) of latents conditioned on the image being
+    inpainted and its mask, as SD inpainting's pipeline calls its AsymmetricAutoencoderKL: `image` [B, 3, H, W] in
+    [-1, 1] and `mask` [B, 1, H, W] as its processors make them, at the decoded size (docs/serve.md).
+
+    params: the service's other query parameters (`do_scaling`, `scaling_factor`, ...), as `remote_decode` sends
+    them. Raises StreamError with the server's message on a refusal.
+    """
+    arrays = [_array(t, what) for t, what in ((latents, "latents"), (image, "image"), (mask, "mask"))]
+    dtypes = {dtype for _, dtype in arrays}
+    if len(dtypes) != 1:
+        raise TypeError(f"latents, image and mask must share a dtype, got {[dtype for _, dtype in arrays]}")
+    (z, dtype), (picture, _), (holes, _) = arrays
+    query = ([("shape", n) for n in z.shape] + [("image_shape", n) for n in picture.shape]
+             + [("mask_shape", n) for n in holes.shape] + [("dtype", dtype), ("output_type", "pt")])
+    with _open(endpoint, query + _query(params), z.tobytes() + picture.tobytes() + holes.tobytes(), token,
+               timeout) as response:
+        shape, answered, data = json.loads(response.headers["shape"]), response.headers["dtype"], response.read()
+    if answered == "bfloat16":  # (a bf16 model's answer; numpy has no bfloat16: its bits are float32's upper half)
+        return (np.frombuffer(data, np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
+    return np.frombuffer(data, {"float32": np.float32, "float16": np.float16}[answered]).reshape(shape)
 
 
 def stream_frames(endpoint: str, latents, *, token: str | None = None, timeout: float = 600, **params):

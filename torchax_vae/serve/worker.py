@@ -286,14 +286,21 @@ class DeviceWorker:
         x = (tensors[0] if len(tensors) == 1 else torch.cat(tensors)).to(vae.dtype)  # as pipelines cast to vae.dtype
         rows = x.shape[0]
         padded = next((s for s in batch_sizes(self.max_batch, _dp(vae)) if s >= rows), rows)
+        first = batch[0].parsed
+        args = first.decode_args  # (a job with them runs alone) per-video ones padded as its rows are
         if padded > rows and not vae.batch_is_frames:  # the last row again: the compiled sizes stay few, and
             # padding cannot overflow (a batch of one video's frames is that video: never padded)
-            x = torch.cat([x, x[-1:].expand(padded - rows, *x.shape[1:])])
-        first = batch[0].parsed
+            x = _pad(x, padded)
+            args = tuple(_pad(a, padded) if isinstance(a, torch.Tensor) and a.shape[:1] == (rows,) else a for a in args)
         if first.kind == "decode":
             noise = {"generator": torch.Generator().manual_seed(first.seed)} if vae.decode_draws_noise else {}
-            return _decode_steps(vae.decode_stream(x, *first.decode_args, **noise), vae, [job.batch for job in batch])
+            return _decode_steps(vae.decode_stream(x, *args, **noise), vae, [job.batch for job in batch])
         return _encode_steps(vae, x, batch)
+
+
+def _pad(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """x with its last row repeated up to `rows` rows."""
+    return torch.cat([x, x[-1:].expand(rows - x.shape[0], *x.shape[1:])])
 
 
 def _decode_steps(stream, vae, sizes: list[int]):
