@@ -40,7 +40,7 @@ SMALL_CONFIGS = {
     "official": "tiny", "wan2.1": "wan-tiny", "wan2.2": "wan2.2-tiny", "qwenimage": "qwenimage-tiny",
     "hunyuanvideo": "hunyuan-tiny", "ltx091": "ltx091-tiny", "ltx2": "ltx2ts-tiny", "hunyuanvideo15": "hunyuan15-tiny",
     "mochi": "mochi-tiny", "cosmos": "cosmos-tiny", "magvit": "magvit-tiny", "allegro": "allegro-tiny",
-    "qwenimage21": "qwenimage21-tiny", "minimaxh3": "minimaxh3-tiny",
+    "qwenimage21": "qwenimage21-tiny", "minimaxh3": "minimaxh3-tiny", "kandinsky6-sr": "kandinsky6-sr-tiny",
     "sd1.5": "sd-tiny", "sdxl": "sd-tiny", "sd3": "flux-tiny", "flux": "flux-tiny",  # AutoencoderKL's images
     "flux2": "flux2-tiny", "sana": "dc-tiny", "hunyuanimage": "hunyuanimage-tiny",
     "taesd": "tiny-tiny", "taef1": "tiny-tiny", "svd": "svd-tiny",
