@@ -163,6 +163,14 @@ def settings(config) -> dict:
     return {k: listed(v) for k, v in dict(config).items() if not k.startswith("_")}
 
 
+def xla_flags(devices: int) -> str:
+    """XLA_FLAGS for a subprocess on `devices` virtual CPU devices, with the suite's own (tests/conftest.py)."""
+    import os
+
+    suite = [flag for flag in os.environ.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in flag]
+    return " ".join([*suite, f"--xla_force_host_platform_device_count={devices}"])
+
+
 def deltas_on_8_devices(script: str, atol: float) -> dict:
     """Runs `script` (Python printing a JSON line {"devices": n, what: max |Δ|, ...} last) in a new process on 8
     virtual CPU devices, from this folder; asserts it ran on 8 and every max |Δ| is within `atol`. Returns the rows."""
@@ -170,7 +178,7 @@ def deltas_on_8_devices(script: str, atol: float) -> dict:
     import os
     import subprocess
 
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env = dict(os.environ, XLA_FLAGS=xla_flags(8))
     proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parent, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -20,7 +20,7 @@ import requests
 import torch
 from diffusers.utils.remote_utils import remote_decode
 
-from helpers import assert_close, randn, random_vae
+from helpers import assert_close, randn, random_vae, xla_flags
 from serving import free_port, metric, served_decode, serving, wait_ready
 from torchax_vae import TorchaxVAE
 from torchax_vae.demo import DEMO_MODEL
@@ -156,7 +156,7 @@ def test_repr_names_the_diffusers_class():
 
 def _serve(*args, devices: int = 1):
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "TORCHAX_VAE_CACHE_DIR": "off",
-           "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
+           "XLA_FLAGS": xla_flags(devices)}
     return subprocess.Popen([sys.executable, "-m", "torchax_vae", "serve", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

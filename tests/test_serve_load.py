@@ -19,7 +19,7 @@ import pytest
 import requests
 import torch
 
-from helpers import randn, random_vae, with_noise
+from helpers import randn, random_vae, with_noise, xla_flags
 from serving import free_port, metric, served_decode, wait_ready
 from test_threads import SIZES
 from torchax_vae import TorchaxVAE
@@ -182,7 +182,7 @@ def test_served_on_an_8_device_mesh_batches_over_dp(tmp_path):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "TORCHAX_VAE_CACHE_DIR": "off",
-           "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+           "XLA_FLAGS": xla_flags(8)}
     command = [sys.executable, "-m", "torchax_vae", "serve", "--model", f"wan={tmp_path / 'wan'}", "--port", str(port),
                "--dp", "2", "--max-batch", "4", "--max-wait-ms", "2000", "--log-level", "warning"]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

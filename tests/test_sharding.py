@@ -19,7 +19,7 @@ import pytest
 import torch
 from jax.sharding import AxisType, Mesh, PartitionSpec
 
-from helpers import MODELS, TOLERANCE, assert_close, random_vae
+from helpers import MODELS, TOLERANCE, assert_close, random_vae, xla_flags
 from torchax_vae import TorchaxVAE, make_mesh
 from torchax_vae.lowering import jax_weights
 from torchax_vae.models.cogvideox import LoweredVAE
@@ -31,7 +31,7 @@ TEMP_RATIO = 0.35  # per-device temp bytes on a (1, 8) mesh vs one device, at mo
 
 
 def run_devices(script: str, *args, devices: int, timeout: float) -> subprocess.CompletedProcess:
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    env = dict(os.environ, XLA_FLAGS=xla_flags(devices))
     return subprocess.run(
         [sys.executable, str(TESTS / script), *args], env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -251,7 +251,7 @@ def _free_port() -> int:
 def test_two_processes_decode_on_one_global_mesh(tiny_vae, tmp_path):
     """jax.distributed on 127.0.0.1: 2 processes x 4 virtual devices, one mesh of 8, one decode."""
     port, n = str(_free_port()), 2
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    env = dict(os.environ, XLA_FLAGS=xla_flags(4))
     outs = [tmp_path / f"video{i}.npy" for i in range(n)]
     procs = [
         subprocess.Popen(
