@@ -60,24 +60,19 @@ NO_TILING = "Kandinsky6SRVAE has no tiling: its pipeline tiles the video itself 
 
 def encode_segments(frames: int) -> list[tuple[int, int]]:
     """The (start, end) frame ranges diffusers' `encode` passes to one encoder call each: 17, then 16 at a time."""
-    ranges, start = [], 0
-    while start < frames:
-        end = min(start + SEGMENT_FRAMES + (start == 0), frames)
-        ranges.append((start, end))
-        start = end
-    return ranges
+    return _segments(frames, SEGMENT_FRAMES)
 
 
 def decode_segments(latents: int, temporal_ratio: int) -> list[tuple[int, int]]:
     """The (start, end) latent ranges diffusers' `decode` passes to one decoder call each: 16 frames' worth (and
     the first latent) first, then 16 frames' worth at a time."""
-    size = SEGMENT_FRAMES // temporal_ratio
-    ranges, start = [], 0
-    while start < latents:
-        end = min(start + size + (start == 0), latents)
-        ranges.append((start, end))
-        start = end
-    return ranges
+    return _segments(latents, SEGMENT_FRAMES // temporal_ratio)
+
+
+def _segments(length: int, size: int) -> list[tuple[int, int]]:
+    """Ranges of `size` covering `length`, the first one longer by one (the leading frame), the last what is left."""
+    ends = [min(end, length) for end in range(size + 1, length + size, size)] if length > 1 else [length]
+    return list(zip([0, *ends[:-1]], ends))
 
 
 def _paddings(cache) -> list:
