@@ -24,6 +24,17 @@ from . import convert, stream
 from .engine import Engine
 
 
+def whole_groups(frames: int, first: bool, size: int) -> str | None:
+    """`Family.session_chunks` for an encoder that takes the first frame alone, then frames in groups of `size`
+    (Wan's calls of 4, Kandinsky 6 SR's temporal pooling): None where a chunk of `frames` ends where a group does,
+    else the sizes that would, as words for the error."""
+    if first and (frames - 1) % size:
+        return f"a first chunk of 1 + {size}k video frames (1, {1 + size}, {1 + 2 * size}, ...)"
+    if not first and frames % size:
+        return f"later chunks of a multiple of {size} video frames"
+    return None
+
+
 class Family:
     """A diffusers VAE class's facts and loops; an adapter overrides what its class does its own way.
 

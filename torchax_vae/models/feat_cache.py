@@ -47,7 +47,7 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchif
 from jax.sharding import Mesh
 
 from .. import memory, patches, stream, tiling
-from ..family import Family
+from ..family import Family, whole_groups
 from ..lowering import Lowered
 from ..vae import TorchaxVAE, apply, join
 
@@ -261,11 +261,7 @@ class FeatCache(Family):
         if kind == "decode":
             return None
         # diffusers' encoder takes the first frame alone, then 4 at a time: a chunk must end where a call does
-        if first and (frames - 1) % ENCODE_CHUNK:
-            return f"a first chunk of 1 + {ENCODE_CHUNK}k video frames (1, 5, 9, ...)"
-        if not first and frames % ENCODE_CHUNK:
-            return f"later chunks of a multiple of {ENCODE_CHUNK} video frames"
-        return None
+        return whole_groups(frames, first, ENCODE_CHUNK)
 
     def encode_ranges(self, frames: int) -> list[tuple[int, int]]:
         return encode_chunks(frames)

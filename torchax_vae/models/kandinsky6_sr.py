@@ -46,7 +46,7 @@ from diffusers.models.autoencoders.autoencoder_kandinsky6_sr import (SEGMENT_FRA
                                                                      Kandinsky6SRUpsample)
 
 from .. import patches, stream
-from ..family import Family
+from ..family import Family, whole_groups
 from ..lowering import Lowered
 from ..vae import TorchaxVAE, apply, join
 from .kl import _where_diffusers_has
@@ -204,12 +204,8 @@ class Kandinsky6SR(Family):
     def session_chunks(self, frames: int, first: bool, kind: str = "decode") -> str | None:
         if kind == "decode":
             return None
-        temporal = self.temporal_compression_ratio
-        if first and (frames - 1) % temporal:
-            return f"a first chunk of 1 + {temporal}k video frames (1, {1 + temporal}, {1 + 2 * temporal}, ...)"
-        if not first and frames % temporal:
-            return f"later chunks of a multiple of {temporal} video frames"
-        return None
+        # the encoder's temporal pooling pairs frames (twice): a chunk must end where a pooled group does
+        return whole_groups(frames, first, self.temporal_compression_ratio)
 
     def encode_ranges(self, frames: int) -> list[tuple[int, int]]:
         return encode_segments(frames)
