@@ -38,6 +38,7 @@ def parity(case: str, vae, ours: TorchaxVAE, x: torch.Tensor, z: torch.Tensor, *
     if ranges and ours.tiling_mode != "on" and "official" not in case:  # an encode session: each encoder call's frames
         with ours.encode_session() as session:
             parts = [session.encode(x[:, :, a:b]).latent_dist.parameters for a, b in ranges]
+            parts.append(session.finish().latent_dist.parameters)
         emit(case=case, what=f"encode session {[b - a for a, b in ranges]}",
              max_abs=diff(ours.posterior_class(torch.cat(parts, dim=2)).mode(), expected))
     if ours.batch_is_frames:  # Stable Video Diffusion: decode(z, num_frames), the batch one video
@@ -69,7 +70,7 @@ def stream_and_session(case: str, what: str, ours, z, actual, *decode_args, **de
         sizes = [2 + frames % 2] + [2] * ((frames - 2 - frames % 2) // 2)
         with ours.decode_session() as session:
             starts = [sum(sizes[:i]) for i in range(len(sizes))]
-            parts = [session.decode(z[:, :, a:a + n]) for a, n in zip(starts, sizes)]
+            parts = [session.decode(z[:, :, a:a + n]) for a, n in zip(starts, sizes)] + [session.finish()]
         emit(case=case, what=f"session {sizes}", max_abs=diff(torch.cat(parts, dim=2), actual))
 
 

@@ -103,6 +103,85 @@ def test_slicing_and_programs(pair):
     assert len(decoders) == 1, [s["name"] for s in fresh.compile_stats()]
 
 
+def _session(model, kind: str, video, sizes, tiled=False):
+    """The session's outputs over chunks of `sizes` frames, then its finish(), and their join."""
+    parts, start = [], 0
+    with getattr(model, f"{kind}_session")() as session:
+        for n in sizes:
+            out = session.decode(video[:, :, start:start + n]) if kind == "decode" else session.encode(
+                video[:, :, start:start + n]).latent_dist.mean
+            parts.append(out)
+            start += n
+        parts.append(session.finish() if kind == "decode" else session.finish().latent_dist.mean)
+    return parts, torch.cat(parts, 2)
+
+
+@pytest.mark.parametrize("latents,sizes,counts", [
+    (3, [3], [0, 9]),  # too few for a whole clip: all at finish()
+    (7, [1] * 7, [0] * 6 + [17, 5]),  # a realtime generator's single latents: the clip as its 7th latent comes
+    (12, [2, 3, 7], [0, 0, 34, 5]),
+    (8, [5, 3], [0, 17, 9]),  # the last clip filled by repeating the last latent, at finish()
+    (13, [7, 6], [17, 17, 9]),
+])
+def test_decode_session_yields_each_clip_when_its_latents_have_come(pair, latents, sizes, counts):
+    """Each clip's frames leave with the chunk that brings its last latent; finish() decodes what the end leaves.
+    Joined, they are diffusers' decode within 1e-4 and ours bit for bit."""
+    vae, ours = pair
+    z = randn(1, 4, latents, 2, 3, seed=latents)
+    with torch.no_grad():
+        expected, whole = vae.decode(z).sample, ours.decode(z).sample
+        parts, joined = _session(ours, "decode", z, sizes)
+    assert [p.shape[2] for p in parts] == counts
+    assert all(p.shape[:2] == (1, 3) and p.shape[3:] == (8, 12) and p.dtype == whole.dtype for p in parts)
+    assert_close(joined, expected, FP32, f"decode session of {sizes}")
+    assert torch.equal(joined, whole)
+
+
+@pytest.mark.parametrize("frames,sizes", [(1, [1]), (5, [2, 3]), (17, [17]), (22, [1, 16, 5]), (39, [20, 19])])
+def test_encode_session_encodes_each_clip_when_its_frames_have_come(pair, frames, sizes):
+    vae, ours = pair
+    x = randn(1, 3, frames, 8, 12, seed=frames)
+    with torch.no_grad():
+        expected = vae.encode(x).latent_dist.mean
+        _, joined = _session(ours, "encode", x, sizes)
+    assert_close(joined, expected, FP32, f"encode session of {sizes}")
+
+
+def test_sessions_tile_and_compile_one_clip_program(pair):
+    """Tiling on (the default) in a session: each clip tiled alone, as diffusers' decode tiles it; a session of
+    single latents compiles the clip's program once, and nothing more for more clips."""
+    vae, _ = pair
+    ours = TorchaxVAE(vae)
+    try:
+        for model in (vae, ours):
+            model.enable_tiling(16, 16, 8, 4)
+        z = randn(1, 4, 12, 10, 6, seed=5)
+        with torch.no_grad():
+            expected = vae.decode(z).sample
+            _session(ours, "decode", z, [1] * 7)
+            tiles = sorted(s["name"] for s in ours.compile_stats())
+            _, joined12 = _session(ours, "decode", z, [1] * 12)
+        assert tiles == ["decoder/tile"], tiles
+        assert sorted(s["name"] for s in ours.compile_stats()) == tiles  # the second clip compiled nothing
+        assert_close(joined12, expected, FP32, "tiled decode session")
+    finally:
+        for model in (vae, ours):
+            model.enable_tiling(256, 256, 64, 64)
+
+
+def test_session_finish_refusals(pair):
+    _, ours = pair
+    with torch.no_grad():
+        session = ours.decode_session()
+        session.decode(randn(1, 4, 2, 2, 2))  # a chunk of any length is taken
+        with pytest.raises(ValueError, match="the session's latents has 2 latent frames.*needs at least 3"):
+            session.finish()
+        with pytest.raises(RuntimeError, match="closed"):
+            session.decode(randn(1, 4, 2, 2, 2))
+        with pytest.raises(ValueError, match="no chunk"):
+            ours.decode_session().finish()
+
+
 def test_bad_input_refused_at_the_boundary(pair):
     vae, _ = pair
     ours = TorchaxVAE(vae)
@@ -194,6 +273,9 @@ with torch.no_grad():
     vae.enable_tiling(16, 16, 8, 8)
     z = torch.randn(1, 4, 7, 6, 6, generator=torch.Generator().manual_seed(10))
     rows["tiled decode"] = (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()
+    with ours.decode_session() as session:  # single latents, as a realtime generator gives them
+        parts = [session.decode(z[:, :, i:i + 1]) for i in range(7)] + [session.finish()]
+    rows["tiled decode session"] = (torch.cat(parts, 2) - vae.decode(z).sample).abs().max().item()
 print(json.dumps(rows))
 """
 
@@ -232,7 +314,13 @@ def test_command_writes_the_frames_the_pipeline_would_and_encodes_them_back(pair
     assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
     files.write_mp4(tmp_path / "video.mp4", frames)
     assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
-    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 7, 2, 3)
+    back = torch.load(tmp_path / "back.pt")  # streamed clip by clip through an encode session
+    from torchax_vae import video_input
+    read, _ = video_input.read_video(tmp_path / "video.mp4", None, channels=3)
+    x = ((torch.from_numpy(read).permute(3, 0, 1, 2)[None].float() / 255 - mean) / std)
+    with torch.no_grad():
+        whole = (vae.encode(x).latent_dist.mode() - latents_mean) / latents_std
+    assert_close(back, whole, FP32, "the command's streamed encode")
     capsys.readouterr()
     audio = random_vae("minimaxh3-audio-tiny")
     with pytest.raises(InputError, match="waveforms"):

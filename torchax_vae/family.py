@@ -187,10 +187,16 @@ class Family:
 
     # ----- sessions: latents (or video frames) fed chunk by chunk (torchax_vae/session.py) -----
 
-    # Whether the family's encode and decode carry causal state from chunk to chunk, so that a session can feed
-    # them chunks as a generator (or a camera, or a file read in order) makes them. Families with it implement
-    # `session_step`.
+    # Whether the family's encode and decode carry state from chunk to chunk (causal caches; MiniMax H3's clip held
+    # until its latents have come), so that a session can feed them chunks as a generator (or a camera, or a file
+    # read in order) makes them. Families with it implement `session_step`.
     carries_state: bool = False
+    # Whether a session holds back what its chunks leave unfinished until `finish()` (MiniMax H3: its last clip,
+    # filled by repeating the last latent once the video's end is known). Such a family takes chunks of any
+    # length, checks the whole video's latents at the end, and implements `session_finish`.
+    holds_back: bool = False
+    # Whether a session may tile (each of the family's session calls tiled alone, with no state across tiles).
+    session_tiles: bool = False
 
     def session_chunks(self, frames: int, first: bool, kind: str = "decode") -> str | None:
         """None when a session's chunk of `frames` frames (latent frames for "decode", video frames for
@@ -207,4 +213,8 @@ class Family:
     def session_step(self, source, state, kind: str = "decode"):
         """A session's chunk run: (decode's frames or encode's moments, the state for the next chunk); state
         None for the first chunk."""
+        raise NotImplementedError
+
+    def session_finish(self, state, kind: str = "decode"):
+        """What a `holds_back` family's session still holds at the video's end (frames or moments), or None."""
         raise NotImplementedError

@@ -13,6 +13,13 @@ same frame groups (`Family.session_chunks` refuses chunkings that would group fr
 which it accepts). So a session of any length compiles the programs of its first chunk and of one later
 chunk size, and nothing after. A session runs untiled, and is one stream's: it refuses a second thread while
 a chunk runs, and any call after `close()`.
+
+MiniMax H3 carries no causal state: it decodes clips of 7 latent frames every 5 with a non-causal decoder, the
+last latent repeated to fill the last clip, and fades each clip into the one before. Its session decodes each
+clip as soon as its latents have all come, holds back the rest (a clip's latents, the last clip's tail) on the
+device, and `finish()` decodes what the video's end leaves (its encode session likewise, clip by clip). Its
+chunks may have any length, and it tiles as its decode does (each clip is tiled alone). Every session has
+`finish()`: for the families that carry causal state it is empty, their chunks' outputs being final.
 """
 
 import threading
@@ -43,7 +50,7 @@ class _Session:
             raise ValueError(f"{vae.model_class.__name__} {self.kind}s a whole video per call and carries no causal "
                              f"state between chunks, so it has no {self.kind} session; sessions are for "
                              f"{families_with_state()} (use {self.kind} on the whole video)")
-        if vae.tiling_mode == "on":
+        if vae.tiling_mode == "on" and not family.session_tiles:
             raise ValueError(f"a {self.kind} session runs untiled; tiling is on (enable_tiling): call "
                              f"disable_tiling() first, or {self.kind} whole videos")
         self._vae = vae
@@ -52,6 +59,7 @@ class _Session:
         self._lock = threading.Lock()
         self._closed = False
         self.frames = 0  # frames (latent frames for a decode, video frames for an encode) taken so far
+        self._empty = self._reference = None  # a zero-frame output, and a zero-frame input (their device)
 
     def _run(self, x: torch.Tensor):
         """The family's output for the chunk x (a JAX array), checked and with the state carried."""
@@ -71,7 +79,8 @@ class _Session:
         if self.kind == "decode":
             validation.check_video(x, name="session chunk", channels=vae.latent_channels, role="decoder", rank=vae.rank,
                                       dtype=vae.dtype)
-            family.check_latents(tuple(x.shape), "session chunk")
+            if not family.holds_back:  # else the whole video's latents are checked at `finish()`
+                family.check_latents(tuple(x.shape), "session chunk")
         else:
             validation.check_video(x, name="session chunk", channels=vae.video_channels, role="encoder", rank=vae.rank,
                                       dtype=vae.dtype)
@@ -89,10 +98,48 @@ class _Session:
             raise ValueError(f"a {self.kind} session yields no gradients: pass the chunk detached (torch.no_grad())")
         vae._check_weights()
         family.check_training()
+        self._last_shape, self._reference = tuple(x.shape), x[:, :, :0]
         out, state = family.session_step(vae._source(x), self._state, kind=self.kind)
         self._state, self._shape = state, shape
         self.frames += x.shape[2]
-        return out
+        return self._or_empty(out, x)
+
+    def _or_empty(self, out, x: torch.Tensor) -> torch.Tensor:
+        """`out` as a tensor on x's device; where a chunk completes nothing (a family that holds back its
+        unfinished clip), no frames: an empty tensor with the outputs' other dimensions."""
+        if out is not None:
+            out = convert.like(out, x)
+            self._empty = out[:, :, :0]
+            return out
+        if self._empty is None:
+            vae = self._vae
+            batch, _, _, height, width = self._last_shape
+            if self.kind == "decode":
+                ratio = vae.spatial_compression_ratio
+                shape = (batch, vae.video_channels, 0, height * ratio, width * ratio)
+            else:
+                ratio = vae._family.spatial_compression_ratio
+                shape = (batch, 2 * vae.latent_channels, 0, height // ratio, width // ratio)
+            self._empty = torch.zeros(shape, dtype=vae.dtype, device=x.device)
+        return self._empty
+
+    def _finish(self) -> torch.Tensor:
+        """What the session still holds at the video's end (nothing, for families that carry causal state:
+        their chunks' outputs are final), then the session is closed."""
+        if not self._lock.acquire(blocking=False):
+            raise RuntimeError(f"this {self.kind} session is running a chunk in another thread; finish it after "
+                               f"that chunk")
+        try:
+            if self._closed:
+                raise RuntimeError(f"this {self.kind} session is closed; open a new one with "
+                                   f"vae.{self.kind}_session()")
+            if self._state is None:
+                raise ValueError(f"this {self.kind} session has had no chunk: there is nothing to finish")
+            out = self._vae._family.session_finish(self._state, kind=self.kind) if self._vae._family.holds_back else None
+            return self._or_empty(out, self._reference)
+        finally:
+            self.close()
+            self._lock.release()
 
     def close(self) -> None:
         """Frees the session's state on the device; later calls raise."""
@@ -115,7 +162,13 @@ class DecodeSession(_Session):
 
     def decode(self, z: torch.Tensor) -> torch.Tensor:
         """The frames the latent chunk `z` completes, as a tensor like `decode`'s output (on z's device)."""
-        return convert.like(self._run(z), z)
+        return self._run(z)
+
+    def finish(self) -> torch.Tensor:
+        """The video's last frames, which no chunk completed (MiniMax H3 decodes its last clip once it knows it is
+        the last; other families have decoded every frame already, and this is empty); then closes the session.
+        The chunks' frames and these, joined, are `decode` of the whole video's latents."""
+        return self._finish()
 
     @property
     def latent_frames(self) -> int:
@@ -136,5 +189,13 @@ class EncodeSession(_Session):
         from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
 
-        posterior = self._vae.posterior_class(convert.like(self._run(x), x))
+        posterior = self._vae.posterior_class(self._run(x))
+        return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)
+
+    def finish(self, return_dict: bool = True):
+        """The posterior of the video's last latent frames, which no chunk completed (MiniMax H3 encodes its last
+        clip once it knows it is the last; empty for other families); then closes the session."""
+        from diffusers.models.modeling_outputs import AutoencoderKLOutput
+
+        posterior = self._vae.posterior_class(self._finish())
         return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)

@@ -16,9 +16,11 @@ __all__ = ["streams", "moments"]
 
 def streams(vae, programs: list[dict]) -> bool:
     """Whether the encode of a video by `vae` streams: its family's encoder runs in ranges of frames carrying
-    state, and the call's programs (`precompile`'s) are untiled, as a session's are."""
-    return (vae._family.carries_state and vae._family.encode_ranges(1) is not None
-            and not any("/tile" in p["name"] for p in programs))
+    state, and the call's programs (`precompile`'s) are untiled, as a session's are (or the family's sessions
+    tile as its encode does: MiniMax H3's clips)."""
+    family = vae._family
+    return (family.carries_state and family.encode_ranges(1) is not None
+            and (family.session_tiles or not any("/tile" in p["name"] for p in programs)))
 
 
 def moments(vae, path, frames: int, channels: int) -> torch.Tensor:
@@ -32,4 +34,5 @@ def moments(vae, path, frames: int, channels: int) -> torch.Tensor:
                 raise InputError(f"video {path} ended after {start + len(chunk)} frames; counted {frames}")
             x = pixels.from_uint8(torch.from_numpy(np.stack(chunk)).permute(3, 0, 1, 2)[None], vae._family, 1)
             out.append(session.encode(x.to(vae.dtype)).latent_dist.parameters)  # the model's dtype
+        out.append(session.finish().latent_dist.parameters)  # what the session held back (MiniMax H3's last clip)
     return torch.cat(out, dim=2)

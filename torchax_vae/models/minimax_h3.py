@@ -15,6 +15,9 @@ How diffusers runs it, and how this adapter does:
   have one shape), and each clip's 17 frames are final once faded in: a
   decode stream hands them out clip by clip. Fewer than 3 latent frames make
   no clip; diffusers fails there, this adapter refuses them at the boundary.
+- Sessions (torchax_vae/session.py): a clip is decoded (encoded) when the
+  chunk that brings its last latent (frame) comes; the rest is held on the
+  device (`_Held`), and `finish()` runs the last clip once the end is known.
 - Spatial tiling is on by default (the released frames are the tiled ones):
   tiles of `tile_sample_min_height` x `_width` pixels, as many as cover the
   frame with overlaps of at least `tile_sample_min_overlap_*`, the slack
@@ -32,6 +35,7 @@ How diffusers runs it, and how this adapter does:
   them).
 """
 
+import dataclasses
 import functools
 import math
 
@@ -43,10 +47,11 @@ import torch
 from diffusers import AutoencoderKLMiniMaxH3, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import MiniMaxH3VideoCausalConv3d
 
-from .. import memory, tiling
+from .. import memory, stream, tiling
 from ..family import Family
-from ..sources import is_abstract
-from ..vae import TorchaxVAE, apply
+from ..sources import DeviceSource, is_abstract
+from ..vae import TorchaxVAE, apply, join
+from . import minimax_h3_tiles as tiles_of_clips
 from .kl import _where_diffusers_has
 from .windows import WindowLowered
 
@@ -76,22 +81,6 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
         clips = -(-frames // config.clip_length)
         latents = clips * -(-config.clip_length // temporal) - config.token_drop
     return (batch, config.latent_channels, latents, height // spatial, width // spatial)
-
-
-def split_tiles(length: int, tile: int, overlap: int, ratio: int) -> tuple[list[int], int, list[int]]:
-    """diffusers' `_split_tiles`: (tile starts, tile size, overlaps) covering `length` pixels."""
-    if tile >= length:
-        return [0], length, []
-    count = math.ceil(length / tile)
-    while tile * count - overlap * (count - 1) - length < 0:
-        count += 1
-    overlaps = [overlap] * (count - 1)
-    for i in range((tile * count - sum(overlaps) - length) // ratio):
-        overlaps[i % (count - 1)] += ratio
-    starts = [0]
-    for i in range(count - 1):
-        starts.append(starts[-1] + tile - overlaps[i])
-    return starts, tile, overlaps
 
 
 class MiniMaxH3Lowered(WindowLowered):
@@ -199,12 +188,20 @@ class MiniMaxH3(Family):
 
     def decode_chunks(self, source, tiled: bool | None = None):
         """One chunk per clip (its kept frames, faded in from the clip before), then the last clip's tail."""
+        clips, left = self._decode_plan(source.shape[2])
+        before, left = yield from self._decode_clips(source, range(clips), left, None, 0, tiled)
+        if before is not None and left > 0:
+            yield apply(_frames, before, start=0, stop=min(left, before.shape[2]))
+
+    def _decode_clips(self, source, clips, left: int, before, base: int, tiled):
+        """Clips `clips` (numbered in the whole video; the source holds its latents from latent `base` on): each
+        one's kept frames, faded in from the clip before, at most `left` frames in all. Returns (the last clip's
+        tail, the frames still to come)."""
         size, overlap, pre, fade = self._clip_tokens
         ratio, drop = self.temporal_compression_ratio, self.config.token_drop
-        clips, left = self._decode_plan(source.shape[2])
-        before = None
-        for i in range(clips):
-            out = self._clip("decode", source, (i * size, i * size + size + overlap), tiled)
+        for i in clips:
+            start = i * size - base
+            out = self._clip("decode", source, (start, start + size + overlap), tiled)
             head = apply(_frames, out, start=pre, stop=size * ratio)
             if before is not None:
                 head = apply(tiling.blend, before, head, extent=fade, axis=2)
@@ -214,8 +211,63 @@ class MiniMaxH3(Family):
             left -= keep
             if drop > 0:
                 before = apply(_frames, out, start=size * ratio + pre, stop=2 * size * ratio)
+        return before, left
+
+    # ----- sessions: clips decoded (or encoded) as soon as all their latents (frames) have come -----
+
+    carries_state = True
+    holds_back = True
+    session_tiles = True
+
+    def encode_ranges(self, frames: int) -> list[tuple[int, int]]:
+        """The encoder's clips (one frame is encoded alone)."""
+        clip = self.config.clip_length
+        return [(start, min(start + clip, frames)) for start in range(0, frames, clip)]
+
+    def session_step(self, source, state, kind: str = "decode"):
+        """The clips a session's chunk completes; what they leave (the latents or frames of the next clip, the
+        last clip's tail, its moments) is held on the device for the next chunk or `session_finish`."""
+        held = source.take((0, source.shape[2]))
+        state = _Held(held) if state is None else state.with_chunk(held)
+        source = DeviceSource(state.held, state.held.dtype, self.engine.placement)
+        if kind == "decode":
+            size, overlap = self._clip_tokens[:2]
+            ready = range(state.done, max(state.done, (state.total - overlap) // size))
+            # a clip whose latents have all come keeps all its frames, whatever the video's length (_decode_plan)
+            outputs, (before, _) = stream.run_out(
+                self._decode_clips(source, ready, math.inf, state.before, state.base, None))
+            state = state.moved(len(ready), len(ready) * size, before=before)
+        else:
+            clip = self.config.clip_length
+            ready = state.held.shape[2] // clip
+            outputs = [] if state.before is None or not ready else [state.before]
+            moments = [self._clip("encode", source, (k * clip, k * clip + clip), None) for k in range(ready)]
+            outputs += moments[:-1]
+            state = state.moved(ready, ready * clip, before=moments[-1] if moments else state.before)
+        return (apply(join, outputs, axis=2) if outputs else None), state
+
+    def session_finish(self, state, kind: str = "decode"):
+        """The rest of the video at its end: the clips its last latents make (the last latent repeated to fill
+        the last clip, as diffusers' decode) and the last clip's tail; or, encoding, the last clip's moments with
+        diffusers' dropped latents cut."""
+        shape = (*state.held.shape[:2], state.total, *state.held.shape[3:])
+        source = DeviceSource(state.held, state.held.dtype, self.engine.placement)
+        if kind == "encode":
+            if state.total == 1:
+                return self._clip("encode", source, (0, 1), None)
+            moments = [] if state.before is None else [state.before]
+            if state.held.shape[2]:
+                moments.append(self._clip("encode", source, (0, self.config.clip_length), None))
+            return apply(_join_and_drop, moments, drop=self.config.token_drop)
+        self.check_latents(shape, "the session's latents")
+        clips, frames = self._decode_plan(state.total)
+        size, _, pre, _ = self._clip_tokens
+        left = frames - state.done * (size * self.temporal_compression_ratio - pre)
+        outputs, (before, left) = stream.run_out(
+            self._decode_clips(source, range(state.done, clips), left, state.before, state.base, None))
         if before is not None and left > 0:
-            yield apply(_frames, before, start=0, stop=min(left, before.shape[2]))
+            outputs.append(apply(_frames, before, start=0, stop=min(left, before.shape[2])))
+        return apply(join, outputs, axis=2) if outputs else None
 
     def _clip(self, kind: str, source, span, tiled) -> jax.Array:
         """One clip (frames `span` of the source, the last frame repeated past its end), encoded or decoded:
@@ -233,8 +285,8 @@ class MiniMaxH3(Family):
             out = self._call(kind, source, span)
             self.engine.ran_batch(out)
             return out
-        rows = split_tiles(height, tile[0], self.tile_sample_min_overlap_height, ratio)
-        cols = split_tiles(width, tile[1], self.tile_sample_min_overlap_width, ratio)
+        rows = tiles_of_clips.split_tiles(height, tile[0], self.tile_sample_min_overlap_height, ratio)
+        cols = tiles_of_clips.split_tiles(width, tile[1], self.tile_sample_min_overlap_width, ratio)
         tiles = []
         for row in rows[0]:
             tiles.append([])
@@ -243,7 +295,7 @@ class MiniMaxH3(Family):
                 tiles[-1].append(self._call(kind, source, span, block))
                 self.engine.ran_batch(tiles[-1][-1])
         unit = ratio if kind == "encode" else 1  # the overlaps are in pixels; an encoder's tiles are latents
-        return apply(_stitch, tiles, rows=tuple(o // unit for o in rows[2]), cols=tuple(o // unit for o in cols[2]))
+        return apply(tiles_of_clips.stitch, tiles, rows=tuple(o // unit for o in rows[2]), cols=tuple(o // unit for o in cols[2]))
 
     def _call(self, kind: str, source, span, block=None):
         """One encoder or decoder call on frames `span` (repeating the last past the end) of the source, or of a
@@ -315,22 +367,26 @@ def _join_and_drop(moments, *, drop: int):
     return joined[:, :, : joined.shape[2] - drop]
 
 
-@functools.partial(jax.jit, static_argnames=("rows", "cols"))
-def _stitch(tiles, *, rows: tuple, cols: tuple):
-    """diffusers' `_stitch_tiles`: each tile blended with its raw upper and left neighbours (diffusers' linear fade,
-    tiling.blend), then cut before the overlap with the next."""
-    out_rows = []
-    for i, row in enumerate(tiles):
-        kept = []
-        for j, tile in enumerate(row):
-            if i > 0:
-                tile = tiling.blend(tiles[i - 1][j], tile, extent=rows[i - 1], axis=3)
-            if j > 0:
-                tile = tiling.blend(row[j - 1], tile, extent=cols[j - 1], axis=4)
-            if i < len(tiles) - 1:
-                tile = tile[:, :, :, : tile.shape[3] - rows[i]]
-            if j < len(row) - 1:
-                tile = tile[:, :, :, :, : tile.shape[4] - cols[j]]
-            kept.append(tile)
-        out_rows.append(jnp.concatenate(kept, axis=4))
-    return jnp.concatenate(out_rows, axis=3)
+@dataclasses.dataclass(frozen=True)
+class _Held:
+    """A MiniMax H3 session's state: the latents (or frames) from latent (frame) `base` on, not yet in a finished
+    clip; the clips done; the last clip's tail (encoding: its moments), held back; the latents (frames) so far."""
+
+    held: jax.Array
+    base: int = 0
+    done: int = 0
+    before: jax.Array | None = None
+    total: int = 0
+
+    def __post_init__(self):
+        if not self.total:
+            object.__setattr__(self, "total", self.held.shape[2])
+
+    def with_chunk(self, chunk) -> "_Held":
+        return dataclasses.replace(self, held=apply(join, [self.held, chunk], axis=2),
+                                   total=self.total + chunk.shape[2])
+
+    def moved(self, clips: int, by: int, before) -> "_Held":
+        """After `clips` more clips, their first `by` latents (frames) no longer held."""
+        return dataclasses.replace(self, held=apply(_frames, self.held, start=by, stop=self.held.shape[2]),
+                                   base=self.base + by, done=self.done + clips, before=before)
