@@ -216,7 +216,7 @@ NINTH_BATCH = (
 
 # diffusers' test files vendored tenth (SOURCE.md): Kandinsky 2.2's and Kandinsky 3's pipelines, whose MoVQ is a
 # VQModel (served since issue 57; the harness wraps it under its component name, `movq`). Their prior pipelines hold no
-# VAE and run both ways as the rest. (Kandinsky 2.1's need a multilingual-CLIP tokenizer stand-in: not yet.)
+# VAE and run both ways as the rest.
 TENTH_BATCH = (
     "kandinsky2_2/test_kandinsky.py",
     "kandinsky2_2/test_kandinsky_combined.py",
@@ -228,4 +228,14 @@ TENTH_BATCH = (
     "kandinsky2_2/test_kandinsky_prior_emb2emb.py",
     "kandinsky3/test_kandinsky3.py",
     "kandinsky3/test_kandinsky3_img2img.py",
+)
+
+# diffusers' test files vendored eleventh (SOURCE.md): Kandinsky 2.1's pipelines (their MoVQ as `movq`), with an
+# XLM-RoBERTa tokenizer stand-in for YiYiXu/tiny-random-mclip-base (hub_standins.py).
+ELEVENTH_BATCH = (
+    "kandinsky/test_kandinsky.py",
+    "kandinsky/test_kandinsky_combined.py",
+    "kandinsky/test_kandinsky_img2img.py",
+    "kandinsky/test_kandinsky_inpaint.py",
+    "kandinsky/test_kandinsky_prior.py",
 )

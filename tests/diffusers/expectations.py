@@ -258,6 +258,8 @@ _SLICE_TESTS = {  # file under tests/pipelines, test class -> its tests that com
     ("kandinsky2_2/test_kandinsky_prior.py", "KandinskyV22PriorPipelineFastTests"): ("test_kandinsky_prior",),
     ("kandinsky2_2/test_kandinsky_prior_emb2emb.py", "KandinskyV22PriorEmb2EmbPipelineFastTests"): (
         "test_kandinsky_prior_emb2emb",),
+    # the eleventh batch (ELEVENTH_BATCH): Kandinsky 2.1's prior, the same CLIP tokenizer stand-in
+    ("kandinsky/test_kandinsky_prior.py", "KandinskyPriorPipelineFastTests"): ("test_kandinsky_prior",),
 }
 FAIL_IN_BOTH_RUNS = {f"tests/pipelines/{path}::{cls}::{test}": STANDIN_SLICES
                      for (path, cls), tests in _SLICE_TESTS.items() for test in tests}
@@ -274,6 +276,10 @@ for _test in ("test_from_pretrained_hub", "test_output_pretrained", "test_loss_p
     FAIL_IN_BOTH_RUNS[f"tests/models/autoencoders/test_models_vq.py::TestVQModel::{_test}"] = VQ_OFFLINE
 FAIL_IN_BOTH_RUNS["tests/pipelines/ltx2/test_ltx2_hdr.py::LTX2HDRPipelineFastTests::test_pipeline_with_accelerator_device_map"] = (
     RELOAD_TOLERANCE)
+BATCH_TOLERANCE = ("a batch of two and single calls differ by 1.03e-4 on plain diffusers here (the test allows 1e-4; "
+                   "the stand-in XLM-R tokenizer), and by 1.13e-4 with the VAE wrapped (2026-11-29)")
+FAIL_IN_BOTH_RUNS["tests/pipelines/kandinsky/test_kandinsky.py::KandinskyPipelineFastTests::"
+                  "test_inference_batch_single_identical"] = BATCH_TOLERANCE
 
 # The vendored MiniMax H3 video VAE tests (58eb52c) expect `from_pretrained(torch_dtype=...)` to keep every module in
 # float32; diffusers 0.42.1's class keeps only `_keep_in_fp32_modules` (the encoder, quant_conv, the decoder's norms and
@@ -377,6 +383,7 @@ PLAIN_RAISES = {
     VQ_OFFLINE: ((OSError,), r"fusing/vqgan-dummy"),
     DDUF: ((ValueError,), r"Loading pipelines from DDUF files is no longer supported"),
     RELOAD_TOLERANCE: ((AssertionError,), r""),
+    BATCH_TOLERANCE: ((AssertionError,), r"assert np\.float32\(0\.0001\d+\) < 0\.0001"),
     OFFLOAD_TOLERANCE: ((AssertionError,), r"assert np\.float32\(0\.000\d+\) < 0\.0008"),
     BYTE_TOKENS: ((ValueError,), r"image_pad"),
     UINT8_STEP: ((AssertionError,), r""),

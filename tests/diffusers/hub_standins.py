@@ -139,6 +139,20 @@ def bpe_tokenizer(cls, specials: list[str], with_bytes: bool = True, first_speci
     return tokenizer
 
 
+def _mclip_tokenizer():
+    """YiYiXu/tiny-random-mclip-base's kind (Kandinsky 2.1's tests: an XLM-RoBERTa tokenizer beside their multilingual
+    CLIP of vocabulary 1005): a Unigram model of printable characters, each with and without the word-start mark,
+    the specials at XLM-R's ids (<s> 0, <pad> 1, </s> 2, <unk> 3), 194 ids in all."""
+    import string
+
+    from transformers import XLMRobertaTokenizerFast
+
+    chars = sorted(set(string.printable) - set(string.whitespace))
+    pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    pieces += [("\u2581" + c, -1.0) for c in chars] + [(c, -2.0) for c in chars] + [("\u2581", -3.0), ("<mask>", 0.0)]
+    return XLMRobertaTokenizerFast(vocab=pieces)
+
+
 def _gemma3(path: pathlib.Path) -> None:
     """hf-internal-testing/tiny-gemma3's kind: a Gemma 3 with a two-layer text model of width 32 (the LTX-2 tests
     size their connectors from its hidden size and layer count, and their connectors' 4 heads of 8 take that width) and a one-layer vision tower, seeded weights, and a byte-level
@@ -345,6 +359,7 @@ def build(root: pathlib.Path) -> pathlib.Path:
     _glm_image_processor(snapshot(root, "zai-org/GLM-Image") / "processor")
     absent(root, "zai-org/GLM-Image", ["processor/config.json"])  # the processor asks for it
     _audioldm2(root)
+    _mclip_tokenizer().save_pretrained(snapshot(root, "YiYiXu/tiny-random-mclip-base"))
     # SD 2 depth-to-image's feature extractor: a DPT image processor at its tiny depth estimator's 32x32
     from transformers import DPTImageProcessor
 

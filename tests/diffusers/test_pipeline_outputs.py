@@ -258,6 +258,13 @@ TENTH = [
     ("kandinsky3.test_kandinsky3", "Kandinsky3PipelineFastTests"),
     ("kandinsky3.test_kandinsky3_img2img", "Kandinsky3Img2ImgPipelineFastTests"),
 ]
+# Pipelines of the files vendored eleventh: Kandinsky 2.1's (a MoVQ, with the XLM-R tokenizer stand-in); heavy.
+ELEVENTH = [
+    ("kandinsky.test_kandinsky", "KandinskyPipelineFastTests"),
+    ("kandinsky.test_kandinsky_img2img", "KandinskyImg2ImgPipelineFastTests"),
+    ("kandinsky.test_kandinsky_inpaint", "KandinskyInpaintPipelineFastTests"),
+    ("kandinsky.test_kandinsky_combined", "KandinskyPipelineCombinedFastTests"),
+]
 # Pipelines of expectations.SECOND_ENVIRONMENT's files: heavy, and run in the second environment of SOURCE.md.
 SECOND_ENVIRONMENT_CASES = [
     ("cosmos.test_cosmos", "CosmosTextToWorldPipelineFastTests"),
@@ -291,7 +298,7 @@ def _needs(module: str) -> tuple[str, ...]:
 
 def _case_id(module: str, name: str) -> str:
     """The test class's name; its folder's too where two files share one (Bria Fibo's and its edit's)."""
-    shared = sum(other == name for _, other in CLASSES + SECOND + THIRD + FOURTH + FIFTH + SIXTH + EIGHTH + TENTH) > 1
+    shared = sum(other == name for _, other in CLASSES + SECOND + THIRD + FOURTH + FIFTH + SIXTH + EIGHTH + TENTH + ELEVENTH) > 1
     return f"{module.split('.')[-1]}-{name}" if shared else name
 
 
@@ -300,7 +307,7 @@ CASES = [pytest.param(module, name, id=name) for module, name in CLASSES] + [
                  id="TestStableDiffusionInpaintPipeline")
 ] + [
     pytest.param(module, name, id=_case_id(module, name), marks=pytest.mark.heavy)
-    for module, name in SECOND + THIRD + FOURTH + FIFTH + SIXTH + EIGHTH + TENTH
+    for module, name in SECOND + THIRD + FOURTH + FIFTH + SIXTH + EIGHTH + TENTH + ELEVENTH
 ] + [
     pytest.param(module, name, id=name, marks=[pytest.mark.heavy, pytest.mark.skipif(
         not imports(*_needs(module)), reason=f"its pipeline needs {', '.join(_needs(module))}: the second environment "
