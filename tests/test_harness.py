@@ -1,7 +1,7 @@
 """The harness around diffusers' vendored tests cannot pass a wrong VAE (issue 56): with every TorchaxVAE decode
-answering its output x 1.001, the expected failure of a value-slice test and the output comparisons of a decode-only
-pipeline, an encoding one and a modular one all fail. The break is a pytest plugin this test writes and loads into
-a pytest of its own (`-p`), so nothing of it outlives that process."""
+answering its output x 1.001, the expected failure of a value-slice test (listed, or under diffusers' own xfail mark)
+and the output comparisons of a decode-only pipeline, an encoding one and a modular one all fail. The break is a
+pytest plugin this test writes and loads into a pytest of its own (`-p`), so nothing of it outlives that process."""
 
 import os
 import subprocess
@@ -45,12 +45,15 @@ NODES = {  # node -> what its failure must say
         "max |delta|",
     "tests/diffusers/test_pipeline_outputs.py::test_output_equals_plain_diffusers[TestStableDiffusionImg2ImgPipeline]":
         "decode step max |delta|",
+    # under diffusers' own xfail mark ("Latest transformers changes the slices"), which pytest alone would accept
+    "tests/diffusers/tests/pipelines/kandinsky/test_kandinsky.py::KandinskyPipelineFastTests::test_kandinsky":
+        "not the expected failure",
     # a modular pipeline with its VAE swapped in by `update_components` (test_modular_outputs.py)
     "tests/diffusers/test_modular_outputs.py::test_modular_output_equals_plain_diffusers[Wan]": "max |delta|",
 }
 
 
-@pytest.mark.slow  # about 60 s on 2 cores: four pipeline tests in a pytest of their own
+@pytest.mark.slow  # about 70 s on 2 cores: five pipeline tests in a pytest of their own
 def test_a_decode_off_by_a_thousandth_fails_the_harness(tmp_path):
     (tmp_path / "broken_vae.py").write_text(BROKEN)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
