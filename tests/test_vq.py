@@ -49,10 +49,38 @@ def test_interface_as_diffusers_class(pair):
         with pytest.raises(NotImplementedError):
             getattr(ours, switch)()
     assert ours.latent_channels == vae.config.vq_embed_dim or vae.config.latent_channels
-    with pytest.raises(ValueError, match="codebook indices"):
+    with pytest.raises(ValueError, match="codebook indices only with lookup_from_codebook"):  # not in this config
         ours.decode(torch.zeros(1, 16, dtype=torch.long), force_not_quantize=True, shape=(1, 4, 4, 3))
     with pytest.raises(ValueError, match="channels"):
         ours.decode(randn(1, 7, 8, 8))
+
+
+def test_codebook_indices_decode_as_diffusers(pair):
+    """`lookup_from_codebook` (aMUSEd's VQ-GAN): integer indices [B, H x W] and `shape` (B, H, W, C) decode to what
+    diffusers' `decode(indices, force_not_quantize=True, shape=)` gives, the lookup on the device; indices outside
+    the codebook, a shape that does not fit and a config without the lookup are refused before anything compiles."""
+    name, vae, _ = pair
+    model = type(vae).from_config(vae.config, lookup_from_codebook=True).eval()
+    model.load_state_dict(vae.state_dict())
+    ours = TorchaxVAE(model)
+    entries, dim = model.quantize.embedding.weight.shape
+    indices = torch.randint(0, entries, (2, 16 * 24), generator=torch.Generator().manual_seed(3))
+    shape = (2, 16, 24, dim)
+    with torch.no_grad():
+        theirs = model.decode(indices, force_not_quantize=True, shape=shape)
+        mine = ours.decode(indices, force_not_quantize=True, shape=shape)
+    assert theirs.sample.std() > 1e-3  # an output that can tell a wrong lookup
+    assert_close(mine.sample, theirs.sample, FP32, f"{name} decode of codebook indices")
+    assert mine.commit_loss.dtype == theirs.commit_loss.dtype and not mine.commit_loss.any()
+    for bad, says in ((indices + entries, f"run from {entries} to .* {entries} entries"),
+                      (indices.float(), "expected an integer tensor")):
+        with pytest.raises(ValueError, match=says):
+            ours.decode(bad, force_not_quantize=True, shape=shape)
+    with pytest.raises(ValueError, match="expected shape"):
+        ours.decode(indices, force_not_quantize=True, shape=(2, 16, 16, dim))
+    with pytest.raises(ValueError, match="only with lookup_from_codebook in its config and force_not_quantize"):
+        ours.decode(indices, shape=shape)
+    assert [s["name"] for s in ours.compile_stats()] == ["decoder"]  # the good call's, and nothing for the refusals
 
 
 def test_bf16_saving_and_loading(tmp_path):

@@ -14,8 +14,11 @@ program per shape each way, with what this class does its own way:
   a program of its own ("decoder+quantize", "decoder"). The commit loss it
   returns beside the sample is (1 + beta) x the mean squared distance to the
   codebook entries (zeros when not quantized), as diffusers' in eval mode.
-- Codebook indices (`lookup_from_codebook`, aMUSEd's integer latents) are not
-  taken yet (docs/limits.md): refused at the boundary.
+- Codebook indices (`lookup_from_codebook` in the config, `decode(indices,
+  force_not_quantize=True, shape=(B, H, W, C))`, aMUSEd's integer latents):
+  the codebook rows are looked up on the device (`_lookup`), then decoded as
+  latents; indices outside the codebook or a `shape` that does not fit them
+  are refused at the boundary.
 - No tiling (diffusers' class has none); slicing neither.
 """
 
@@ -97,15 +100,42 @@ class VQVAE(KLVAE):
     def decode(self, h: torch.Tensor, force_not_quantize: bool = False, return_dict: bool = True, shape=None):
         """Decodes latents [B, C, H, W] into images (`DecoderOutput(sample, commit_loss)`), quantized first unless
         `force_not_quantize`, as diffusers does."""
-        if not h.is_floating_point() or shape is not None:
-            raise ValueError("VQModel's codebook indices (lookup_from_codebook, `shape`: aMUSEd's integer latents) "
-                             "are not taken by TorchaxVAE yet; pass the latents [B, C, H, W] (docs/limits.md)")
+        indices = None
+        if not h.is_floating_point() or shape is not None:  # codebook indices (aMUSEd's integer latents)
+            indices, h = h, self._codebook_entries(h, shape, force_not_quantize)
         validation.check_video(h, name="decode input", channels=self.latent_channels, role="decoder", rank=4,
                                dtype=self.dtype)
         quantize = not force_not_quantize
         sample = self._compute(functools.partial(self._family.decode, quantize=quantize), h)
-        loss = self._commit_loss(h) if quantize else torch.zeros(h.shape[0], dtype=h.dtype, device=h.device)
+        like = h if indices is None else indices  # diffusers' zero loss takes the input's dtype, the indices' too
+        loss = self._commit_loss(h) if quantize else torch.zeros(h.shape[0], dtype=like.dtype, device=h.device)
         return DecoderOutput(sample=sample, commit_loss=loss) if return_dict else (sample, loss)
+
+    def _codebook_entries(self, indices: torch.Tensor, shape, force_not_quantize: bool) -> torch.Tensor:
+        """diffusers' `VectorQuantizer.get_codebook_entry(indices, shape)`, looked up on the device: the codebook rows
+        of the indices, laid out as `shape` (B, H, W, C) and returned as latents [B, C, H, W] in the model's dtype."""
+        entries, dim = self._codebook_shape
+        if not (force_not_quantize and self.config.lookup_from_codebook):
+            raise ValueError(f"decode input is {indices.dtype} of shape {tuple(indices.shape)} (shape={shape}): "
+                             "VQModel takes codebook indices only with lookup_from_codebook in its config and "
+                             "force_not_quantize=True, as diffusers' (else pass the latents [B, C, H, W])")
+        if indices.is_floating_point() or indices.is_complex() or indices.dtype == torch.bool:
+            raise ValueError(f"codebook indices are {indices.dtype}; expected an integer tensor")
+        if shape is None or len(shape) != 4 or shape[3] != dim or indices.numel() != shape[0] * shape[1] * shape[2]:
+            raise ValueError(f"codebook indices of shape {tuple(indices.shape)} with shape={shape}: expected shape "
+                             f"(B, H, W, {dim}) with B x H x W = the indices' count ({indices.numel()})")
+        low, high = int(indices.min()), int(indices.max())
+        if low < 0 or high >= entries:
+            raise ValueError(f"codebook indices run from {low} to {high}; this codebook has {entries} entries "
+                             f"(0 to {entries - 1})")
+        placement = self._engine.placement
+        flat = convert.put(indices.detach().to("cpu", torch.int32).reshape(-1).numpy(), placement.replicated)
+        codebook = self._engine.weights["quantize"]["embedding.weight"]
+        return convert.like(_lookup(codebook, flat, shape=tuple(shape)), indices, own_dtype=True)
+
+    @property
+    def _codebook_shape(self) -> tuple[int, int]:
+        return tuple(self._engine.weights["quantize"]["embedding.weight"].shape)
 
     def _commit_loss(self, h: torch.Tensor) -> torch.Tensor:
         """diffusers' VectorQuantizer loss in eval mode, (1 + beta) x mean |nearest codebook entry - h|^2 (a scalar),
@@ -140,3 +170,9 @@ class VQVAE(KLVAE):
     tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
     _tiled_encode = _where_diffusers_has(KLVAE._tiled_encode)
     unpack_latents = _where_diffusers_has(KLVAE.unpack_latents)
+
+
+@functools.partial(jax.jit, static_argnames=("shape",))
+def _lookup(codebook, indices, *, shape):
+    """The codebook rows of `indices`, as `shape` (B, H, W, C), then [B, C, H, W] (diffusers' get_codebook_entry)."""
+    return codebook[indices].reshape(shape).transpose(0, 3, 1, 2)
