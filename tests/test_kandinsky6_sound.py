@@ -38,6 +38,25 @@ def test_decode_and_vocoder_match_pytorch(pair, length):
         assert_close(ours_vocoder(mel).sample, waveform, FP32, "MMAudioVocoder, return_dict")
 
 
+@pytest.mark.parametrize("samples", [32, 100, 1000])
+def test_encode_and_forward_match_pytorch(pair, samples):
+    """MMAudioVAE.encode: the STFT log-mel front end and the encoder in one program, the posterior's parameters
+    within 1e-4 of diffusers' (the shortest waveform its reflect padding takes too); forward encodes and decodes."""
+    vae, _, ours, _ = pair
+    audio = (randn(2, samples, seed=samples) * 0.5).clamp(-1, 1)
+    with torch.no_grad():
+        expected = vae.encode(audio).latent_dist
+        assert expected.mean.std() > 1e-3  # an encode that can tell a wrong front end
+        mine = ours.encode(audio).latent_dist
+        assert_close(mine.parameters, expected.parameters, FP32, f"MMAudioVAE encode of {samples} samples")
+        assert type(mine) is type(expected)
+        generator = torch.Generator().manual_seed(1)
+        drawn = ours(audio, sample_posterior=True, generator=generator).sample
+        theirs = vae(audio, sample_posterior=True, generator=torch.Generator().manual_seed(1)).sample
+        assert_close(drawn, theirs, FP32, "MMAudioVAE forward, a draw from the posterior")
+        assert_close(ours(audio, return_dict=False)[0], vae(audio).sample, FP32, "MMAudioVAE forward, the mode")
+
+
 def test_interface_as_diffusers_classes(pair):
     vae, vocoder, ours, ours_vocoder = pair
     assert type(ours).__name__ == "MMAudioVAEModel" and isinstance(ours, type(vae))
@@ -45,8 +64,10 @@ def test_interface_as_diffusers_classes(pair):
     for name in ("enable_slicing", "enable_tiling", "tiled_decode", "use_tiling"):
         assert hasattr(ours, name) == hasattr(vae, name), name
         assert hasattr(ours_vocoder, name) == hasattr(vocoder, name), name
-    with pytest.raises(NotImplementedError, match="encode with the diffusers model"):
-        ours.encode(randn(1, 256))
+    with pytest.raises(ValueError, match="mono waveforms \\[B, samples\\]"):
+        ours.encode(randn(1, 1, 256))
+    with pytest.raises(ValueError, match="31 samples .* at least 32"):  # diffusers' encoder fails on 31
+        ours.encode(randn(1, 31))
     with pytest.raises(ValueError, match="3 channels .* expects 4"):
         ours.decode(randn(1, 3, 5))
     with pytest.raises(ValueError, match="3-D"):
@@ -69,6 +90,18 @@ def test_bf16_and_saving(pair, tmp_path):
         theirs = max_abs_diff(random_vae("mmaudio-vocoder-tiny").to(torch.bfloat16)(mel.bfloat16()).sample, expected)
         mine = max_abs_diff(TorchaxVAE(vocoder, dtype=torch.bfloat16)(mel.bfloat16()).sample, expected)
     assert mine <= 2 * theirs, f"bf16 vocoder: max |Δ| {mine:.3g}, PyTorch bf16's {theirs:.3g}"
+    # PyTorch's STFT takes no bf16 (on CPU "MKL FFT doesn't support tensors of type: BFloat16"; nor cuFFT), so
+    # diffusers' bf16 encode cannot run: its bf16 reference is the fp32 front end, then the bf16 encoder
+    audio = (randn(2, 500, seed=4) * 0.5).clamp(-1, 1)
+    with torch.no_grad():
+        expected = vae.encode(audio).latent_dist.mean
+        half = random_vae("mmaudio-tiny").to(torch.bfloat16)
+        with pytest.raises(RuntimeError, match="BFloat16"):
+            half.encode(audio.bfloat16())
+        mel = (vae.mel_converter(audio) - vae.vae.data_mean) / vae.vae.data_std
+        theirs = max_abs_diff(half.vae.encoder(mel.bfloat16()).chunk(2, dim=1)[0], expected)
+        mine = max_abs_diff(TorchaxVAE(vae, dtype=torch.bfloat16).encode(audio.bfloat16()).latent_dist.mean, expected)
+    assert mine <= 2 * theirs, f"bf16 encode: max |Δ| {mine:.3g}, PyTorch bf16's {theirs:.3g}"
     ours.save_pretrained(tmp_path / "audio_vae")
     plain = type(vae).from_pretrained(tmp_path / "audio_vae")
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), vae.state_dict().values()))
@@ -87,6 +120,9 @@ with torch.no_grad():
     rows = {"devices": ours.mesh.devices.size,
             "decode": (ours.decode(z).sample - mel).abs().max().item(),
             "vocoder": (ours_vocoder(mel).sample - vocoder(mel).sample).abs().max().item()}
+    audio = torch.rand(2, 500, generator=torch.Generator().manual_seed(10)) * 2 - 1
+    rows["encode"] = (ours.encode(audio).latent_dist.parameters
+                      - vae.encode(audio).latent_dist.parameters).abs().max().item()
 print(json.dumps(rows))
 """
 

@@ -7,8 +7,12 @@ How diffusers runs them, and how these adapters do: stage 3 of Kandinsky6TI2VAPi
 - `MMAudioVAE.decode`: the magnitude-preserving 1-D decoder of its inner autoencoder (`vae.decoder`), then the
   checkpoint's per-bin statistics (`vae.data_std`, `vae.data_mean`): one program per latent length. Latents
   [B, latent_channels, L] give 2 L mel frames.
-- `MMAudioVAE.encode` takes a waveform [B, samples] through an STFT log-mel front end (`mel_converter`); it is not
-  run here (refused in one line: encode with the diffusers model; docs/limits.md). Its pipeline only decodes.
+- `MMAudioVAE.encode`: a mono waveform [B, samples] through its STFT log-mel front end (`mel_converter`: reflect
+  padding, a Hann-windowed STFT, magnitudes, the Slaney mel filterbank, log), standardized with the per-bin
+  statistics and encoded: one program per waveform length, the STFT traced by torchax as diffusers calls it.
+  The front end computes in float32 under a bf16 model (diffusers' bf16 encode fails: PyTorch's STFT takes no
+  bf16, nor does XLA's FFT).
+  Its pipeline only decodes; `forward` is encode then decode, as diffusers'.
 - `MMAudioVocoder`: its whole forward (BigVGAN-v2 with anti-aliased Snake activations), one program per mel
   length; the facade is called as diffusers' module is, `vocoder(mel, return_dict=False)`.
 - No tiling and no slicing (diffusers' classes have neither).
@@ -44,6 +48,22 @@ class MMAudioLowered(Lowered):
             mel = torch.func.functional_call(self.model.vae.decoder, decoder, (latents,))
             mel = mel * inner["data_std"] + inner["data_mean"]  # MMAudioAutoencoder.decode
         return self.env.t2j_iso(mel)
+
+    def encode_step(self, weights, waveform):
+        """mel_converter, then MMAudioAutoencoder.encode, on [B, 1, samples] (the facade's rank-3 view)."""
+        dtype = waveform.dtype
+        weights, waveform = self.env.j2t_iso((weights, waveform))
+        inner = weights["vae"]
+        encoder = {name.removeprefix("encoder."): t for name, t in inner.items() if name.startswith("encoder.")}
+        with self._tracing(dtype, waveform.shape, 1):
+            # the front end in float32 under any dtype: neither PyTorch's STFT nor XLA's FFT takes bf16 (diffusers'
+            # bf16 encode fails there), and it ends in float32 in diffusers' code anyway (`magnitude.float()`)
+            front = {name: t.float() for name, t in weights["mel_converter"].items()}
+            mel = torch.func.functional_call(self.model.mel_converter, front, (waveform[:, 0].float(),))
+            mel = mel.to(waveform.dtype)  # MMAudioVAE.encode: `.to(self.dtype)`
+            mel = (mel - inner["data_mean"]) / inner["data_std"]
+            moments = torch.func.functional_call(self.model.vae.encoder, encoder, (mel,))
+        return self.env.t2j_iso(moments)
 
     def forward_step(self, weights, mel):
         dtype = mel.dtype
@@ -90,12 +110,19 @@ class MMAudio(Family):
         self.engine.ran_batch(out)
         return out
 
-    def encode(self, source, tiled: bool | None = None):
-        raise NotImplementedError(ENCODE_NOT_RUN)
+    def encode(self, source, tiled: bool | None = None) -> jax.Array:
+        weights = {k: self.engine.weights[k] for k in ("mel_converter", "vae")}
+        out = self.engine.programs.run("encoder", self.lowered.encode_step, weights, source.take())
+        self.engine.ran_batch(out)
+        return out
 
-
-ENCODE_NOT_RUN = ("MMAudioVAE.encode (a waveform's STFT log-mel front end, then the encoder) is not run on JAX: "
-                  "encode with the diffusers model; Kandinsky 6's pipeline only decodes sound (docs/limits.md)")
+    def least_samples(self) -> int:
+        """The shortest waveform diffusers' encode takes: its reflect padding needs more samples than it pads, and the
+        encoder's one 2x temporal downsample needs two STFT frames (`n_fft` + `hop_length` samples with the
+        padding)."""
+        n_fft, hop = self.config.n_fft, self.config.hop_length
+        pad = (n_fft - hop) // 2
+        return max(pad + 1, n_fft + hop - 2 * pad)
 
 
 class MMAudioVAEModel(TorchaxVAE):
@@ -113,11 +140,28 @@ class MMAudioVAEModel(TorchaxVAE):
         return TorchaxVAE.decode(self, z, return_dict=return_dict)
 
     def encode(self, audio: torch.Tensor, return_dict: bool = True):
-        raise NotImplementedError(ENCODE_NOT_RUN)
+        """Encodes a mono waveform [B, samples] in [-1, 1] into its latent distribution, as diffusers does."""
+        from diffusers.models.modeling_outputs import AutoencoderKLOutput
+
+        if not isinstance(audio, torch.Tensor) or audio.ndim != 2:
+            shape = tuple(audio.shape) if isinstance(audio, torch.Tensor) else type(audio).__name__
+            raise ValueError(f"encode input has shape {shape}; MMAudioVAE encodes mono waveforms [B, samples]")
+        least = self._family.least_samples()
+        if audio.shape[1] < least:
+            raise ValueError(f"encode input has {audio.shape[1]} samples (shape {tuple(audio.shape)}); MMAudioVAE's "
+                             f"STFT front end needs at least {least}")
+        view = audio[:, None]  # [B, 1, samples]: the family's rank 3
+        validation.check_video(view, name="encode input", channels=1, role="encoder", rank=3, dtype=self.dtype)
+        posterior = self.posterior_class(self._compute(self._family.encode, view))
+        return AutoencoderKLOutput(latent_dist=posterior) if return_dict else (posterior,)
 
     def forward(self, sample: torch.Tensor, sample_posterior: bool = False, return_dict: bool = True,
                 generator=None):
-        raise NotImplementedError(ENCODE_NOT_RUN)
+        """Encode then decode (the posterior's mode, or a draw with `generator`), as diffusers' forward."""
+        posterior = self.encode(sample).latent_dist
+        z = posterior.sample(generator=generator) if sample_posterior else posterior.mode()
+        mel = self.decode(z).sample
+        return DecoderOutput(sample=mel) if return_dict else (mel,)
 
     __call__ = forward
 
