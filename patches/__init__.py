@@ -17,6 +17,8 @@ applied; importing this package changes nothing.
   hook, and HunyuanVideo's replicate-padded causal convolutions through their forward.
 - `nearest_upsample`: nearest-neighbour upsampling by whole factors as a repeat, not torchax's gather (which
   XLA cannot partition: on a mesh it all-gathered every upsampler's input); every trace.
+- `hann_window`: `torch.hann_window` from `arange` and `cos` (torchax 0.0.13 has no lowering for it; Cosmos 3's
+  sound tokenizer makes its STFT window with it).
 - `attention_split`: on a mesh, scaled-dot-product attention with each device's share of the queries (keys and
   values whole), not the whole attention on every device; traces for a mesh only.
 - `attention_blocks`: without a mesh, attention whose scores would pass the backend table's limit (AutoencoderKL's
@@ -56,6 +58,7 @@ from . import (
     gpu_conv,
     group_norm,
     halo_conv,
+    hann_window,
     keyword_linear,
     ltx_noise,
     nearest_upsample,
@@ -87,6 +90,7 @@ def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
     nearest_upsample.patch()
     attention_split.patch()
     keyword_linear.patch()
+    hann_window.patch()
     return {
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),

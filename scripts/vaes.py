@@ -426,7 +426,9 @@ LONGCAT_AUDIO_CONFIGS = {
 # are), and the released architecture (the class defaults: 64 latent channels, hop 1920 at 48 kHz stereo)
 COSMOS3_AUDIO_CONFIGS = {
     "cosmos3-audio-tiny": {"vocoder_input_dim": 4, "dec_dim": 8, "dec_c_mults": (1, 2), "dec_strides": (2, 4),
-                           "dec_out_channels": 2, "encoder_enabled": False},
+                           "dec_out_channels": 2, "enc_dim": 8, "enc_intermediate_dim": 16, "enc_num_blocks": 1,
+                           "enc_n_fft": 16, "enc_hop_length": 4, "enc_latent_dim": 8, "enc_c_mults": (1, 2),
+                           "enc_strides": (1, 2)},
     "cosmos3-audio": {},
 }
 

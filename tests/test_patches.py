@@ -653,6 +653,32 @@ def test_keyword_linear():
         stock(input=jnp.asarray(x.numpy()), weight=jnp.asarray(w.numpy()))
 
 
+def test_hann_window():
+    """torch.hann_window inside a trace (Cosmos 3's STFT window) equals torch's, periodic or not, in float32 and
+    bf16; a torchax environment without the patch still has no lowering for it, so the patch is needed."""
+    import jax
+
+    from torchax_vae.patches import hann_window
+
+    hann_window.patch()
+    torchax = patches.import_torchax()
+    env = torchax.default_env()
+    for length in (1, 2, 5, 16):
+        for periodic in (True, False):
+            for dtype in (torch.float32, torch.bfloat16):
+                with env:
+                    got = jax.jit(lambda: env.t2j_iso(torch.hann_window(length, periodic, dtype=dtype)))()
+                # in bf16, the float32 window rounded (torch's own bf16 window computes in bf16: 2 steps off)
+                want = torch.hann_window(length, periodic).to(dtype)
+                assert str(got.dtype) == str(dtype).removeprefix("torch."), (got.dtype, dtype)
+                tolerance = 1e-6
+                delta = np.abs(np.asarray(got, np.float32) - want.float().numpy()).max()
+                assert delta <= tolerance, (length, periodic, dtype, delta)
+    bare = torchax.tensor.Environment()
+    with bare, pytest.raises(torchax.tensor.OperatorNotFound, match="hann_window"):
+        torch.hann_window(8, device="jax")
+
+
 # ----- attention_split -----
 
 

@@ -6,17 +6,23 @@ How diffusers runs it, and how this adapter does:
   [-1, 1]: [B, dec_out_channels, T x hop] at `config.sampling_rate` (48 kHz stereo released). It returns the
   tensor itself, not an output class: the pipeline's `decode_sound` calls it directly. One program per latent
   length.
-- `encode` (a waveform's STFT spectrogram through a ConvNeXt encoder, peak-normalized over the whole batch) is not
-  run here: refused in one line (encode with the diffusers model; docs/limits.md). Its pipeline only decodes.
+- `encode(sample)` ([B, C, T]): peak-normalized over the whole batch (`normalize_volume`), right-padded to whole
+  hops (in eval mode, as diffusers), cast to the encoder's dtype, then its STFT spectrogram (in float32, as
+  diffusers computes it) through the ConvNeXt encoder: one program per waveform shape, the batch-wide peak inside
+  it. diffusers' Oobleck posterior class. Its pipeline only decodes; `forward` encodes and decodes, as diffusers'.
 - No tiling and no slicing (diffusers' class has neither).
 """
+
+import functools
 
 import jax
 import torch
 # ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.cosmos3_audio", "Cosmos3AudioVAE"] entry by
 # looking the base class up in this module.
 from diffusers import Cosmos3AVAEAudioTokenizer, ModelMixin  # noqa: F401
+from diffusers.models.autoencoders.autoencoder_oobleck import OobleckDiagonalGaussianDistribution
 
+from .. import validation
 from ..family import Family
 from ..lowering import OneChildLowered
 from ..vae import TorchaxVAE
@@ -24,27 +30,40 @@ from .kl import _where_diffusers_has
 
 __all__ = ["Cosmos3Audio", "Cosmos3AudioVAE"]
 
-ENCODE_NOT_RUN = ("Cosmos3AVAEAudioTokenizer.encode (a waveform's STFT spectrogram, then its ConvNeXt encoder) is not "
-                  "run on JAX: encode with the diffusers model; Cosmos 3's pipeline only decodes sound (docs/limits.md)")
+DECODER_ONLY = ("This Cosmos3 AVAE sound tokenizer was loaded from decoder-only weights and cannot encode audio. "
+                "Re-convert the AVAE checkpoint with encoder weights to use `encode()`.")  # diffusers' own words
 
 
-class DecoderLowered(OneChildLowered):
-    """The decoder (lowering.OneChildLowered), clamped to [-1, 1] as diffusers' `decode` clamps it."""
+class Cosmos3Lowered(OneChildLowered):
+    """The decoder (lowering.OneChildLowered), clamped to [-1, 1] as diffusers' `decode` clamps it; the encode as
+    diffusers' `encode` in eval mode."""
 
     def decode_step(self, weights, latents):
         return jax.numpy.clip(super().decode_step(weights, latents), -1.0, 1.0)
+
+    def encode_step(self, weights, sample, *, normalize: bool, padding: int):
+        dtype = sample.dtype
+        weights, sample = self.env.j2t_iso((weights, sample))
+        with self._tracing(dtype, sample.shape, 1):
+            if normalize:  # one peak for the whole batch, as diffusers'
+                sample = sample / (sample.abs().max() + 1e-5) * 0.95
+            if padding:
+                sample = torch.nn.functional.pad(sample, (0, padding), mode="constant", value=0)
+            moments = self._call("encoder", weights, sample).transpose(1, 2)  # Cosmos3AVAEAudioTokenizer._encode
+        return self.env.t2j_iso(moments)
 
 
 class Cosmos3Audio(Family):
     """diffusers' `Cosmos3AVAEAudioTokenizer`, as diffusers runs its decode (the module docstring)."""
 
     model_class = Cosmos3AVAEAudioTokenizer
+    posterior_class = OobleckDiagonalGaussianDistribution  # diffusers' encode returns it
     rank = 3
     pipeline_layout = decoded_layout = "BCT"
 
     def lower(self, vae):
         placement = self.engine.placement
-        return DecoderLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return Cosmos3Lowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
 
     @property
     def video_channels(self) -> int:
@@ -84,8 +103,13 @@ class Cosmos3Audio(Family):
         self.engine.ran_batch(out)
         return out
 
-    def encode(self, source, tiled: bool | None = None):
-        raise NotImplementedError(ENCODE_NOT_RUN)
+    def encode(self, source, tiled: bool | None = None) -> jax.Array:
+        hop = self.spatial_compression_ratio
+        options = {"normalize": bool(self.config.normalize_volume), "padding": (-source.shape[2]) % hop}
+        step = functools.partial(self.lowered.encode_step, **options)
+        out = self.engine.programs.run("encoder", step, {"encoder": self.engine.weights["encoder"]}, source.take())
+        self.engine.ran_batch(out)
+        return out
 
 
 class Cosmos3AudioVAE(TorchaxVAE):
@@ -104,11 +128,30 @@ class Cosmos3AudioVAE(TorchaxVAE):
         return TorchaxVAE.decode(self, latents, return_dict=False)[0]
 
     def encode(self, sample: torch.Tensor, return_dict: bool = True, force_pad: bool = False):
-        raise NotImplementedError(ENCODE_NOT_RUN)
+        """Encodes a waveform [B, C, T] into diffusers' Oobleck posterior, as diffusers' `encode` in eval mode (a
+        TorchaxVAE does not train: the padding to whole hops always applies, as `force_pad` asks)."""
+        from diffusers.models.autoencoders.autoencoder_cosmos3_audio import Cosmos3AudioEncoderOutput
+
+        if not isinstance(sample, torch.Tensor) or sample.ndim != 3:
+            shape = tuple(sample.shape) if isinstance(sample, torch.Tensor) else type(sample).__name__
+            raise ValueError(f"`sample` must have shape [B, C, T], got {shape}.")
+        if "encoder" not in self._engine.weights:
+            raise ValueError(DECODER_ONLY)
+        channels = self.config.input_channels * (2 if self.config.stereo else 1)
+        validation.check_video(sample, name="encode input", channels=channels, role="encoder", rank=3)
+        moments = self._compute(self._family.encode, sample.to(self.dtype))  # diffusers casts to the encoder's dtype
+        posterior = self.posterior_class(moments)
+        return Cosmos3AudioEncoderOutput(latent_dist=posterior) if return_dict else (posterior,)
 
     def forward(self, sample: torch.Tensor, sample_posterior: bool = False, return_dict: bool = True,
                 generator=None, force_pad: bool = False):
-        raise NotImplementedError(ENCODE_NOT_RUN)
+        """Encode then decode (the posterior's mode, or a draw with `generator`), as diffusers' forward."""
+        from diffusers.models.autoencoders.autoencoder_cosmos3_audio import Cosmos3AudioDecoderOutput
+
+        posterior = self.encode(sample, force_pad=force_pad).latent_dist
+        z = posterior.sample(generator=generator) if sample_posterior else posterior.mode()
+        audio = self.decode(z)
+        return Cosmos3AudioDecoderOutput(sample=audio) if return_dict else (audio,)
 
     __call__ = forward
 
