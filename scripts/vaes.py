@@ -264,6 +264,25 @@ MINIMAX_H3_AUDIO_CONFIGS = {
 # VQModel: diffusers' own test config (tests/models/autoencoders/test_models_vq.py, 58eb52c), and a MoVQ-like one as
 # Kandinsky 2.2's pipeline tests build it (tests/pipelines/kandinsky2_2: the spatial norm conditioned on the quantized
 # latents, a codebook of 12 entries of 4 channels)
+# AsymmetricAutoencoderKL, released: cross-attention/asymmetric-autoencoder-kl-x-1-5 and -x-2, as diffusers'
+# scripts/convert_asymmetric_vqgan_to_diffusers.py builds them (58eb52c); tests/test_asym_kl.py has the tiny ones
+_ASYM_KL = {"in_channels": 3, "out_channels": 3, "down_block_types": ["DownEncoderBlock2D"] * 4,
+            "down_block_out_channels": [128, 256, 512, 512], "layers_per_down_block": 2,
+            "up_block_types": ["UpDecoderBlock2D"] * 4, "act_fn": "silu", "latent_channels": 4, "norm_num_groups": 32,
+            "sample_size": 256, "scaling_factor": 0.18215}
+ASYM_KL_CONFIGS = {
+    "asym-kl-x1.5": {**_ASYM_KL, "up_block_out_channels": [192, 384, 768, 768], "layers_per_up_block": 3},
+    "asym-kl-x2": {**_ASYM_KL, "up_block_out_channels": [256, 512, 1024, 1024], "layers_per_up_block": 5},
+}
+# Kandinsky 2.2's MoVQ as diffusers' scripts/convert_kandinsky_to_diffusers.py builds it (MOVQ_CONFIG, 58eb52c)
+VQ_RELEASED = {
+    "in_channels": 3, "out_channels": 3, "latent_channels": 4,
+    "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D", "DownEncoderBlock2D", "AttnDownEncoderBlock2D"],
+    "up_block_types": ["AttnUpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D"],
+    "num_vq_embeddings": 16384, "block_out_channels": [128, 256, 256, 512], "vq_embed_dim": 4, "layers_per_block": 2,
+    "norm_type": "spatial",
+}
+
 VQ_CONFIGS = {
     "vq-tiny": {
         "block_out_channels": [8, 16], "norm_num_groups": 8, "in_channels": 3, "out_channels": 3,
@@ -278,6 +297,7 @@ VQ_CONFIGS = {
         "up_block_types": ["AttnUpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D", "UpDecoderBlock2D"],
         "vq_embed_dim": 4,
     },
+    "movq": VQ_RELEASED,
 }
 
 # AutoencoderKLQwenImage21 (diffusers >= 0.42): a tiny residual config, 4-channel images, 4x spatial
@@ -486,6 +506,7 @@ MODELS = {
     **{name: (AutoencoderKLTemporalDecoder, kwargs) for name, kwargs in TEMPORAL_DECODER_CONFIGS.items()},
     **{name: (diffusers.VQModel, kwargs) for name, kwargs in VQ_CONFIGS.items()},
     **{name: (diffusers.AutoencoderOobleck, kwargs) for name, kwargs in OOBLECK_CONFIGS.items()},
+    **{name: (diffusers.AsymmetricAutoencoderKL, kwargs) for name, kwargs in ASYM_KL_CONFIGS.items()},
 }
 # Classes newer than the oldest diffusers this project supports (0.36): each is built where the installed diffusers'
 # version has it, and imported loudly there (a diffusers that should have it and does not fails here, so no case
@@ -550,6 +571,12 @@ RELEASED = {
     "hunyuanimage": ("hunyuanimage", 1, 2048, 2048),  # HunyuanImagePipeline's default 2048x2048
     "taesdxl": ("taesd", 1, 1024, 1024), "taef1": ("taef1", 1, 1024, 1024),  # TAESD previews at SDXL's and Flux's size
     "svd-xt": ("svd", 25, 576, 1024),  # StableVideoDiffusionPipeline (SVD-XT): 25 frames of 576x1024, one decode
+    # SD inpainting with the asymmetric VAE (x1.5): its 512x512 (plan compiles the decoder conditioned on the image
+    # and mask, as the pipeline runs it)
+    "sd-inpainting-asym": ("asym-kl-x1.5", 1, 512, 512),
+    "kandinsky2.2": ("movq", 1, 512, 512),  # KandinskyV22Pipeline's default 512x512 through its MoVQ
+    # HunyuanImage 2.1's refiner pipeline: its default 64 x 16 = 1024x1024 image, as one frame
+    **({"hunyuanimage-refiner": ("hunyuanimage-refiner", 1, 1024, 1024)} if "hunyuanimage-refiner" in MODELS else {}),
 }
 
 

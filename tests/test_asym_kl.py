@@ -74,6 +74,17 @@ def test_interface_errors_bf16_and_saving(tmp_path):
                      "plain diffusers, reloaded")
 
 
+def test_plan_compiles_the_conditioned_decoder_the_pipeline_runs():
+    """`plan` of a decode compiles the decoder conditioned on the image and mask (SD inpainting always passes both),
+    for a GPU target, compiled offline; `precompile` compiles the unconditioned one an unconditioned decode runs."""
+    ours = TorchaxVAE(asymmetric("three-levels"))
+    planned = ours.plan("decode", (1, 4, 8, 8), "h100")
+    assert [row.name for row in planned.programs] == ["decoder+mask"] and planned.fits
+    assert [s["name"] for s in ours.precompile("decode", (1, 4, 8, 8))] == ["decoder"]
+    encode = ours.plan("encode", (1, 3, 32, 32), "h100")
+    assert [row.name for row in encode.programs] == ["encoder"]
+
+
 def test_command_decodes_conditioned_on_the_pipelines_image_and_mask(tmp_path, capsys):
     """`torchax-vae decode latents.pt -o out.png --image init.png --mask mask.png`: the decoder conditioned on the
     files as StableDiffusionInpaintPipeline preprocesses them (diffusers' VaeImageProcessor), within one uint8 step of

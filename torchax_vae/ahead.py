@@ -10,6 +10,7 @@ import dataclasses
 
 import torch
 
+from . import weights
 from .programs import LoweredOnly
 
 # Set only while `_twin` constructs: the platform and program cache of the twin being built.
@@ -73,7 +74,7 @@ class AheadOfTime:
         programs: the program cache it compiles into (`LoweredOnly`, `plan.PlannedPrograms`).
         """
         with torch.device("meta"):
-            model = self.model_class.from_config(self.config).eval()
+            model = weights.rebuilt(self.model_class, self.config).eval()
         token = _TWIN.set({"platform": platform, "programs": programs})
         try:
             twin = type(self)(model, dtype=self.dtype, mesh=mesh, memory_budget=memory_budget)

@@ -72,7 +72,7 @@ class ConfigFacade:
     def diffusers_model(self) -> nn.Module:
         """A new diffusers model of the wrapped class on the CPU, holding copies of this TorchaxVAE's weights."""
         with torch.device("meta"):
-            model = self.model_class.from_config(self.config)
+            model = weights.rebuilt(self.model_class, self.config)
         # the wrapped model's own names (top-level buffers too: LTX's latents_mean), copies the user owns
         state = weights.state_dict(self._engine.weights, self._entries, torch.device("cpu"))
         model.load_state_dict(state, strict=True, assign=True)

@@ -266,7 +266,7 @@ def _compile_call(vae, mesh, budget, kind, shape, platform, observer, tiling_mod
         planned.tiling_mode = tiling_mode
     source = planned._shape_source(kind, shape)
     with programs.recording() as used, stream.chunked():  # a decode as its stream's chunks (a list)
-        out = planned._run_kind(kind, source)
+        out = planned._planned_run(kind, source)
         out = list(stream.chunks_of(out)) if kind == "decode" else out
     return out, used, programs
 

@@ -264,6 +264,11 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         and plan run on shapes."""
         return self._per_sample(self._family.encode if kind == "encode" else self._family.decode, source)
 
+    def _planned_run(self, kind: str, source):
+        """What `plan` compiles for a job of `kind`: `_run_kind`, unless a family's pipelines always run another
+        call (AsymmetricAutoencoderKL's conditioned decode)."""
+        return self._run_kind(kind, source)
+
     def _shape_source(self, kind: str, shape):
         """The shape-only source of an encode or decode input of `shape`, checked as a real input would be."""
         if kind not in ("encode", "decode"):

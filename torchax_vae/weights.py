@@ -215,3 +215,16 @@ def stochastic_layers(model: nn.Module) -> list[str]:
         if (isinstance(module, nn.modules.dropout._DropoutNd) and module.p > 0)
         or isinstance(module, nn.modules.batchnorm._BatchNorm)
     ]
+
+
+def rebuilt(model_class, config) -> nn.Module:
+    """A new `model_class` model from a model's `config`, as `from_config` builds it, without the keys its own
+    `__init__` registers beyond its arguments (AsymmetricAutoencoderKL's `block_out_channels` and `force_upcast`,
+    which `from_config` would warn about on every rebuild: diffusers' own round trip)."""
+    import inspect
+
+    accepted = inspect.signature(model_class.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        return model_class.from_config(config)
+    kept = {key: value for key, value in dict(config).items() if key in accepted or key.startswith("_")}
+    return model_class.from_config(kept)

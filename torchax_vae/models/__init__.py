@@ -187,6 +187,8 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
     """
     import torch
 
+    from ..weights import rebuilt
+
     path = pathlib.Path(str(name_or_path)).expanduser()
     if path.is_file():
         config = json.loads(path.read_text())
@@ -195,7 +197,7 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
         config = WRAPPERS[0].model_class.load_config(str(name_or_path), subfolder=subfolder, **hub)
     model_class = wrapper_for_config(config.get("_class_name", "")).model_class
     with torch.device("meta"), _quiet_construction():
-        return model_class.from_config(config).eval()  # (from_config leaves dropout layers training)
+        return rebuilt(model_class, config).eval()  # (from_config leaves dropout layers training)
 
 
 def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[int, ...]:

@@ -12,6 +12,8 @@ this class does its own way:
   (`isinstance(self.vae, AsymmetricAutoencoderKL)` there passes them). Here
   that is its own program of (weights, latents, image, mask); without them,
   the plain decoder's. `generator` is accepted and unused, as in diffusers.
+- `plan` of a decode compiles the conditioned program, the one SD
+  inpainting's pipelines run.
 - No tiling and no slicing: diffusers' class has neither (`enable_tiling`
   and `enable_slicing` raise there), and neither has this adapter.
 """
@@ -96,6 +98,18 @@ class AsymmetricKLVAE(KLVAE):
         return DecoderOutput(sample=dec) if return_dict else (dec,)
 
     __call__ = forward
+
+    def _planned_run(self, kind: str, source):
+        """What `plan` compiles for a decode: the decoder conditioned on the image and mask, the program SD
+        inpainting's pipelines run (they always pass both); encode as AutoencoderKL's. (`precompile` and `lower`
+        follow a call without them, as the command's unconditioned decode makes.)"""
+        if kind != "decode":
+            return super()._planned_run(kind, source)
+        batch, _, height, width = source.shape
+        size = (height * self.spatial_compression_ratio, width * self.spatial_compression_ratio)
+        condition = {"image": torch.empty(batch, self.video_channels, *size, device="meta"),
+                     "mask": torch.empty(batch, 1, *size, device="meta")}
+        return self._per_sample(functools.partial(self._family.decode, **condition), source)
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
     tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
