@@ -43,9 +43,8 @@ class MMAudioLowered(Lowered):
         dtype = latents.dtype
         weights, latents = self.env.j2t_iso((weights, latents))
         inner = weights["vae"]
-        decoder = {name.removeprefix("decoder."): t for name, t in inner.items() if name.startswith("decoder.")}
         with self._tracing(dtype, latents.shape, 1):
-            mel = torch.func.functional_call(self.model.vae.decoder, decoder, (latents,))
+            mel = self._inner("decoder", inner, latents)
             mel = mel * inner["data_std"] + inner["data_mean"]  # MMAudioAutoencoder.decode
         return self.env.t2j_iso(mel)
 
@@ -54,16 +53,19 @@ class MMAudioLowered(Lowered):
         dtype = waveform.dtype
         weights, waveform = self.env.j2t_iso((weights, waveform))
         inner = weights["vae"]
-        encoder = {name.removeprefix("encoder."): t for name, t in inner.items() if name.startswith("encoder.")}
         with self._tracing(dtype, waveform.shape, 1):
             # the front end in float32 under any dtype: neither PyTorch's STFT nor XLA's FFT takes bf16 (diffusers'
             # bf16 encode fails there), and it ends in float32 in diffusers' code anyway (`magnitude.float()`)
             front = {name: t.float() for name, t in weights["mel_converter"].items()}
             mel = torch.func.functional_call(self.model.mel_converter, front, (waveform[:, 0].float(),))
             mel = mel.to(waveform.dtype)  # MMAudioVAE.encode: `.to(self.dtype)`
-            mel = (mel - inner["data_mean"]) / inner["data_std"]
-            moments = torch.func.functional_call(self.model.vae.encoder, encoder, (mel,))
+            moments = self._inner("encoder", inner, (mel - inner["data_mean"]) / inner["data_std"])
         return self.env.t2j_iso(moments)
+
+    def _inner(self, child: str, inner: dict, x):
+        """The inner autoencoder's `child` (its encoder or decoder) on x, with its share of the inner weights."""
+        own = {name.removeprefix(child + "."): t for name, t in inner.items() if name.startswith(child + ".")}
+        return torch.func.functional_call(getattr(self.model.vae, child), own, (x,))
 
     def forward_step(self, weights, mel):
         dtype = mel.dtype
