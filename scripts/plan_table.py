@@ -1,7 +1,7 @@
 """Plans of the released sizes for TPUs and GPUs, compiled offline on this machine (docs/plan.md's tables).
 
-Each row is `TorchaxVAE.plan` of one released size (vaes.RELEASED: the pipelines' defaults), bf16, on a
-target: whether it fits, the peak per chip, sharding efficiency, FLOPs, the roofline lower bound, the
+Each row is `TorchaxVAE.plan` of one released size (vaes.RELEASED and RELEASED_SOUND: the pipelines' defaults), bf16,
+on a target: whether it fits, the peak per chip, sharding efficiency, FLOPs, the roofline lower bound, the
 programs and their compile seconds. Figures are compiled offline, not run on a TPU or GPU. TPU compiles of
 released sizes take minutes each on 2 cores, hence a script, not a test.
 
@@ -22,7 +22,7 @@ os.environ.setdefault("TORCHAX_VAE_CACHE_DIR", "off")
 
 import torch  # noqa: E402
 
-from vaes import RELEASED, meta_vae  # noqa: E402
+from vaes import RELEASED, RELEASED_SOUND, meta_vae  # noqa: E402
 
 
 def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None, progress: bool = True,
@@ -30,12 +30,19 @@ def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None
     from torchax_vae import TorchaxVAE
     from torchax_vae.models import input_shape
 
-    config, frames, height, width = RELEASED[case]
-    vae = TorchaxVAE(meta_vae(config), dtype=torch.bfloat16)
+    if case in RELEASED_SOUND:  # [B, C, samples] to encode; a decode plans its latents
+        config, sound = RELEASED_SOUND[case]
+        vae = TorchaxVAE(meta_vae(config), dtype=torch.bfloat16)
+        size = list(sound)
+        shape = sound if kind == "encode" else vae._family.latent_shape(sound)
+    else:
+        config, frames, height, width = RELEASED[case]
+        vae = TorchaxVAE(meta_vae(config), dtype=torch.bfloat16)
+        size = [frames, height, width]
+        shape = input_shape(vae, kind, frames, height, width)
     if split and hasattr(vae, "program_split"):
         vae.program_split = split
     vae.tiling_mode = tiling
-    shape = input_shape(vae, kind, frames, height, width)
 
     def observer(name, stats):
         if progress and stats is not None:
@@ -44,7 +51,7 @@ def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None
     start = time.perf_counter()
     plan = vae.plan(kind, shape, target, dp=dp, observer=observer)
     result = plan.to_json()
-    result.update(case=case, config=config, video=[frames, height, width], dp=dp, split=split, tiling_mode=tiling,
+    result.update(case=case, config=config, video=size, dp=dp, split=split, tiling_mode=tiling,
                   wall_seconds=time.perf_counter() - start)
     return result
 
@@ -86,15 +93,18 @@ def main(argv=None) -> int:
     if args.list:
         print("\n".join(f"{name}: {config} {frames}x{height}x{width}" for name, (config, frames, height, width)
                         in RELEASED.items()))
+        print("\n".join(f"{name}: {config} {'x'.join(map(str, sound))} (B, C, samples)"
+                        for name, (config, sound) in RELEASED_SOUND.items()))
         return 0
-    unknown = [c for c in args.cases if c not in RELEASED]
+    known = {**RELEASED, **RELEASED_SOUND}
+    unknown = [c for c in args.cases if c not in known]
     if unknown:
-        parser.error(f"unknown cases {unknown}; known: {sorted(RELEASED)}")
+        parser.error(f"unknown cases {unknown}; known: {sorted(known)}")
     from bench import environment
 
     env = environment() | {"date": datetime.date.today().isoformat(), "command": " ".join(sys.argv)}
     rows = []
-    for case in args.cases or list(RELEASED):
+    for case in args.cases or list(known):
         for kind in args.kinds.split(","):
             for target in args.targets.split(","):
                 r = row(case, kind, target, args.dp, args.program_split, tiling=args.tiling)

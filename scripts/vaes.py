@@ -580,6 +580,11 @@ RELEASED = {
 }
 
 
+# Sound at its pipeline's default length: name -> (config, the encode input [B, C, samples]); a decode plans that
+# input's latents. Stable Audio Open: its transformer's 1024 latent frames of 2048 samples (47.55 s at 44.1 kHz).
+RELEASED_SOUND = {"stable-audio-open": ("oobleck", (1, 2, 1024 * 2048))}
+
+
 def meta_vae(config: str):
     """A model of a named config on the meta device (no weights, no memory), in eval mode as TorchaxVAE needs it
     (a fresh diffusers model trains: Allegro's dropout layers), for planning and lowering."""
