@@ -83,6 +83,56 @@ def test_codebook_indices_decode_as_diffusers(pair):
     assert [s["name"] for s in ours.compile_stats()] == ["decoder"]  # the good call's, and nothing for the refusals
 
 
+def test_torchax_inputs_keep_the_decode_and_its_loss_on_the_device(pair):
+    """Latents already on the JAX device (a torchax tensor): the decode, diffusers' commit loss and the zero loss of
+    `force_not_quantize` are computed there and come back as torchax tensors, within 1e-4 of diffusers'."""
+    import jax
+
+    name, vae, ours = pair
+    env = ours._family.lowered.env
+    h = randn(2, ours.latent_channels, 8, 8, seed=7)
+    on_device = env.j2t_iso(jax.numpy.asarray(h.numpy()))
+    with torch.no_grad():
+        for force in (False, True):
+            theirs, mine = vae.decode(h, force_not_quantize=force), ours.decode(on_device, force_not_quantize=force)
+            sample = torch.from_numpy(jax.device_get(mine.sample._elem).copy())
+            loss = torch.from_numpy(jax.device_get(mine.commit_loss._elem).copy())
+            assert_close(sample, theirs.sample, FP32, f"{name} decode of a torchax tensor, force={force}")
+            assert_close(loss, theirs.commit_loss, 1e-6, f"{name} commit loss on the device, force={force}")
+
+
+def test_command_and_service_decode_as_the_kandinsky_pipelines(tmp_path, capsys):
+    """Kandinsky 2.1/2.2/3's stage 3: `movq.decode(latents, force_not_quantize=True)`, then [-1, 1] to [0, 1]. The
+    command finds the pipeline folder's movq/ (the default --subfolder vae falls back to it) and writes those images
+    within one uint8 step; the service answers the same decode within 1e-4."""
+    import numpy as np
+    from diffusers.utils.remote_utils import remote_decode
+    from PIL import Image
+    from serving import serving
+
+    from torchax_vae.cli import main
+    from torchax_vae.serve import create_app
+
+    vae = random_vae("movq-tiny")
+    vae.save_pretrained(tmp_path / "pipeline" / "movq")
+    z = randn(2, 4, 8, 8, seed=8)  # as KandinskyV22Pipeline(output_type="latent") returns them
+    torch.save(z, tmp_path / "latents.pt")
+    with torch.no_grad():
+        expected = vae.decode(z, force_not_quantize=True).sample
+        quantized = vae.decode(z).sample
+    assert (expected - quantized).abs().max() > 1e-2  # the two decodes differ: the test can tell them
+    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "out.png"), "--model",
+                 str(tmp_path / "pipeline"), "--no-cache"]) == 0
+    levels = ((expected * 0.5 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(0, 2, 3, 1).numpy()
+    for i in range(2):
+        got = np.asarray(Image.open(tmp_path / f"out_{i}.png"))
+        assert np.abs(got.astype(int) - levels[i]).max() <= 1, i
+    capsys.readouterr()
+    with serving(create_app({"movq": TorchaxVAE(vae)})) as base:
+        served = remote_decode(endpoint=f"{base}/decode/movq", tensor=z, output_type="pt", return_type="pt")
+    assert_close(served, expected, FP32, "served MoVQ decode")
+
+
 def test_bf16_saving_and_loading(tmp_path):
     vae = random_vae("movq-tiny")
     x = randn(1, 3, 32, 32, seed=2)

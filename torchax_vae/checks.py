@@ -10,7 +10,7 @@ import tempfile
 
 __all__ = [
     "InputError", "WriteError", "LATENT_SUFFIXES", "VIDEO_SUFFIXES", "IMAGE_SUFFIXES", "check_distinct", "check_readable",
-    "check_writable", "shown",
+    "check_writable", "shown", "vae_subfolder",
 ]
 
 LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")
@@ -90,3 +90,14 @@ def check_distinct(output, inputs) -> None:
         if same:
             raise InputError(f"output {output} is the input {given}: writing it would replace the input; "
                              "choose another output name")
+
+
+def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
+    """`subfolder`, or None where a local folder holds the VAE itself (its config.json at the top); a Kandinsky
+    pipeline's `movq` where the default `vae` is asked of a pipeline folder that has none."""
+    local = pathlib.Path(name_or_path).expanduser()
+    if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
+        return None
+    if subfolder == "vae" and local.is_dir() and not (local / "vae").is_dir() and (local / "movq").is_dir():
+        return "movq"
+    return subfolder

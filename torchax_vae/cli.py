@@ -19,7 +19,7 @@ import threading
 
 from . import FAMILIES, __version__, arguments, quiet_diffusers_import
 from .checks import (IMAGE_SUFFIXES, LATENT_SUFFIXES, MAX_FPS, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
-                     check_writable)
+                     check_writable, vae_subfolder)
 
 __all__ = ["main"]
 
@@ -155,6 +155,7 @@ def _check_model_folder(model: str, subfolder: str | None) -> None:
     if not folder.is_dir():
         raise InputError(f"--model {model} does not exist: expected a diffusers VAE or pipeline folder, or a "
                          "hub id (ORG/NAME)")
+    subfolder = vae_subfolder(folder, subfolder)  # (a Kandinsky pipeline's movq/)
     if not any((folder / name / "config.json").is_file() for name in (subfolder or "", "")):
         raise InputError(f"model folder {model} has no {subfolder or '.'}/config.json: not a diffusers VAE or pipeline")
 

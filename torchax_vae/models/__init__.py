@@ -18,6 +18,7 @@ import json
 import pathlib
 import warnings
 
+from ..checks import vae_subfolder  # noqa: F401 (where the VAE is in a folder: the command's and the loaders')
 from .allegro import AllegroVAE
 from .asym_kl import AsymmetricKLVAE
 from .cogvideox import CogVideoXVAE
@@ -113,14 +114,6 @@ except ImportError:
     pass
 else:
     WRAPPERS += (Kandinsky6SRVAEModel,)
-
-
-def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
-    """`subfolder`, or None where a local folder holds the VAE itself (its config.json at the top)."""
-    local = pathlib.Path(name_or_path).expanduser()
-    if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
-        return None
-    return subfolder
 
 
 def supported() -> str:

@@ -25,6 +25,7 @@ program per shape each way, with what this class does its own way:
 import functools
 
 import jax
+import jax.numpy as jnp
 import torch
 # ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.vq", "VQVAE"] entry by looking the base class up
 # in this module.
@@ -80,6 +81,12 @@ class VQ(KL):
         self.engine.ran_batch(out)
         return out
 
+    def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
+        """The Kandinsky pipelines' stage 3 (2.1, 2.2, 3): `movq.decode(latents, force_not_quantize=True)`, what the
+        command and the service run (latent diffusion's VQ pipelines decode quantized: TorchaxVAE in Python)."""
+        latents, _ = super().decode_inputs(latents, timestep=timestep, noise_scale=noise_scale, seed=seed)
+        return latents, (True,)
+
     def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         return latents  # the Kandinsky pipelines hand MoVQ's latents over as they are
 
@@ -108,7 +115,7 @@ class VQVAE(KLVAE):
         quantize = not force_not_quantize
         sample = self._compute(functools.partial(self._family.decode, quantize=quantize), h)
         like = h if indices is None else indices  # diffusers' zero loss takes the input's dtype, the indices' too
-        loss = self._commit_loss(h) if quantize else torch.zeros(h.shape[0], dtype=like.dtype, device=h.device)
+        loss = self._commit_loss(h) if quantize else _zeros(h.shape[0], like)
         return DecoderOutput(sample=sample, commit_loss=loss) if return_dict else (sample, loss)
 
     def _codebook_entries(self, indices: torch.Tensor, shape, force_not_quantize: bool) -> torch.Tensor:
@@ -139,12 +146,9 @@ class VQVAE(KLVAE):
 
     def _commit_loss(self, h: torch.Tensor) -> torch.Tensor:
         """diffusers' VectorQuantizer loss in eval mode, (1 + beta) x mean |nearest codebook entry - h|^2 (a scalar),
-        computed on the host from the codebook (the one place it is read outside a program)."""
-        codebook = convert.to_torch(self._engine.weights["quantize"]["embedding.weight"]).to(h.device, h.dtype)
-        flat = h.detach().permute(0, 2, 3, 1).reshape(-1, codebook.shape[1])
-        nearest = codebook[torch.argmin(torch.cdist(flat, codebook), dim=1)]
-        beta = 0.25  # VQModel builds its VectorQuantizer with beta=0.25
-        return (1 + beta) * torch.mean((nearest - flat) ** 2)
+        computed on the device beside the decode (h a torch tensor anywhere, or a torchax tensor)."""
+        codebook = self._engine.weights["quantize"]["embedding.weight"]
+        return convert.like(_commit_loss(codebook, self._source(h.detach()).take()), h)
 
     def forward(self, sample: torch.Tensor, return_dict: bool = True):
         """Encode then decode (quantized), as diffusers' `VQModel.forward`."""
@@ -176,3 +180,21 @@ class VQVAE(KLVAE):
 def _lookup(codebook, indices, *, shape):
     """The codebook rows of `indices`, as `shape` (B, H, W, C), then [B, C, H, W] (diffusers' get_codebook_entry)."""
     return codebook[indices].reshape(shape).transpose(0, 3, 1, 2)
+
+
+@jax.jit
+def _commit_loss(codebook, latents):
+    """(1 + beta) x the mean squared distance of the latents [B, C, H, W] to their nearest codebook entries (beta
+    0.25: VQModel builds its VectorQuantizer so), as diffusers' VectorQuantizer computes it in eval mode."""
+    flat = latents.transpose(0, 2, 3, 1).reshape(-1, codebook.shape[1]).astype(jnp.float32)
+    table = codebook.astype(jnp.float32)
+    distances = (flat**2).sum(1, keepdims=True) - 2 * flat @ table.T + (table**2).sum(1)
+    nearest = table[jnp.argmin(distances, axis=1)]
+    return ((1 + 0.25) * jnp.mean((nearest - flat) ** 2)).astype(latents.dtype)
+
+
+def _zeros(count: int, like: torch.Tensor) -> torch.Tensor:
+    """diffusers' zero commit loss [count] in like's dtype, where like is (a torchax tensor: on the device)."""
+    if convert.is_torchax(like):
+        return convert.like(jnp.zeros((count,), jnp.float32), like)
+    return torch.zeros(count, dtype=like.dtype, device=like.device)
