@@ -44,6 +44,7 @@ SMALL_CONFIGS = {
     "sd1.5": "sd-tiny", "sdxl": "sd-tiny", "sd3": "flux-tiny", "flux": "flux-tiny",  # AutoencoderKL's images
     "flux2": "flux2-tiny", "sana": "dc-tiny", "hunyuanimage": "hunyuanimage-tiny",
     "taesd": "tiny-tiny", "taef1": "tiny-tiny", "svd": "svd-tiny",
+    "asym-kl-x1.5": "asym-kl-tiny", "movq": "movq-tiny", "hunyuanimage-refiner": "hunyuanimage-refiner-tiny",
 }
 SMALL_SIZES = {"mochi-tiny": (7, 32, 64), "allegro-tiny": (24, 128, 128),
                "minimaxh3-tiny": (22, 32, 64)}  # (MiniMax H3 decodes 3 latent frames or more: 22 frames make 7)

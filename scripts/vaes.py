@@ -264,13 +264,18 @@ MINIMAX_H3_AUDIO_CONFIGS = {
 # VQModel: diffusers' own test config (tests/models/autoencoders/test_models_vq.py, 58eb52c), and a MoVQ-like one as
 # Kandinsky 2.2's pipeline tests build it (tests/pipelines/kandinsky2_2: the spatial norm conditioned on the quantized
 # latents, a codebook of 12 entries of 4 channels)
-# AsymmetricAutoencoderKL, released: cross-attention/asymmetric-autoencoder-kl-x-1-5 and -x-2, as diffusers'
-# scripts/convert_asymmetric_vqgan_to_diffusers.py builds them (58eb52c); tests/test_asym_kl.py has the tiny ones
+# AsymmetricAutoencoderKL: a tiny one, and the released cross-attention/asymmetric-autoencoder-kl-x-1-5 and -x-2, as
+# diffusers' scripts/convert_asymmetric_vqgan_to_diffusers.py builds them (58eb52c)
 _ASYM_KL = {"in_channels": 3, "out_channels": 3, "down_block_types": ["DownEncoderBlock2D"] * 4,
             "down_block_out_channels": [128, 256, 512, 512], "layers_per_down_block": 2,
             "up_block_types": ["UpDecoderBlock2D"] * 4, "act_fn": "silu", "latent_channels": 4, "norm_num_groups": 32,
             "sample_size": 256, "scaling_factor": 0.18215}
 ASYM_KL_CONFIGS = {
+    # three levels (4x), as SD inpainting's fast tests' VAE is shaped (tests/test_asym_kl.py's "three-levels")
+    "asym-kl-tiny": {"down_block_out_channels": [8, 16, 16], "up_block_out_channels": [8, 16, 16],
+                     "layers_per_down_block": 1, "layers_per_up_block": 1, "latent_channels": 4, "norm_num_groups": 4,
+                     "sample_size": 32, "down_block_types": ["DownEncoderBlock2D"] * 3,
+                     "up_block_types": ["UpDecoderBlock2D"] * 3},
     "asym-kl-x1.5": {**_ASYM_KL, "up_block_out_channels": [192, 384, 768, 768], "layers_per_up_block": 3},
     "asym-kl-x2": {**_ASYM_KL, "up_block_out_channels": [256, 512, 1024, 1024], "layers_per_up_block": 5},
 }
