@@ -24,6 +24,7 @@ chunks may have any length, and it tiles as its decode does (each clip is tiled 
 
 import threading
 
+import jax.numpy as jnp
 import torch
 
 from . import convert, validation
@@ -59,7 +60,7 @@ class _Session:
         self._lock = threading.Lock()
         self._closed = False
         self.frames = 0  # frames (latent frames for a decode, video frames for an encode) taken so far
-        self._empty = self._reference = None  # a zero-frame output, and a zero-frame input (their device)
+        self._reference = None  # the last chunk, whose device and dtype `finish()` answers in
 
     def _run(self, x: torch.Tensor):
         """The family's output for the chunk x (a JAX array), checked and with the state carried."""
@@ -98,30 +99,25 @@ class _Session:
             raise ValueError(f"a {self.kind} session yields no gradients: pass the chunk detached (torch.no_grad())")
         vae._check_weights()
         family.check_training()
-        self._last_shape, self._reference = tuple(x.shape), x[:, :, :0]
+        self._last_shape, self._reference = tuple(x.shape), x  # (the last chunk: what `finish()` answers like)
         out, state = family.session_step(vae._source(x), self._state, kind=self.kind)
         self._state, self._shape = state, shape
         self.frames += x.shape[2]
         return self._or_empty(out, x)
 
     def _or_empty(self, out, x: torch.Tensor) -> torch.Tensor:
-        """`out` as a tensor on x's device; where a chunk completes nothing (a family that holds back its
-        unfinished clip), no frames: an empty tensor with the outputs' other dimensions."""
-        if out is not None:
-            out = convert.like(out, x)
-            self._empty = out[:, :, :0]
-            return out
-        if self._empty is None:
+        """`out` as a tensor like x (on its device, a torchax tensor for one); where a chunk completes nothing (a
+        family that holds back its unfinished clip), no frames: an empty one with the outputs' other dimensions."""
+        if out is None:
             vae = self._vae
             batch, _, _, height, width = self._last_shape
+            ratio = vae.spatial_compression_ratio
             if self.kind == "decode":
-                ratio = vae.spatial_compression_ratio
                 shape = (batch, vae.video_channels, 0, height * ratio, width * ratio)
             else:
-                ratio = vae._family.spatial_compression_ratio
                 shape = (batch, 2 * vae.latent_channels, 0, height // ratio, width // ratio)
-            self._empty = torch.zeros(shape, dtype=vae.dtype, device=x.device)
-        return self._empty
+            out = jnp.zeros(shape, convert.jax_dtype(x.dtype))
+        return convert.like(out, x)
 
     def _finish(self) -> torch.Tensor:
         """What the session still holds at the video's end (nothing, for families that carry causal state:
@@ -144,7 +140,7 @@ class _Session:
     def close(self) -> None:
         """Frees the session's state on the device; later calls raise."""
         self._closed = True
-        self._state = None
+        self._state = self._reference = None
 
     def __enter__(self):
         return self
