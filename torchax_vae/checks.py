@@ -15,6 +15,7 @@ __all__ = [
 
 LATENT_SUFFIXES = (".pt", ".pth", ".safetensors", ".npy")
 VIDEO_SUFFIXES = (".mp4", ".npy")  # a decoded video: H.264 (lossy) or the exact uint8 frames
+SOUND_SUFFIXES = (".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a", ".aac")  # what `encode` reads as sound
 IMAGE_SUFFIXES = (".png", ".npy")  # a decoded image: PNG (lossless) or the exact uint8 pixels
 # The highest MP4 frame rate written: above it players and ffmpeg's muxer misbehave (--fps 100000 read back as 0).
 MAX_FPS = 240

@@ -18,8 +18,8 @@ import sys
 import threading
 
 from . import FAMILIES, __version__, arguments, quiet_diffusers_import
-from .checks import (IMAGE_SUFFIXES, LATENT_SUFFIXES, MAX_FPS, VIDEO_SUFFIXES, InputError, WriteError, check_distinct, check_readable,
-                     check_writable, vae_subfolder)
+from .checks import (IMAGE_SUFFIXES, LATENT_SUFFIXES, MAX_FPS, SOUND_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError,
+                     check_distinct, check_readable, check_writable, vae_subfolder)
 
 __all__ = ["main"]
 
@@ -96,7 +96,7 @@ def parser() -> argparse.ArgumentParser:
     _common(p)
 
     p = sub.add_parser("encode", help="video -> latents (scaled, as the pipelines hold them)")
-    p.add_argument("video", help="any video ffmpeg reads")
+    p.add_argument("video", help="any video ffmpeg reads, or a sound file for an audio pipeline's VAE (Stable Audio)")
     p.add_argument("-o", "--output", required=True, help=".pt, .safetensors or .npy to write")
     _model_args(p)
     p.add_argument("--layout", choices=("BFCHW", "BCFHW"), default=None,
@@ -175,7 +175,7 @@ def preflight(args) -> None:
             check_writable(args.audio_out, (".wav",))
             check_distinct(args.audio_out, inputs + [args.output])
     elif args.command == "encode":
-        check_readable(args.video, "video file")
+        check_readable(args.video, "sound file" if args.video.lower().endswith(SOUND_SUFFIXES) else "video file")
         check_writable(args.output, LATENT_SUFFIXES)
         check_distinct(args.output, [args.video])
     elif args.command == "demo":
@@ -259,6 +259,11 @@ def _report(command: str, result: dict) -> str:
         return (f"wrote {', '.join(result['outputs'])}: {_count(result['images'], 'image')} {result['size']}; "
                 f"compile {result['compile_seconds']:.1f} s ({_count(result['programs'], 'program')}), "
                 f"decode {result['decode_seconds']:.1f} s, {result['images_per_second']:.2f} images/s")
+    if command == "encode" and "sample_rate" in result:  # a sound file's
+        resampled = f", resampled by ffmpeg from {result['resampled_from']} Hz" if result["resampled_from"] else ""
+        return (f"wrote {result['output']}: latents {result['latent_shape']} ({result['layout']}) from "
+                f"{result['audio_seconds']:.2f} s of sound at {result['sample_rate']} Hz{resampled}; compile "
+                f"{result['compile_seconds']:.1f} s, encode {result['encode_seconds']:.1f} s")
     if command == "encode" and "frames" not in result:
         return (f"wrote {result['output']}: latents {result['latent_shape']} ({result['layout']}) from a "
                 f"{result['size']} image; compile {result['compile_seconds']:.1f} s, encode "

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
-from . import convert, files, image_files, inpainting, patches, pixels, sound, streamed_encode, video_input
+from . import (convert, files, image_files, inpainting, patches, pixels, sound, sound_encode, streamed_encode,
+               video_input)
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
@@ -303,10 +304,14 @@ def encode_file(
     layout: str | None = None, posterior: str = "mean", seed: int = 0, max_frames: int | None = None,
     progress="bar",
 ) -> dict:
-    """A video file -> normalized latents as stage 2 would hold them (in the family's `pipeline_layout` by default)."""
+    """A video file -> normalized latents as stage 2 would hold them (in the family's `pipeline_layout` by default);
+    a sound file (or any input of an audio pipeline's VAE) -> its latents (torchax_vae/sound_encode.py)."""
     if posterior not in ("mean", "sample"):
         raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")
     mode = progress_mode(progress)
+    if sound_encode.is_sound_file(video) or sound.saved_class(model, subfolder or "vae") in sound.AUDIO_ONLY:
+        return sound_encode.encode_file(video, out, model, subfolder=subfolder, dtype=dtype, posterior=posterior,
+                                        seed=seed, progress=mode)
     out = files.check_writable(out, files.LATENT_SUFFIXES)
     files.check_distinct(out, [video])
     video_input.check_video_file(video)  # before the model loads; read once its channels are known

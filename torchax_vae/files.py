@@ -238,6 +238,14 @@ def save_latents(path, latents: torch.Tensor, layout: str = "BFCHW") -> None:
     data = latents.detach().cpu().contiguous()
     if layout == "BFCHW":
         data = data.permute(0, 2, 1, 3, 4).contiguous()
+    save_tensor(path, data)
+
+
+def save_tensor(path, data: torch.Tensor) -> None:
+    """Writes a tensor as it is (audio latents: [B, C, L]) to .pt/.pth, .safetensors (as "latents") or .npy,
+    atomically; `load_latents` reads it back."""
+    path = check_writable(path, LATENT_SUFFIXES)
+    data = data.detach().cpu().contiguous()
     with atomic_output(path) as tmp:
         if path.suffix == ".npy":
             with open(tmp, "wb") as f:

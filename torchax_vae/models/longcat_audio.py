@@ -35,7 +35,24 @@ from ..lowering import OneChildLowered
 from ..vae import TorchaxVAE
 from .kl import _where_diffusers_has
 
-__all__ = ["LongCatAudio", "LongCatAudioVAE", "strides"]
+__all__ = ["LongCatAudio", "LongCatAudioVAE", "Posterior", "strides"]
+
+
+class Posterior:
+    """diffusers' posterior of this class, which it draws inside `encode`: parameters [mean, std] / config.scale on
+    channels (std = softplus(scale) + 1e-4), so that `mode()` is diffusers' `sample_posterior=False` latents and
+    `sample(generator)` its draw with that generator (the noise of the mean's shape and dtype)."""
+
+    def __init__(self, parameters: torch.Tensor):
+        self.parameters = parameters
+        self.mean, self.std = parameters.chunk(2, dim=1)
+
+    def mode(self) -> torch.Tensor:
+        return self.mean
+
+    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        noise = randn_tensor(self.mean.shape, generator=generator, device=self.mean.device, dtype=self.mean.dtype)
+        return self.mean + self.std * noise
 
 
 def strides(config) -> list[int]:
@@ -65,6 +82,7 @@ class LongCatAudio(Family):
     rank = 3
     decoded_layout = "BCT"
     pipeline_layout = "BTC"  # LongCatAudioDiTPipeline's latents [B, L, C]
+    posterior_class = Posterior  # made by LongCatAudioVAE._posterior (the command's and the service's encodes)
 
     def lower(self, vae):
         placement = self.engine.placement
@@ -133,6 +151,10 @@ class LongCatAudioVAE(TorchaxVAE):
             latents = mean
         latents = (latents / self.config.scale).float()  # (diffusers: float32 whatever the encoder's dtype)
         return LongCatAudioDiTVaeEncoderOutput(latents=latents) if return_dict else (latents,)
+
+    def _posterior(self, x: torch.Tensor) -> Posterior:
+        mean, scale = self._encode_with(x, "encode").float().chunk(2, dim=1)
+        return Posterior(torch.cat([mean, F.softplus(scale) + 1e-4], dim=1) / self.config.scale)
 
     def decode(self, latents: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, latent_dim, L] into waveforms [B, in_channels, L x hop], as diffusers does."""

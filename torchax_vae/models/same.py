@@ -20,6 +20,7 @@ import torch
 # class up in this module.
 from diffusers import AutoencoderSAME, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_same import AutoencoderSAMEDecoderOutput, AutoencoderSAMEOutput
+from diffusers.models.autoencoders.vae import IdentityDistribution
 
 from ..family import Family
 from ..lowering import Lowered
@@ -56,6 +57,7 @@ class SAME(Family):
     model_class = AutoencoderSAME
     rank = 3
     pipeline_layout = decoded_layout = "BCT"
+    posterior_class = IdentityDistribution  # `encode` gives the latents themselves
 
     def lower(self, vae):
         placement = self.engine.placement
