@@ -223,8 +223,10 @@ def rebuilt(model_class, config) -> nn.Module:
     which `from_config` would warn about on every rebuild: diffusers' own round trip)."""
     import inspect
 
+    from .models import _quiet_construction  # (torch's weight_norm deprecation, which the audio classes build)
+
     accepted = inspect.signature(model_class.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        config = {key: value for key, value in dict(config).items() if key in accepted or key.startswith("_")}
+    with _quiet_construction():
         return model_class.from_config(config)
-    kept = {key: value for key, value in dict(config).items() if key in accepted or key.startswith("_")}
-    return model_class.from_config(kept)
