@@ -198,6 +198,35 @@ def test_vocoder_with_bandwidth_extension_matches_pytorch():
 @pytest.mark.slow
 @pytest.mark.heavy  # about 2 minutes on 2 cores
 @torch.no_grad()
+def test_plan_and_precompile_take_the_vocoders_spectrogram():
+    """`plan` and `precompile` of a vocoder (its call, as a decode) take its spectrogram [B, C, T, mel_bins] as
+    `forward` does, C x mel_bins its in_channels, and compile the program `forward` then runs; another split of
+    the features is refused in one line."""
+    from diffusers.pipelines.ltx2 import vocoder as module
+
+    from torchax_vae.plan import plan
+
+    classes = [(VOCODER, module.LTX2Vocoder)] + ([(BWE, module.LTX2VocoderWithBWE)]
+                                                if hasattr(module, "LTX2VocoderWithBWE") else [])
+    for config, make in classes:
+        torch.manual_seed(0)
+        voc = make(**config).eval()
+        ours = TorchaxVAE(voc)
+        spectrogram = torch.randn(1, 2, 9, config["in_channels"] // 2, generator=torch.Generator().manual_seed(2))
+        with torch.no_grad():
+            expected = voc(spectrogram)
+            assert expected.abs().max() > 1e-3
+        planned = plan(ours, "decode", tuple(spectrogram.shape), "h100")
+        assert tuple(planned.output_shape) == tuple(expected.shape), (planned.output_shape, expected.shape)
+        assert [s["name"] for s in ours.precompile("decode", tuple(spectrogram.shape))] == ["vocoder"]
+        before = len(ours.compile_stats())
+        with torch.no_grad():
+            assert_close(ours(spectrogram), expected, ATOL, f"{type(voc).__name__} after precompile")
+        assert len(ours.compile_stats()) == before
+        with pytest.raises(ValueError, match=r"has 4 channels x .* mel bins = .* features; this LTX2Vocoder"):
+            plan(ours, "decode", (1, 4, 9, config["in_channels"] // 2), "h100")
+
+
 def test_released_audio_vae_and_vocoders_match_pytorch():
     """The released architectures (the classes' defaults: 53 M, 56 M and 129 M parameters) on a short clip: 5
     latent frames, 17 spectrogram frames, 4080 samples (LTX-2) and 8160 (LTX-2.3)."""

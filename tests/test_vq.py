@@ -38,6 +38,22 @@ def test_encode_decode_and_forward_match_pytorch(pair):
     assert names == ["decoder", "decoder+quantize", "encoder"], names  # one program per (shape, choice)
 
 
+def test_precompile_and_plan_compile_the_pipelines_decoder(pair):
+    """`precompile` and `plan` of a decode compile what the Kandinsky pipelines' stage 3 runs
+    (`force_not_quantize=True`, the "decoder" program), so a warmed-up decode of theirs compiles nothing more."""
+    from torchax_vae.plan import plan
+
+    name, vae, _ = pair
+    ours = TorchaxVAE(vae)
+    stats = ours.precompile("decode", (1, vae.config.latent_channels, 8, 12))
+    assert [s["name"] for s in stats] == ["decoder"], stats
+    before = len(ours.compile_stats())
+    ours.decode(randn(1, vae.config.latent_channels, 8, 12), force_not_quantize=True)
+    assert len(ours.compile_stats()) == before, f"{name}: the pipelines' decode compiled again"
+    planned = plan(ours, "decode", (1, vae.config.latent_channels, 8, 12), "h100")
+    assert [p.name for p in planned.programs] == ["decoder"], planned.programs
+
+
 def test_interface_as_diffusers_class(pair):
     name, vae, ours = pair
     assert type(ours).__name__ == "VQVAE" and isinstance(ours, type(vae))

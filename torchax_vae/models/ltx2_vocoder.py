@@ -125,7 +125,8 @@ class LTX2VocoderModel(TorchaxVAE):
     def forward(self, hidden_states: torch.Tensor, time_last: bool = False) -> torch.Tensor:
         """The waveform [B, out_channels, samples] of a spectrogram [B, C, T, mel_bins] ([B, C, mel_bins, T] with
         `time_last`), as diffusers' vocoder computes it."""
-        return self._vocode(hidden_states, time_last=bool(time_last))
+        # (time_last only where set: the default is the program `precompile` and `plan` compile, "vocoder")
+        return self._vocode(hidden_states, **({"time_last": True} if time_last else {}))
 
     def _vocode(self, spectrogram: torch.Tensor, **options) -> torch.Tensor:
         time_last = options.get("time_last", False)
@@ -137,6 +138,15 @@ class LTX2VocoderModel(TorchaxVAE):
         return self._compute(functools.partial(self._family.decode, **options), spectrogram)
 
     __call__ = forward
+
+    def _shape_source(self, kind: str, shape):
+        """A decode (the vocoder's call: what `plan` and `precompile` take) of a spectrogram [B, C, T, mel_bins],
+        checked as `forward` checks one; a vocoder encodes nothing."""
+        if kind != "decode":
+            return super()._shape_source(kind, shape)
+        shape = tuple(int(n) for n in shape)
+        self._family.check_spectrogram(shape, False, "decode shape")
+        return self._engine.shapes(shape)
 
     @property
     def sampling_rate(self) -> int:

@@ -20,6 +20,9 @@ program per shape each way, with what this class does its own way:
   latents; indices outside the codebook or a `shape` that does not fit them
   are refused at the boundary.
 - No tiling (diffusers' class has none); slicing neither.
+- `precompile`, `lower`, `plan` and `torchax-vae warmup` of a decode compile the "decoder" program, the
+  Kandinsky pipelines' (`force_not_quantize=True`), as the command and the service run it. (Planned quantized,
+  MoVQ's 4096 x 16384 float32 codebook distances at 512x512 were its largest buffer, not split over GPUs.)
 """
 
 import functools
@@ -98,6 +101,14 @@ class VQVAE(KLVAE):
     """`TorchaxVAE` for diffusers' `VQModel` (the module docstring)."""
 
     family = VQ
+
+    def _run_kind(self, kind: str, source):
+        """`precompile`, `lower` and `plan` of a decode follow the Kandinsky pipelines' stage 3
+        (`force_not_quantize=True`: the "decoder" program), which the command and the service run too; a quantized
+        `decode(z)` compiles its own program when called."""
+        if kind != "decode":
+            return super()._run_kind(kind, source)
+        return self._per_sample(functools.partial(self._family.decode, quantize=False), source)
 
     def encode(self, x: torch.Tensor, return_dict: bool = True):
         """Encodes images [B, C, H, W] into latents, `VQEncoderOutput(latents=...)` as diffusers (not quantized)."""
