@@ -88,6 +88,12 @@ BACKENDS = {
             # died with CUDA_ERROR_ILLEGAL_INSTRUCTION in 3 of 3 processes with them, ran without (4.00 s
             # against PyTorch's 6.29 s); CogVideoX 480p took 0.84 s either way (docs/performance.md)
             "xla_gpu_enable_triton_gemm": False,
+            # no merged GEMMs: XLA's dot merger joins the GEMMs that share an operand into one whose output lives
+            # on; with the per-GPU shapes of a split it joined MoVQ's seven 1x1 spatial-norm convolutions at
+            # 512x512 (448 MiB of 672 temp per GPU on two H100s, against 516 on one; 283 without). SDXL, Flux,
+            # Sana, Wan 2.1 480p and CogVideoX 480p plan the same bytes either way (compiled offline, 2026-11-29:
+            # docs/plan.md); the speed on a GPU is unmeasured with it
+            "xla_gpu_dot_merger_threshold_mb": 0,
         },
         # cuDNN's 2 GiB operand limit, and pointwise convolutions as GEMMs (patches/gpu_conv.py)
         conv_operand_limit=GPU_CONV_LIMIT, halo_conv=True,
