@@ -30,11 +30,13 @@ def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None
     from torchax_vae import TorchaxVAE
     from torchax_vae.models import input_shape
 
-    if case in RELEASED_SOUND:  # [B, C, samples] to encode; a decode plans its latents
-        config, sound = RELEASED_SOUND[case]
+    if case in RELEASED_SOUND:  # the encode input ([B, C, samples], LTX-2's spectrogram) or the decode input
+        config, encode_input, decode_input = RELEASED_SOUND[case]
         vae = TorchaxVAE(meta_vae(config), dtype=torch.bfloat16)
-        size = list(sound)
-        shape = sound if kind == "encode" else vae._family.latent_shape(sound)
+        shape = encode_input if kind == "encode" else decode_input
+        if shape is None:
+            raise ValueError(f"{case} has no {kind} at its pipeline's size (vaes.RELEASED_SOUND)")
+        size = list(shape)
     else:
         config, frames, height, width = RELEASED[case]
         vae = TorchaxVAE(meta_vae(config), dtype=torch.bfloat16)
@@ -93,8 +95,9 @@ def main(argv=None) -> int:
     if args.list:
         print("\n".join(f"{name}: {config} {frames}x{height}x{width}" for name, (config, frames, height, width)
                         in RELEASED.items()))
-        print("\n".join(f"{name}: {config} {'x'.join(map(str, sound))} (B, C, samples)"
-                        for name, (config, sound) in RELEASED_SOUND.items()))
+        print("\n".join(f"{name}: {config} " + ", ".join(f"{kind} {'x'.join(map(str, shape))}" for kind, shape
+                                                       in (("encode", encode), ("decode", decode)) if shape)
+                        for name, (config, encode, decode) in RELEASED_SOUND.items()))
         return 0
     known = {**RELEASED, **RELEASED_SOUND}
     unknown = [c for c in args.cases if c not in known]
@@ -106,6 +109,8 @@ def main(argv=None) -> int:
     rows = []
     for case in args.cases or list(known):
         for kind in args.kinds.split(","):
+            if case in RELEASED_SOUND and RELEASED_SOUND[case][1 if kind == "encode" else 2] is None:
+                continue  # (a vocoder encodes nothing; Kandinsky 6's pipelines never encode sound)
             for target in args.targets.split(","):
                 r = row(case, kind, target, args.dp, args.program_split, tiling=args.tiling)
                 rows.append(r)

@@ -235,6 +235,26 @@ LTX2_AUDIO_CONFIGS = {
     "ltx2-audio": {},
 }
 
+# LTX2Vocoder (diffusers >= 0.37) and LTX2VocoderWithBWE (>= 0.38): the released LTX-2 vocoder (the class defaults,
+# as diffusers' scripts/convert_ltx2_to_diffusers.py at 58eb52c configures version 2.0: 16 kHz spectrogram to 24 kHz
+# stereo) and LTX-2.3's with bandwidth extension (that script's 2.3 config: 48 kHz).
+LTX2_VOCODER_CONFIGS = {"ltx2-vocoder": {}}
+LTX23_VOCODER_CONFIGS = {
+    "ltx2.3-vocoder": {
+        "in_channels": 128, "hidden_channels": 1536, "out_channels": 2, "upsample_kernel_sizes": [11, 4, 4, 4, 4, 4],
+        "upsample_factors": [5, 2, 2, 2, 2, 2], "resnet_kernel_sizes": [3, 7, 11],
+        "resnet_dilations": [[1, 3, 5], [1, 3, 5], [1, 3, 5]], "act_fn": "snakebeta", "leaky_relu_negative_slope": 0.1,
+        "antialias": True, "antialias_ratio": 2, "antialias_kernel_size": 12, "final_act_fn": None, "final_bias": False,
+        "bwe_in_channels": 128, "bwe_hidden_channels": 512, "bwe_out_channels": 2,
+        "bwe_upsample_kernel_sizes": [12, 11, 4, 4, 4], "bwe_upsample_factors": [6, 5, 2, 2, 2],
+        "bwe_resnet_kernel_sizes": [3, 7, 11], "bwe_resnet_dilations": [[1, 3, 5], [1, 3, 5], [1, 3, 5]],
+        "bwe_act_fn": "snakebeta", "bwe_leaky_relu_negative_slope": 0.1, "bwe_antialias": True,
+        "bwe_antialias_ratio": 2, "bwe_antialias_kernel_size": 12, "bwe_final_act_fn": None, "bwe_final_bias": False,
+        "filter_length": 512, "hop_length": 80, "window_length": 512, "num_mel_channels": 64,
+        "input_sampling_rate": 16000, "output_sampling_rate": 48000,
+    },
+}
+
 # AutoencoderKLMiniMaxH3 (diffusers >= 0.42): diffusers' own test config (tests/models/autoencoders/
 # test_models_autoencoder_kl_minimax_h3.py, 58eb52c: 4x spatial and temporal, the released clip_length and token_drop),
 # and the released architecture (the class defaults: 16x spatial, 4x temporal, a 36-layer ViT decoder).
@@ -439,8 +459,9 @@ MMAUDIO_VOCODER_CONFIGS = {
 }
 
 # LongCatAudioDiTVae (diffusers >= 0.42): diffusers' own pipeline test config (tests/pipelines/longcat_audio_dit,
-# 58eb52c: hop 4, as its encoder fills its strides out), and the released architecture (the class defaults: hop 2048
-# at 24 kHz)
+# 58eb52c: hop 4, as its encoder fills its strides out), and the class defaults (24 kHz mono; their strides fill out
+# to 2 a level, hop 32, though the config's downsampling_ratio, which the pipeline sizes latents by, says 2048: the
+# released checkpoint's strides are not in diffusers' snapshot, so no released size is planned for it)
 LONGCAT_AUDIO_CONFIGS = {
     "longcat-audio-tiny": {"in_channels": 1, "channels": 16, "c_mults": [1, 2], "strides": [2], "latent_dim": 8,
                            "encoder_latent_dim": 16, "downsampling_ratio": 2, "sample_rate": 24000},
@@ -519,6 +540,7 @@ MODELS = {
 # here, and why.
 NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("AutoencoderKLLTX2Audio", (0, 37), LTX2_AUDIO_CONFIGS),
+                 ("LTX2Vocoder", (0, 37), LTX2_VOCODER_CONFIGS), ("LTX2VocoderWithBWE", (0, 38), LTX23_VOCODER_CONFIGS),
                  ("AutoencoderKLQwenImage21", (0, 42), QWENIMAGE21_CONFIGS),
                  ("AutoencoderKLMiniMaxH3", (0, 42), MINIMAX_H3_CONFIGS),
                  ("AutoencoderKLMiniMaxH3Audio", (0, 42), MINIMAX_H3_AUDIO_CONFIGS),
@@ -528,6 +550,15 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
                  ("AutoencoderKLHunyuanImageRefiner", (0, 42), HUNYUANIMAGE_REFINER_CONFIGS),
                  ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS))
+def _newer_class(name: str) -> type:
+    """A class of NEWER_CLASSES from the installed diffusers (LTX-2's vocoders live in its pipeline's module)."""
+    if name.startswith("LTX2Vocoder"):
+        from diffusers.pipelines.ltx2 import vocoder
+
+        return getattr(vocoder, name)
+    return getattr(diffusers, name)
+
+
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42
 MISSING: dict[str, str] = {}
 for _name, _since, _configs in NEWER_CLASSES:
@@ -535,7 +566,7 @@ for _name, _since, _configs in NEWER_CLASSES:
         MISSING.update(dict.fromkeys(_configs, f"diffusers {diffusers.__version__} is older than "
                                                 f"{'.'.join(map(str, _since))}, which added {_name}"))
     else:
-        MODELS.update({name: (getattr(diffusers, _name), kwargs) for name, kwargs in _configs.items()})
+        MODELS.update({name: (_newer_class(_name), kwargs) for name, kwargs in _configs.items()})
 
 
 def requires(*configs: str) -> str | None:
@@ -587,7 +618,28 @@ RELEASED = {
 
 # Sound at its pipeline's default length: name -> (config, the encode input [B, C, samples]); a decode plans that
 # input's latents. Stable Audio Open: its transformer's 1024 latent frames of 2048 samples (47.55 s at 44.1 kHz).
-RELEASED_SOUND = {"stable-audio-open": ("oobleck", (1, 2, 1024 * 2048))}
+# The released sound sizes at their pipelines' defaults: name -> (config, encode input or None, decode input). The
+# decode input is the latents the pipeline hands its VAE (a vocoder's: the spectrogram its audio VAE decodes).
+RELEASED_SOUND = {
+    # StableAudioPipeline: the transformer's sample_size 1024 latents (47.55 s at 44.1 kHz stereo)
+    "stable-audio-open": ("oobleck", (1, 2, 1024 * 2048), (1, 64, 1024)),
+    # LTX2Pipeline: 121 frames at 24 fps, 5.04 s: round(5.04 x 16000 / 160 / 4) = 126 latent frames [B, 8, L, 16];
+    # the decoder makes 4 x 126 - 3 = 501 spectrogram frames of 64 mel bins, stereo, which the vocoders take
+    "ltx2-audio": ("ltx2-audio", (1, 2, 501, 64), (1, 8, 126, 16)),
+    "ltx2-vocoder": ("ltx2-vocoder", None, (1, 2, 501, 64)),
+    "ltx2.3-vocoder": ("ltx2.3-vocoder", None, (1, 2, 501, 64)),
+    # MiniMax H3's modular pipeline: 124 frames at 24 fps, audio_latent_num_frames(124) = 207 latents at 40 a second
+    # (hop 800 at 32 kHz); its mono VAE takes the two stereo channels as a batch of 2
+    "minimaxh3-audio": ("minimaxh3-audio", (2, 1, 207 * 800), (2, 32, 207)),
+    # Kandinsky6TI2VAPipeline: 121 frames at 24 fps, 31 latent frames: ceil(121 / 24 x 44100 / 1024) = 218 latents
+    # of MMAudio's VAE, whose decode is a 436-frame log-mel spectrogram of 128 bins, which its vocoder takes
+    "kandinsky6-audio": ("mmaudio", None, (1, 40, 218)),
+    "kandinsky6-vocoder": ("mmaudio-vocoder", None, (1, 128, 436)),
+    # Cosmos3OmniPipeline: 189 frames at 24 fps, int(189 / 24 x 48000) = 378,000 samples, ceil(/ 1920) = 197 latents
+    "cosmos3-audio": ("cosmos3-audio", (1, 2, 378000), (1, 64, 197)),
+    # StableAudio3Pipeline: its default duration 10 s at 44.1 kHz stereo, ceil(441000 / 4096) = 108 latents
+    "stable-audio-3": ("same", (1, 2, 441000), (1, 256, 108)),
+}
 
 
 def meta_vae(config: str):

@@ -318,3 +318,22 @@ def test_plan_table_plans_a_released_size(capsys, tmp_path):
     assert re.search(rf"\| {re.escape(case)} \| decode \| h100 \| 1x1 \| 1 \(1\) \| yes \|", out), out
     row = json.loads((tmp_path / "plans.jsonl").read_text())
     assert row["fits"] and row["environment"]["jax"] and row["programs"][0]["kernels"]["cudnn_convolutions"] > 0
+
+
+def test_released_sound_sizes_agree_with_their_models():
+    """vaes.RELEASED_SOUND: each decode input is what its encode input encodes to (the family's own arithmetic),
+    and each vocoder takes the spectrogram its audio VAE's decode input makes (that VAE's encode input)."""
+    from vaes import MISSING, RELEASED_SOUND, meta_vae
+
+    from torchax_vae import TorchaxVAE
+
+    cases = {name: entry for name, entry in RELEASED_SOUND.items() if entry[0] not in MISSING}
+    for name, (config, encode_input, decode_input) in cases.items():
+        if encode_input is not None:
+            family = TorchaxVAE(meta_vae(config))._family
+            assert tuple(family.latent_shape(encode_input)) == decode_input, (name, family.latent_shape(encode_input))
+    pairs = {"ltx2-vocoder": "ltx2-audio", "ltx2.3-vocoder": "ltx2-audio", "kandinsky6-vocoder": "kandinsky6-audio"}
+    for vocoder, vae in pairs.items():
+        if vocoder in cases and vae in cases:
+            family = TorchaxVAE(meta_vae(RELEASED_SOUND[vae][0]))._family
+            assert tuple(family.latent_shape(cases[vocoder][2])) == cases[vae][2], (vocoder, vae)
