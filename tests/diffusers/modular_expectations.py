@@ -29,9 +29,11 @@ WITHOUT_STANDIN = {  # file under tests/modular_pipelines -> why it cannot run h
     "minimax_music3/test_modular_pipeline_minimax_music3.py": NO_PIPELINE_TEST,
     "ltx2/test_modular_pipeline_ltx25.py": NO_PIPELINE_TEST + " (LTX-2.5's transformer differs from LTX-2's)",
     "minimax_h3/test_modular_pipeline_minimax_h3.py": (
-        "no offline stand-in: MiniMax H3 is modular only (no pipeline test to build it from), and its text encoder "
-        "step needs transformers' Qwen3-VL processor, whose video processor needs torchvision (not installable beside "
-        "this torch build); its decode step is compared with plain diffusers in tests/test_minimax_h3_sound.py"),
+        "no offline stand-in: MiniMax H3 is modular only (no pipeline test to build it from); the tests fix the hub "
+        "repository's shapes (a 16x video VAE of 4 latent channels for 32x32 canvases, hop-4 audio, a transformer "
+        "whose text_dim matches its Qwen3-VL), which no diffusers test config gives; and its text encoder step needs "
+        "transformers' Qwen3-VL processor, whose video processor needs torchvision (not installable beside this torch "
+        "build); its decode step is compared with plain diffusers in tests/test_minimax_h3_sound.py"),
     "hunyuan_video1_5/test_modular_pipeline_hunyuan_video1_5.py": (
         "the stand-in built from diffusers' HunyuanVideo 1.5 pipeline test cannot run the modular pipeline: its text "
         "encoder step gives no negative_prompt_embeds (the hub repository's guider config is not in it)"),
