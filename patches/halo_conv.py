@@ -30,7 +30,7 @@ padding. The result equals the unsplit convolution up to the summation order
 at the edges (tests/_sharded_worker.py `halo_convolutions` against `stock`
 on the 8-device CPU mesh).
 
-HunyuanVideo's and HunyuanVideo 1.5's causal convolutions (and Mochi's, CogVideoX's class with
+HunyuanVideo's, HunyuanVideo 1.5's and HunyuanImage 2.1's refiner's causal convolutions (and Mochi's, CogVideoX's class with
 `pad_mode="replicate"`) pad all three axes by
 replication (`F.pad(mode="replicate")`) and convolve without padding; on a
 GPU mesh their forward pads only time and hands height and width to the same
@@ -47,6 +47,7 @@ of this size (sharding efficiency 0.92-0.99 on v6e-8, docs/tpu.md).
 
 import functools
 
+import diffusers
 import jax
 import jax.numpy as jnp
 from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d
@@ -60,8 +61,14 @@ from .options import current
 from .refine import refine
 from .torchax_torch213 import import_torchax
 
-# replicate padding, then a Conv3d: HunyuanVideo's, and CogVideoX's class in Mochi (pad_mode "replicate")
+# replicate padding, then a Conv3d: HunyuanVideo's, and CogVideoX's class in Mochi (pad_mode "replicate"); and
+# HunyuanImage 2.1's refiner's (diffusers >= 0.42), the same layer: its one frame, padded to three, was split by
+# XLA's partitioner with a halo-padded copy and a mask beside each shard (docs/limits.md)
 REPLICATE = (HunyuanVideoCausalConv3d, HunyuanVideo15CausalConv3d, CogVideoXCausalConv3d)
+if hasattr(diffusers, "AutoencoderKLHunyuanImageRefiner"):
+    from diffusers.models.autoencoders.autoencoder_kl_hunyuanimage_refiner import HunyuanImageRefinerCausalConv3d
+
+    REPLICATE += (HunyuanImageRefinerCausalConv3d,)
 
 
 def _spec(mesh, grid, shape):

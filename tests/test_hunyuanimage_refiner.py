@@ -80,6 +80,16 @@ with torch.no_grad():
     z = vae.encode(x).latent_dist.mean
     rows = {"devices": ours.mesh.devices.size, "encode": (ours.encode(x).latent_dist.mean - z).abs().max().item(),
             "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()}
+    # traced as for GPUs (patches/halo_conv.py: the causal convolutions split with their neighbours' edge rows,
+    # not XLA's halo-padded copy), compiled and run on this CPU mesh
+    gpu = TorchaxVAE(vae, mesh=make_mesh())
+    gpu._family.lowered.platform = "cuda"
+    x = torch.randn(1, 3, 1, 64, 128, generator=torch.Generator().manual_seed(10))
+    z = vae.encode(x).latent_dist.mean
+    rows["gpu-traced encode"] = (gpu.encode(x).latent_dist.mean - z).abs().max().item()
+    rows["gpu-traced decode"] = (gpu.decode(z).sample - vae.decode(z).sample).abs().max().item()
+    split = sum(text.count("manual_computation") for text in gpu.lower("decode", tuple(z.shape), "cuda").values())
+    assert split > 0, "no split convolution in the GPU-traced decode"  # (XLA's partitioner then splits them: 0)
 print(json.dumps(rows))
 """
 

@@ -248,14 +248,7 @@ def _released():
     # keeps three whole ones (docs/limits.md); strict, so the fix shows
     one_more_buffer = pytest.mark.xfail(strict=True, raises=AssertionError, reason="two GPUs hold 2.00 GiB max temp each against 3.00 on "
                                         "one (0.667x): one more buffer of the 2048x2048 stage live (docs/limits.md)")
-    # The refiner's one frame, padded to three for its causal 3-D convolutions, keeps on two GPUs each shard's
-    # halo-padded copy and a select mask of the same size beside the shard (docs/limits.md): strict, so a fix shows
-    not_split = {
-        "hunyuanimage-refiner": "two GPUs hold 1.38 GiB max temp each against 1.75 on one (0.79x > 0.6): the "
-                                "halo-padded copies of the 3-frame causal padding (docs/limits.md)",
-    }
-    marks = {"hunyuanimage": one_more_buffer} | {
-        case: pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason) for case, reason in not_split.items()}
+    marks = {"hunyuanimage": one_more_buffer}
     return [pytest.param(case, marks=marks[case]) if case in marks else case for case in sorted(RELEASED)]
 
 
