@@ -2,11 +2,12 @@
 against the same models in PyTorch (torchax_vae/models/ltx2_audio.py, ltx2_vocoder.py)."""
 
 import copy
+import re
 
 import pytest
 import torch
 
-from helpers import deltas_on_8_devices, TOLERANCE, assert_close, bf16_check, check_encode_decode, randn
+from helpers import deltas_on_8_devices, random_vae, TOLERANCE, assert_close, bf16_check, check_encode_decode, randn
 from vaes import requires
 from torchax_vae import TorchaxVAE
 
@@ -225,6 +226,35 @@ def test_plan_and_precompile_take_the_vocoders_spectrogram():
         assert len(ours.compile_stats()) == before
         with pytest.raises(ValueError, match=r"has 4 channels x .* mel bins = .* features; this LTX2Vocoder"):
             plan(ours, "decode", (1, 4, 9, config["in_channels"] // 2), "h100")
+
+
+def test_the_plan_command_takes_spectrograms(tmp_path, capsys):
+    """`torchax-vae plan --shape B,C,T,MEL`: LTX-2's audio VAE (its spectrogram to encode, its latents to decode)
+    and vocoder take their 4-D inputs as they are; a split of the vocoder's features it does not take, and a 4-D
+    shape for a video VAE, are one line, exit 2."""
+    import json
+
+    from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder
+
+    from torchax_vae import cli
+
+    audio_vae(**THREE_LEVELS).save_pretrained(tmp_path / "audio_vae")
+    LTX2Vocoder(**VOCODER).save_pretrained(tmp_path / "vocoder")
+    random_vae("ltx2-tiny").save_pretrained(tmp_path / "vae")
+    cases = [("audio_vae", "encode", "1,2,17,16", [1, 8, 5, 4]), ("audio_vae", "decode", "1,4,5,4", [1, 2, 17, 16]),
+             ("vocoder", "decode", "1,2,9,16", [1, 2, 36])]
+    for folder, kind, shape, output in cases:
+        code = cli.main(["plan", "--model", str(tmp_path / folder), "--target", "h100", "--kind", kind, "--shape",
+                         shape, "--json", "--no-progress"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert json.loads(out)["output_shape"] == output, (folder, kind, out)
+    for folder, shape, message in (("vocoder", "1,4,9,16", "4 channels x 16 mel bins = 64 features"),
+                                   ("vae", "1,8,2,4", "takes videos \\[B, C, F, H, W\\]")):
+        code = cli.main(["plan", "--model", str(tmp_path / folder), "--target", "h100", "--shape", shape,
+                         "--no-progress"])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(message, err), err
 
 
 def test_released_audio_vae_and_vocoders_match_pytorch():

@@ -268,6 +268,14 @@ def test_plan_takes_the_sound_input_as_it_is(tmp_path, capsys):
         assert proc.returncode == 0, proc.stderr
         plan = json.loads(proc.stdout)
         assert plan["output_shape"] == [1, 2, 320] and plan["fits"] and not proc.stderr.strip(), (plan, proc.stderr)
+    # a reader that has gone (`torchax-vae plan ... | head`): no traceback, no "Exception ignored" at exit
+    reader = subprocess.Popen([sys.executable, "-m", "torchax_vae", "plan", "--model", str(tmp_path), "--target",
+                               "h100", "--shape", "1,6,40", "--no-progress"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    reader.stdout.close()
+    with reader.stderr:
+        err = reader.stderr.read()
+    assert reader.wait() == 0 and "Traceback" not in err and "BrokenPipe" not in err, err
     for args, message in ((["plan", "--target", "h100", "--shape", "40,64,64"], "expects 6"),
                           (["warmup", "--shape", "1,6,40"], "takes sound, not video")):
         code = cli.main([*args[:1], "--model", str(tmp_path), *args[1:]])

@@ -127,10 +127,15 @@ def test_command_refuses_bad_plans_in_one_line(tmp_path, capsys, args, message):
     assert code == 2 and message in err and len(err.splitlines()) == 1, err
 
 
-def test_command_refuses_a_shape_of_four_numbers(tmp_path, capsys):
+def test_command_refuses_shapes_it_cannot_take(tmp_path, capsys):
+    """Two numbers are no shape; four are an image's or a spectrogram's input [B, C, H, W], which a video VAE
+    does not take: both one line, exit 2."""
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["plan", "--model", str(_config_file(tmp_path)), "--target", "h100", "--shape", "1,4,3,16"])
+        cli.main(["plan", "--model", str(_config_file(tmp_path)), "--target", "h100", "--shape", "128,192"])
     assert exit_info.value.code == 2 and "expected B,C,F,H,W" in capsys.readouterr().err
+    code = cli.main(["plan", "--model", str(_config_file(tmp_path)), "--target", "h100", "--shape", "1,4,3,16"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "takes videos [B, C, F, H, W]" in err and len(err.splitlines()) == 1, err
 
 
 def test_missing_compilers_name_the_extra(monkeypatch, tmp_path, capsys):

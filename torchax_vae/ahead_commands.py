@@ -111,8 +111,14 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
     if len(devices) % dp:
         raise InputError(f"--dp {dp} does not divide the {len(devices)} devices of {chosen.name}")
     ours = _make_vae(meta, dtype, tiling)
+    what = f"--shape {','.join(map(str, shape))}"
     if ours.rank == 3:  # an audio VAE: its input as it is, B,C,T
-        shape = _checked(ours, kind, _audio_shape(ours, shape), f"--shape {','.join(map(str, shape))}")
+        shape = _checked(ours, kind, _audio_shape(ours, shape), what)
+    elif len(shape) == 4:  # [B, C, H, W] as it is: images', LTX-2's spectrograms (its audio VAE's, its vocoders')
+        if ours.rank != 4:
+            raise InputError(f"{what}: this {ours.model_class.__name__} takes videos [B, C, F, H, W]: give "
+                             "B,C,F,H,W or FRAMES,HEIGHT,WIDTH")
+        shape = _checked(ours, kind, tuple(shape), what)
     elif len(shape) == 3:
         shape = video_input_shape(ours, kind, shape)
     count = 0

@@ -25,9 +25,10 @@ def plan_shape(text: str) -> tuple[int, ...]:
         numbers = tuple(int(n) for n in text.split(","))
     except ValueError:
         numbers = ()
-    if len(numbers) not in (3, 5):
+    if len(numbers) not in (3, 4, 5):
         raise argparse.ArgumentTypeError(f"expected B,C,F,H,W (the encode or decode input, e.g. 1,16,13,60,90), a "
-                                         f"video's FRAMES,HEIGHT,WIDTH (e.g. 49,480,720), or an audio VAE's B,C,T, "
+                                         f"video's FRAMES,HEIGHT,WIDTH (e.g. 49,480,720), B,C,H,W (an image VAE's "
+                                         f"input; LTX-2's spectrograms B,C,T,MEL), or an audio VAE's B,C,T, "
                                          f"got {text!r}")
     if min(numbers) < 1:
         raise argparse.ArgumentTypeError(f"sizes must be positive, got {text!r}")

@@ -369,7 +369,10 @@ def main(argv=None) -> int:
         return 1
     if args.command == "serve":
         return result["status"]
-    print(json.dumps(result) if args.json else _report(args.command, result))
+    try:
+        print(json.dumps(result) if args.json else _report(args.command, result), flush=True)
+    except BrokenPipeError:  # `... | head`: the reader has gone; nothing more to say, and no traceback at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
