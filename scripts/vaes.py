@@ -487,7 +487,7 @@ SAME_CONFIGS = {
     "same": {},
 }
 
-# AutoencoderKLHunyuanImageRefiner (HunyuanImage 2.1's refiner; diffusers >= 0.42): a small one (4x: two levels of
+# AutoencoderKLHunyuanImageRefiner (HunyuanImage 2.1's refiner; diffusers >= 0.36): a small one (4x: two levels of
 # DCAE downsampling, one of them "temporal"), and the released architecture (the class defaults: 16x, 32 channels)
 HUNYUANIMAGE_REFINER_CONFIGS = {
     "hunyuanimage-refiner-tiny": {"latent_channels": 4, "block_out_channels": (8, 16, 16), "layers_per_block": 1,
@@ -548,7 +548,7 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("LongCatAudioDiTVae", (0, 42), LONGCAT_AUDIO_CONFIGS),
                  ("Cosmos3AVAEAudioTokenizer", (0, 42), COSMOS3_AUDIO_CONFIGS),
                  ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
-                 ("AutoencoderKLHunyuanImageRefiner", (0, 42), HUNYUANIMAGE_REFINER_CONFIGS),
+                 ("AutoencoderKLHunyuanImageRefiner", (0, 36), HUNYUANIMAGE_REFINER_CONFIGS),
                  ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS))
 def _newer_class(name: str) -> type:
     """A class of NEWER_CLASSES from the installed diffusers (LTX-2's vocoders live in its pipeline's module)."""
@@ -557,6 +557,19 @@ def _newer_class(name: str) -> type:
 
         return getattr(vocoder, name)
     return getattr(diffusers, name)
+
+
+def installed(name: str) -> bool:
+    """Whether the installed diffusers has a class of NEWER_CLASSES (where `_newer_class` looks for it)."""
+    if name.startswith("LTX2Vocoder"):
+        import importlib.util
+
+        if importlib.util.find_spec("diffusers.pipelines.ltx2") is None:
+            return False
+        from diffusers.pipelines.ltx2 import vocoder
+
+        return hasattr(vocoder, name)
+    return hasattr(diffusers, name)
 
 
 DIFFUSERS_RELEASE = Version(diffusers.__version__).release  # 0.42.0.dev0 counts as 0.42

@@ -308,11 +308,10 @@ def test_a_setting_set_on_the_facade_is_the_familys_and_the_wrapped_model_keeps_
 def test_every_config_builds_here_or_says_why():
     """scripts/vaes.py gates the classes newer than diffusers 0.36 by version, and imports them loudly: a config is
     missing only where the installed diffusers lacks its class, never because an import failed quietly."""
-    import diffusers
-    from vaes import MISSING, NEWER_CLASSES
+    from vaes import MISSING, NEWER_CLASSES, installed
 
     for name, _, configs in NEWER_CLASSES:
-        has = hasattr(diffusers, name)
+        has = installed(name)
         for config in configs:
             assert (config in MODELS) == has and (config in MISSING) == (not has), (name, config, has)
 
