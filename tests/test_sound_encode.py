@@ -123,6 +123,10 @@ def test_bad_sound_input_is_one_line_before_anything_compiles(tmp_path, capsys):
     _wav(tmp_path / "odd.wav", pcm_of(1, 63, seed=1), 24000)
     _wav(tmp_path / "fine.wav", pcm_of(2, 64, seed=1), 44100)
     (tmp_path / "noise.wav").write_bytes(b"not a sound file at all" * 10)
+    from torchax_vae import files
+
+    with files.frame_writer(tmp_path / "silent.mp4", shape=(5, 32, 32, 3), fps=24) as write:
+        write(np.zeros((5, 32, 32, 3), np.uint8))
     original = programs.Programs.run
 
     def compiled(*args, **kwargs):
@@ -135,6 +139,7 @@ def test_bad_sound_input_is_one_line_before_anything_compiles(tmp_path, capsys):
             ("short.wav", "oobleck", r"has 3 samples .*AutoencoderOobleck encodes at least \d+"),
             ("odd.wav", "longcat", r"has 63 samples .*LongCatAudioDiTVae encodes whole"),
             ("noise.wav", "oobleck", r"cannot read sound from .*noise\.wav: .*expected a sound file ffmpeg reads"),
+            ("silent.mp4", "oobleck", r"silent\.mp4 has no sound track \(expected a sound file, or a video with sound\)"),
             ("fine.wav", "wan", r"fine\.wav is a sound file, and a AutoencoderKLWan encodes video or images; the VAEs "
                                 r"that encode sound files: AutoencoderOobleck \(Stable Audio\)"),
         ]
@@ -145,3 +150,23 @@ def test_bad_sound_input_is_one_line_before_anything_compiles(tmp_path, capsys):
     finally:
         programs.Programs.run = original
     assert not (tmp_path / "z.pt").exists()
+
+
+def test_a_videos_sound_track(tmp_path, capsys):
+    """A video with sound given to an audio pipeline's VAE: its sound track is encoded (what ffmpeg decodes of it,
+    within 1e-4 of diffusers' encode of that)."""
+    from torchax_vae import files
+
+    vae = random_vae("oobleck-tiny")
+    vae.save_pretrained(tmp_path / "model" / "vae")
+    sound.write_wav(tmp_path / "track.wav", pcm_of(2, 2000, seed=8), 44100)
+    with files.frame_writer(tmp_path / "clip.mp4", shape=(5, 32, 32, 3), fps=24, audio=tmp_path / "track.wav") as write:
+        write(np.zeros((5, 32, 32, 3), np.uint8))
+    code, lines = run(capsys, "encode", tmp_path / "clip.mp4", "-o", tmp_path / "z.pt", "--model", tmp_path / "model",
+                      "--no-cache")
+    assert code == 0, lines
+    track = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(tmp_path / "clip.mp4"), "-map",
+                            "0:a:0", "-f", "s32le", "-c:a", "pcm_s32le", "-"], capture_output=True, check=True).stdout
+    waveform = torch.from_numpy(np.frombuffer(track, "<i4").reshape(-1, 2).T / 2.0**31).float()[None]
+    assert waveform.shape[2] >= 2000 and waveform.abs().max() > 0.1
+    assert_close(torch.load(tmp_path / "z.pt"), expected_latents(vae, waveform), FP32, "the MP4's sound track")

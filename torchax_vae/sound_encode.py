@@ -5,6 +5,7 @@ pipeline holds them, so that `torchax-vae decode latents.pt -o clip.wav` turns t
 - **Reading.** The same ffmpeg that writes our MP4s (imageio-ffmpeg) decodes any sound file it knows into 32-bit PCM
   at the file's own channel count; 16-bit samples come out as sample / 32768, as soundfile and torchaudio read them.
   ffmpeg resamples only where the file's rate is not the model's, and the result says so (`resampled_from`).
+- **A video** with sound gives its sound track; one without is refused ("has no sound track").
 - **Channels** as StableAudioPipeline matches a reference waveform to its VAE: mono repeated to stereo, stereo
   averaged to mono; other counts are refused.
 - **Latents** in the pipeline's layout (`pipeline_layout`: [B, C, L], LongCat's [B, L, C]): the posterior's mean
@@ -48,6 +49,8 @@ def _pcm32(path: pathlib.Path, sample_rate: int | None) -> tuple[np.ndarray, int
         with quiet_ffmpeg():
             proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode or not pcm.exists():
+            if "matches no streams" in proc.stderr:  # a video without a sound track, an image
+                raise InputError(f"{path} has no sound track (expected a sound file, or a video with sound)")
             reason = (proc.stderr.strip().splitlines() or ["ffmpeg failed"])[-1]
             raise InputError(f"cannot read sound from {path}: {reason} (expected a sound file ffmpeg reads, e.g. "
                              f"{', '.join(SOUND_SUFFIXES)})")
