@@ -147,6 +147,12 @@ def test_bad_sound_input_is_one_line_before_anything_compiles(tmp_path, capsys):
             code, lines = run(capsys, "encode", tmp_path / name, "-o", tmp_path / "z.pt", "--model", tmp_path / model,
                               "--no-cache")
             assert code == 2 and len(lines) == 1 and re.search(message, lines[0]), (name, lines)
+        for model, extra, message in (("longcat", ["--tiling"], r"--tiling: Tiling doesn't seem to be implemented"),
+                                      ("oobleck", ["--layout", "BCFHW"], r"--layout is for videos; .*fine\.wav is "
+                                                                         r"encoded as sound")):
+            code, lines = run(capsys, "encode", tmp_path / "fine.wav", "-o", tmp_path / "z.pt", "--model",
+                              tmp_path / model, *extra, "--no-cache")
+            assert code == 2 and len(lines) == 1 and re.search(message, lines[0]), (extra, lines)
     finally:
         programs.Programs.run = original
     assert not (tmp_path / "z.pt").exists()

@@ -310,8 +310,12 @@ def encode_file(
         raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")
     mode = progress_mode(progress)
     if sound_encode.is_sound_file(video) or sound.saved_class(model, subfolder or "vae") in sound.AUDIO_ONLY:
-        return sound_encode.encode_file(video, out, model, subfolder=subfolder, dtype=dtype, posterior=posterior,
-                                        seed=seed, progress=mode)
+        for given, flag in ((layout, "--layout"), (max_frames, "--frames")):
+            if given is not None:
+                raise InputError(f"{flag} is for videos; {video} is encoded as sound (its latents are written in "
+                                 "its pipeline's layout)")
+        return sound_encode.encode_file(video, out, model, subfolder=subfolder, dtype=dtype, tiling=tiling,
+                                        posterior=posterior, seed=seed, progress=mode)
     out = files.check_writable(out, files.LATENT_SUFFIXES)
     files.check_distinct(out, [video])
     video_input.check_video_file(video)  # before the model loads; read once its channels are known

@@ -95,7 +95,7 @@ def read_sound(path, sample_rate: int, channels: int) -> tuple[torch.Tensor, int
 
 
 def encode_file(path: str, out, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
-                posterior: str = "mean", seed: int = 0, progress=None) -> dict:
+                tiling: bool = False, posterior: str = "mean", seed: int = 0, progress=None) -> dict:
     """A sound file -> an audio pipeline's latents, written to `out` (.pt, .safetensors or .npy)."""
     from .commands import _precompile, load_vae
     from .input_checks import check_video_shape
@@ -110,6 +110,11 @@ def encode_file(path: str, out, model: str, *, subfolder: str | None = "vae", dt
     if name not in sound.AUDIO_ONLY:
         raise InputError(f"{path} is a sound file, and a {name} encodes video or images; the VAEs that encode sound "
                          f"files: {', '.join(f'{cls} ({pipe})' for cls, pipe in sound.AUDIO_ONLY.items())}")
+    if tiling:  # Oobleck's windows in time; the others have none, as diffusers' classes
+        try:
+            ours.enable_tiling()
+        except NotImplementedError as e:
+            raise InputError(f"--tiling: {e}") from None
     speaker = sound.VAESound(ours)
     x, source_rate = read_sound(path, speaker.sample_rate, ours.video_channels)
     check_video_shape(tuple(x.shape), ours, f"sound file {path}")
