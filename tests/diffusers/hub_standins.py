@@ -55,6 +55,19 @@ def absent(root: pathlib.Path, repo_id: str, names: list[str]) -> None:
         (folder / name).touch()
 
 
+def modular_index(path: pathlib.Path, repo_id: str, pipeline: str, blocks: str, components: dict) -> None:
+    """Writes `modular_model_index.json` as diffusers' converters write one (scripts/convert_minimax_h3_to_diffusers.py's
+    `write_model_index`): the modular pipeline and blocks classes, and a loading spec per component (name ->
+    (library, class)) in the repository's own subfolder."""
+    import diffusers
+
+    index = {"_class_name": pipeline, "_diffusers_version": diffusers.__version__, "_blocks_class_name": blocks}
+    for name, (library, class_name) in components.items():
+        index[name] = [library, class_name, {"type_hint": [library, class_name], "pretrained_model_name_or_path": repo_id,
+                                             "subfolder": name, "variant": None, "revision": None}]
+    (path / "modular_model_index.json").write_text(json.dumps(index, indent=2))
+
+
 def _byte_chars() -> list[str]:
     """GPT-2's byte-to-unicode alphabet (the byte-level BPE tokenizers' base vocabulary)."""
     from tokenizers import pre_tokenizers

@@ -25,23 +25,8 @@ NO_PIPELINE_TEST = ("no offline stand-in: diffusers has no (non-modular) pipelin
 WITHOUT_STANDIN = {  # file under tests/modular_pipelines -> why it cannot run here
     "anima/test_modular_pipeline_anima.py": NO_PIPELINE_TEST,
     "ernie_image/test_modular_pipeline_ernie_image.py": NO_PIPELINE_TEST,
-    "wan_animate_2/test_modular_pipeline_wan_animate_2.py": NO_PIPELINE_TEST,
     "minimax_music3/test_modular_pipeline_minimax_music3.py": NO_PIPELINE_TEST,
     "ltx2/test_modular_pipeline_ltx25.py": NO_PIPELINE_TEST + " (LTX-2.5's transformer differs from LTX-2's)",
-    "minimax_h3/test_modular_pipeline_minimax_h3.py": (
-        "no offline stand-in: MiniMax H3 is modular only (no pipeline test to build it from); the tests fix the hub "
-        "repository's shapes (a 16x video VAE of 4 latent channels for 32x32 canvases, hop-4 audio, a transformer "
-        "whose text_dim matches its Qwen3-VL), which no diffusers test config gives; and its text encoder step needs "
-        "transformers' Qwen3-VL processor, whose video processor needs torchvision (not installable beside this torch "
-        "build); its decode step is compared with plain diffusers in tests/test_minimax_h3_sound.py"),
-    "hunyuan_video1_5/test_modular_pipeline_hunyuan_video1_5.py": (
-        "the stand-in built from diffusers' HunyuanVideo 1.5 pipeline test cannot run the modular pipeline: its text "
-        "encoder step gives no negative_prompt_embeds (the hub repository's guider config is not in it)"),
-    "krea2/test_modular_pipeline_krea2.py": (
-        "the stand-in built from diffusers' Krea 2 pipeline test cannot run the modular pipeline: its text encoder step "
-        "fails (IndexError) on the test pipeline's text encoder"),
-    "krea2/test_modular_pipeline_krea2_turbo.py": (
-        "as Krea 2's: the stand-in's text encoder step fails (IndexError)"),
 }
 SECOND_ENVIRONMENT_CLASSES = {  # test class -> the modules it needs: Qwen-Image Edit's Qwen2-VL processor
     f"qwen/test_modular_pipeline_qwenimage.py::{cls}": ("torchvision.transforms.functional",)
@@ -49,6 +34,9 @@ SECOND_ENVIRONMENT_CLASSES = {  # test class -> the modules it needs: Qwen-Image
                 "TestQwenImageEditModularPipelineWorkflow", "TestQwenImageEditModularPipelineGuider",
                 "TestQwenImageEditPlusModularPipelineFast", "TestQwenImageEditPlusModularPipelineLoading",
                 "TestQwenImageEditPlusModularPipelineWorkflow", "TestQwenImageEditPlusModularPipelineGuider")
+} | {  # MiniMax H3's stand-in (minimax_h3_standin.py): its Qwen3-VL processor's video half needs torchvision
+    f"minimax_h3/test_modular_pipeline_minimax_h3.py::TestMiniMaxH3{kind}ModularPipeline{part}": ("torchvision",)
+    for kind in ("", "Ref2VA") for part in ("Fast", "Loading", "Workflow", "Memory")
 }
 # the modular files CI's slow set runs both ways (the others are heavy: scripts/diffusers_both_ways.py)
 FILES_IN_CI = ("wan/test_modular_pipeline_wan.py",)
@@ -61,10 +49,15 @@ SNAPSHOT_WORKFLOWS = ("compares the workflows' blocks or components with the ven
 STANDIN_DIFFERS = ("the offline stand-in (modular_standins.py: the non-modular test's pipeline, no "
                    "modular_model_index.json) lacks a component, config or hub repository the test expects; it fails "
                    "on plain diffusers too")
+NEEDS_TORCHAUDIO = ("resamples a reference soundtrack, which MiniMax H3's blocks do with torchaudio; torchaudio's wheels "
+                    "need torch 2.9 (tools' env notes), not the second environment's 2.14.1; it fails on plain "
+                    "diffusers too")
 
 
 def reason(node: str) -> str:
     test = node.rsplit("::", 1)[-1]
+    if test == "test_reference_sample_rate_override_resamples":
+        return NEEDS_TORCHAUDIO
     if test == "test_modular_index_consistency" or test.startswith("test_save_pretrained_updates_index"):
         return INDEX_DEFAULT
     if "workflow" in test:

@@ -5,14 +5,21 @@ Those tests build their pipelines with `Blocks().init_pipeline("hf-internal-test
 pipeline fast tests of the same models build components of the same kinds from small configs
 (`get_dummy_components()`), so each stand-in is that pipeline, built by the vendored test's own method, saved with
 the pipeline's `save_pretrained` into the hub cache layout of hub_standins.py: a modular pipeline falls back to
-`model_index.json` where a repository has no `modular_model_index.json`. Both runs of the tests (plain diffusers and
-TorchaxVAE) load the same stand-ins.
+`model_index.json` where a repository has no `modular_model_index.json`. A model that is modular only has no such test:
+its repository is written as diffusers' converter writes one (`WRITTEN`: MiniMax H3). Both runs of the tests (plain
+diffusers and TorchaxVAE) load the same stand-ins.
 """
 
+import functools
 import importlib
+import json
 import pathlib
 
-from hub_standins import snapshot
+import torch
+
+import minimax_h3_standin
+import wan_animate_2_standin
+from hub_standins import modular_index, snapshot
 
 # hub repository -> (the vendored pipeline test module whose get_dummy_components() builds it, its config class);
 # the repositories of modular_expectations.WITHOUT_STANDIN's files are not here (it says why)
@@ -41,7 +48,55 @@ REPOS = {
     "hf-internal-testing/tiny-cosmos3-modular-pipe": (_P + "cosmos.test_cosmos3", "Cosmos3OmniPipelineFastTests"),
     "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": (_P + "cosmos.test_cosmos3",
                                                                 "Cosmos3OmniPipelineFastTests"),
+    "akshan-main/tiny-hunyuanvideo1_5-modular-pipe": (_P + "hunyuan_video1_5.test_hunyuan_1_5",
+                                                      "HunyuanVideo15PipelineFastTests"),
+    "hf-internal-testing/tiny-krea2-modular-pipe": (_P + "krea2.test_krea2", "Krea2PipelineFastTests"),
+    "hf-internal-testing/tiny-krea2-turbo-modular-pipe": (_P + "krea2.test_krea2", "Krea2PipelineFastTests"),
 }
+
+
+def _krea2_released_layers(components: dict) -> dict:
+    """Krea 2's modular text encoder step stacks the released hidden states (2, 5, ..., 35:
+    `KREA2_TEXT_ENCODER_SELECT_LAYERS`, fixed) of its Qwen3-VL, where the pipeline test's pipeline takes 3 of a 2-layer
+    one (`text_encoder_select_layers=(0, 1, 2)`). The same test models, seeded, with 36 text layers and a transformer
+    that takes 12 of them."""
+    from diffusers.modular_pipelines.krea2.encoders import KREA2_TEXT_ENCODER_SELECT_LAYERS as LAYERS
+
+    text_encoder, transformer = components["text_encoder"], components["transformer"]
+    config = text_encoder.config.to_dict()
+    config["text_config"]["num_hidden_layers"] = max(LAYERS) + 1
+    config["text_config"].pop("layer_types", None)  # (derived from the layer count)
+    torch.manual_seed(0)
+    text_encoder = type(text_encoder)(type(text_encoder.config)(**config)).eval()
+    torch.manual_seed(0)
+    transformer = type(transformer)(**{**transformer.config, "num_text_layers": len(LAYERS)})
+    return {**components, "text_encoder": text_encoder, "transformer": transformer,
+            "text_encoder_select_layers": LAYERS}
+
+
+# hub repository -> what its stand-in changes in the pipeline test's components, for the modular blocks
+CHANGES = {repo: _krea2_released_layers for repo in ("hf-internal-testing/tiny-krea2-modular-pipe",
+                                                      "hf-internal-testing/tiny-krea2-turbo-modular-pipe")}
+# hub repository -> (modular pipeline class, blocks class) of the modular_model_index.json it is given, where
+# `model_index.json` alone names no modular pipeline ("No pipeline blocks could be resolved"). The index lists the
+# saved components as diffusers' converters write one (a loading spec each) but the guider: the pipeline test's
+# (guidance_scale=1.0) leaves HunyuanVideo 1.5's modular text encoder step without the negative embeddings its
+# outputs declare, so the blocks create theirs from config, as for a modular repository without one.
+MODULAR_INDEX = {"akshan-main/tiny-hunyuanvideo1_5-modular-pipe": ("HunyuanVideo15ModularPipeline",
+                                                                    "HunyuanVideo15AutoBlocks")}
+
+
+def _modular_index(path: pathlib.Path, repo: str, pipeline: str, blocks: str) -> None:
+    saved = json.loads((path / "model_index.json").read_text())
+    components = {name: tuple(value) for name, value in saved.items() if not name.startswith("_") and name != "guider"
+                  and isinstance(value, list) and None not in value}
+    modular_index(path, repo, pipeline, blocks, components)
+
+
+# hub repository -> the function that writes it into a hub cache folder: models that are modular only, with no
+# pipeline test to build them from
+WRITTEN = {minimax_h3_standin.REPO: minimax_h3_standin.build,
+           **{repo: functools.partial(wan_animate_2_standin.build, repo=repo) for repo in wan_animate_2_standin.REPOS}}
 
 
 def _components(module: str, name: str) -> tuple[type, dict]:
@@ -58,5 +113,11 @@ def build(root: pathlib.Path, sources: list[str]) -> pathlib.Path:
         if not any(repo in source for source in sources):
             continue
         pipeline_class, components = _components(module, name)
+        components = CHANGES.get(repo, dict)(components)
         pipeline_class(**components).save_pretrained(snapshot(root, repo))
+        if repo in MODULAR_INDEX:
+            _modular_index(snapshot(root, repo), repo, *MODULAR_INDEX[repo])
+    for repo, write in WRITTEN.items():
+        if any(repo in source for source in sources):
+            write(root)
     return root

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 import torch
 
+from expectations import imports
+from modular_expectations import SECOND_ENVIRONMENT_CLASSES
 from test_pipeline_outputs import _as_array, decode_tolerance
 from torchax_vae import TorchaxVAE
 from wrapping import wrap_served_vaes
@@ -32,12 +34,22 @@ CASES = [
     ("ltx.test_modular_pipeline_ltx", "TestLTXModularPipelineFast"),
     ("helios.test_modular_pipeline_helios", "TestHeliosModularPipelineFast"),
     ("cosmos.test_modular_pipeline_cosmos3", "TestCosmos3OmniModularPipelineFast"),
+    ("hunyuan_video1_5.test_modular_pipeline_hunyuan_video1_5", "TestHunyuanVideo15ModularPipelineFast"),
+    ("krea2.test_modular_pipeline_krea2", "TestKrea2ModularPipelineFast"),
+    ("krea2.test_modular_pipeline_krea2_turbo", "TestKrea2TurboModularPipelineFast"),
+    ("wan_animate_2.test_modular_pipeline_wan_animate_2", "TestWanAnimate2ModularPipelineFast"),
+    ("wan_animate_2.test_modular_pipeline_wan_animate_2", "TestWanAnimate2DistilledModularPipelineFast"),
+    ("minimax_h3.test_modular_pipeline_minimax_h3", "TestMiniMaxH3ModularPipelineFast"),  # the second environment
 ]
 IN_CI = {"TestWanModularPipelineFast"}  # the others are heavy (about 10-40 s each on 2 cores)
 
 
 def _case(module, name):
     marks = () if name in IN_CI else (pytest.mark.heavy,)
+    needs = SECOND_ENVIRONMENT_CLASSES.get(f"{module.replace('.', '/')}.py::{name}", ())
+    if needs:
+        marks += (pytest.mark.skipif(not imports(*needs), reason=f"its pipeline needs {', '.join(needs)}: run it in "
+                                     "the second environment of tests/diffusers/SOURCE.md"),)
     return pytest.param(module, name, id=name.removeprefix("Test").removesuffix("ModularPipelineFast"), marks=marks)
 
 
@@ -46,12 +58,18 @@ INPUT_CHANGES = {
     # its dummy inputs stop at the latents (output_type="latent"): the comparison asks for the decoded video
     "TestCosmos3OmniModularPipelineFast": {"output_type": "pt"},
 }
+# test class -> the outputs compared besides its `output_name`, and the components that make them
+MORE_OUTPUTS = {
+    "TestMiniMaxH3ModularPipelineFast": {"audio": "audio_vae"},  # video with sound: its audio VAE decodes the track
+}
 
 
-def _output(tester, pipe) -> np.ndarray:
+def _outputs(tester, pipe) -> dict[str, np.ndarray]:
     torch.manual_seed(0)
     inputs = {**tester.get_dummy_inputs(), **INPUT_CHANGES.get(type(tester).__name__, {})}
-    return _as_array(pipe(**inputs, output=tester.output_name))
+    names = [tester.output_name, *MORE_OUTPUTS.get(type(tester).__name__, {})]
+    state = pipe(**inputs)
+    return {name: _as_array(state.get(name)) for name in names}
 
 
 @pytest.mark.parametrize("module,name", [_case(*case) for case in CASES])
@@ -60,19 +78,21 @@ def test_modular_output_equals_plain_diffusers(module, name):
     tester = cls()
     pipe = tester.get_pipeline()
     with torch.no_grad():
-        expected = _output(tester, pipe)
+        expected = _outputs(tester, pipe)
         plain = {k: v for k, v in pipe.components.items() if v is not None}
         swapped = {k: v for k, v in wrap_served_vaes(plain).items() if v is not plain[k]}
         assert "vae" in swapped, f"{name}: no served VAE among {sorted(plain)}"
         specs = {k: pipe._component_specs[k].load_id for k in swapped}
         pipe.update_components(**swapped)  # what a user writes: pipe.update_components(vae=TorchaxVAE(pipe.vae))
         assert {k: pipe._component_specs[k].load_id for k in swapped} == specs, "the loading spec changed"
-        got = _output(tester, pipe)
-    vae = pipe.vae
-    assert isinstance(vae, TorchaxVAE) and vae.compile_stats(), f"{name}: no TorchaxVAE program ran"
-    assert got.shape == expected.shape, (got.shape, expected.shape)
-    spread = float(expected.std())
-    assert spread > 1e-3, f"{name}: a near-constant output (std {spread:.3g}) proves nothing"
-    delta = float(np.abs(got - expected).max())
-    print(f"{name}: max |delta| {delta:.3g} on outputs up to {float(np.abs(expected).max()):.3g}")
-    assert delta <= decode_tolerance(expected), f"{name}: max |delta| {delta:.3g} > {decode_tolerance(expected):.3g}"
+        got = _outputs(tester, pipe)
+    for component in ("vae", *MORE_OUTPUTS.get(name, {}).values()):
+        vae = getattr(pipe, component)
+        assert isinstance(vae, TorchaxVAE) and vae.compile_stats(), f"{name}: no TorchaxVAE program of {component} ran"
+    for output, want in expected.items():
+        assert got[output].shape == want.shape, (output, got[output].shape, want.shape)
+        spread = float(want.std())
+        assert spread > 1e-3, f"{name} {output}: a near-constant output (std {spread:.3g}) proves nothing"
+        delta = float(np.abs(got[output] - want).max())
+        print(f"{name} {output}: max |delta| {delta:.3g} on outputs up to {float(np.abs(want).max()):.3g}")
+        assert delta <= decode_tolerance(want), f"{name} {output}: max |delta| {delta:.3g} > {decode_tolerance(want):.3g}"
