@@ -24,7 +24,6 @@ NO_PIPELINE_TEST = ("no offline stand-in: diffusers has no (non-modular) pipelin
                     "tiny pipeline from, and the hub repository is out of reach")
 WITHOUT_STANDIN = {  # file under tests/modular_pipelines -> why it cannot run here
     "anima/test_modular_pipeline_anima.py": NO_PIPELINE_TEST,
-    "ernie_image/test_modular_pipeline_ernie_image.py": NO_PIPELINE_TEST,
     "minimax_music3/test_modular_pipeline_minimax_music3.py": NO_PIPELINE_TEST,
     "ltx2/test_modular_pipeline_ltx25.py": NO_PIPELINE_TEST + " (LTX-2.5's transformer differs from LTX-2's)",
 }
