@@ -23,7 +23,6 @@ PREFIX = "tests/modular_pipelines/"
 NO_PIPELINE_TEST = ("no offline stand-in: diffusers has no (non-modular) pipeline test of this model to build its "
                     "tiny pipeline from, and the hub repository is out of reach")
 WITHOUT_STANDIN = {  # file under tests/modular_pipelines -> why it cannot run here
-    "anima/test_modular_pipeline_anima.py": NO_PIPELINE_TEST,
     "minimax_music3/test_modular_pipeline_minimax_music3.py": NO_PIPELINE_TEST,
     "ltx2/test_modular_pipeline_ltx25.py": NO_PIPELINE_TEST + " (LTX-2.5's transformer differs from LTX-2's)",
 }
@@ -36,6 +35,10 @@ SECOND_ENVIRONMENT_CLASSES = {  # test class -> the modules it needs: Qwen-Image
 } | {  # MiniMax H3's stand-in (minimax_h3_standin.py): its Qwen3-VL processor's video half needs torchvision
     f"minimax_h3/test_modular_pipeline_minimax_h3.py::TestMiniMaxH3{kind}ModularPipeline{part}": ("torchvision",)
     for kind in ("", "Ref2VA") for part in ("Fast", "Loading", "Workflow", "Memory")
+} | {  # Anima's stand-in (anima_standin.py): its Cosmos transformer resizes the padding mask with torchvision
+    f"anima/test_modular_pipeline_anima.py::TestAnima{kind}ModularPipeline{part}": ("torchvision.transforms",)
+    for kind, parts in (("", ("Fast", "Loading", "LoRA", "Workflow", "Memory", "Guider")),
+                        ("Img2Img", ("Fast", "Loading", "Workflow", "Memory"))) for part in parts
 }
 # the modular files CI's slow set runs both ways (the others are heavy: scripts/diffusers_both_ways.py)
 FILES_IN_CI = ("wan/test_modular_pipeline_wan.py",)

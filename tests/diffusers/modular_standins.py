@@ -17,6 +17,7 @@ import pathlib
 
 import torch
 
+import anima_standin
 import ernie_image_standin
 import minimax_h3_standin
 import wan_animate_2_standin
@@ -97,6 +98,7 @@ def _modular_index(path: pathlib.Path, repo: str, pipeline: str, blocks: str) ->
 # hub repository -> the function that writes it into a hub cache folder: models that are modular only, with no
 # pipeline test to build them from
 WRITTEN = {minimax_h3_standin.REPO: minimax_h3_standin.build, ernie_image_standin.REPO: ernie_image_standin.build,
+           anima_standin.REPO: anima_standin.build,
            **{repo: functools.partial(wan_animate_2_standin.build, repo=repo) for repo in wan_animate_2_standin.REPOS}}
 
 

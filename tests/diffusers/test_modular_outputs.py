@@ -34,6 +34,7 @@ CASES = [
     ("ltx.test_modular_pipeline_ltx", "TestLTXModularPipelineFast"),
     ("helios.test_modular_pipeline_helios", "TestHeliosModularPipelineFast"),
     ("cosmos.test_modular_pipeline_cosmos3", "TestCosmos3OmniModularPipelineFast"),
+    ("anima.test_modular_pipeline_anima", "TestAnimaModularPipelineFast"),  # the second environment
     ("ernie_image.test_modular_pipeline_ernie_image", "TestErnieImageModularPipelineFast"),
     ("hunyuan_video1_5.test_modular_pipeline_hunyuan_video1_5", "TestHunyuanVideo15ModularPipelineFast"),
     ("krea2.test_modular_pipeline_krea2", "TestKrea2ModularPipelineFast"),
