@@ -76,22 +76,50 @@ def _krea2_released_layers(components: dict) -> dict:
             "text_encoder_select_layers": LAYERS}
 
 
+def _ltx2_duration_head(components: dict) -> dict:
+    """LTX-2's modular blocks predict `num_frames` when it is omitted, with a duration head (`LTX2DurationHead`, from
+    LTX-2.5's checkpoints on) that the non-modular pipeline has no place for: a seeded tiny one over the widths of the
+    pipeline test's text connectors (4 heads of 8 each way), saved beside the pipeline (`EXTRA`)."""
+    from diffusers.pipelines.ltx2.duration_head import LTX2DurationHead
+
+    config = components["connectors"].config
+    torch.manual_seed(0)
+    head = LTX2DurationHead(
+        video_cross_attention_dim=config.video_connector_num_attention_heads * config.video_connector_attention_head_dim,
+        audio_cross_attention_dim=config.audio_connector_num_attention_heads * config.audio_connector_attention_head_dim,
+        pooler_hidden_dim=16, num_pooler_heads=2, mlp_hidden_dim=16)
+    return {**components, "duration_head": head.eval()}
+
+
 # hub repository -> what its stand-in changes in the pipeline test's components, for the modular blocks
-CHANGES = {repo: _krea2_released_layers for repo in ("hf-internal-testing/tiny-krea2-modular-pipe",
-                                                      "hf-internal-testing/tiny-krea2-turbo-modular-pipe")}
+CHANGES = {"hf-internal-testing/tiny-krea2-modular-pipe": _krea2_released_layers,
+           "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _krea2_released_layers,
+           "hf-internal-testing/tiny-ltx2-modular-pipe": _ltx2_duration_head}
+# components a stand-in has that its non-modular pipeline class does not take: saved in their own subfolders and
+# listed in the modular index
+EXTRA = ("duration_head",)
 # hub repository -> (modular pipeline class, blocks class) of the modular_model_index.json it is given, where
 # `model_index.json` alone names no modular pipeline ("No pipeline blocks could be resolved"). The index lists the
 # saved components as diffusers' converters write one (a loading spec each) but the guider: the pipeline test's
 # (guidance_scale=1.0) leaves HunyuanVideo 1.5's modular text encoder step without the negative embeddings its
 # outputs declare, so the blocks create theirs from config, as for a modular repository without one.
 MODULAR_INDEX = {"akshan-main/tiny-hunyuanvideo1_5-modular-pipe": ("HunyuanVideo15ModularPipeline",
-                                                                    "HunyuanVideo15AutoBlocks")}
+                                                                    "HunyuanVideo15AutoBlocks"),
+                 "hf-internal-testing/tiny-ltx2-modular-pipe": ("LTX2ModularPipeline", "LTX2AutoBlocks")}
 
 
-def _modular_index(path: pathlib.Path, repo: str, pipeline: str, blocks: str) -> None:
+def _library(cls: type) -> str:
+    """The library a model index names for a class, as diffusers' `save_pretrained` writes it: a pipeline's own module
+    for classes under diffusers.pipelines ("ltx2" for LTX2DurationHead), else the top package."""
+    parts = cls.__module__.split(".")
+    return parts[2] if parts[:2] == ["diffusers", "pipelines"] else parts[0]
+
+
+def _modular_index(path: pathlib.Path, repo: str, pipeline: str, blocks: str, extra: dict) -> None:
     saved = json.loads((path / "model_index.json").read_text())
     components = {name: tuple(value) for name, value in saved.items() if not name.startswith("_") and name != "guider"
                   and isinstance(value, list) and None not in value}
+    components |= {name: (_library(type(model)), type(model).__name__) for name, model in extra.items()}
     modular_index(path, repo, pipeline, blocks, components)
 
 
@@ -117,9 +145,13 @@ def build(root: pathlib.Path, sources: list[str]) -> pathlib.Path:
             continue
         pipeline_class, components = _components(module, name)
         components = CHANGES.get(repo, dict)(components)
-        pipeline_class(**components).save_pretrained(snapshot(root, repo))
+        extra = {name: components.pop(name) for name in EXTRA if name in components}
+        path = snapshot(root, repo)
+        pipeline_class(**components).save_pretrained(path)
+        for name, model in extra.items():
+            model.save_pretrained(path / name)
         if repo in MODULAR_INDEX:
-            _modular_index(snapshot(root, repo), repo, *MODULAR_INDEX[repo])
+            _modular_index(path, repo, *MODULAR_INDEX[repo], extra)
     for repo, write in WRITTEN.items():
         if any(repo in source for source in sources):
             write(root)

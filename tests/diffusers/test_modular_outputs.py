@@ -32,6 +32,7 @@ CASES = [
     ("stable_diffusion_xl.test_modular_pipeline_stable_diffusion_xl", "TestSDXLModularPipelineFast"),
     ("z_image.test_modular_pipeline_z_image", "TestZImageModularPipelineFast"),
     ("ltx.test_modular_pipeline_ltx", "TestLTXModularPipelineFast"),
+    ("ltx2.test_modular_pipeline_ltx2", "TestLTX2Text2VideoModularPipelineFast"),
     ("helios.test_modular_pipeline_helios", "TestHeliosModularPipelineFast"),
     ("cosmos.test_modular_pipeline_cosmos3", "TestCosmos3OmniModularPipelineFast"),
     ("anima.test_modular_pipeline_anima", "TestAnimaModularPipelineFast"),  # the second environment
@@ -60,9 +61,10 @@ INPUT_CHANGES = {
     # its dummy inputs stop at the latents (output_type="latent"): the comparison asks for the decoded video
     "TestCosmos3OmniModularPipelineFast": {"output_type": "pt"},
 }
-# test class -> the outputs compared besides its `output_name`, and the components that make them
+# test class -> the outputs compared besides its `output_name`, and the components that make them (video with sound)
 MORE_OUTPUTS = {
-    "TestMiniMaxH3ModularPipelineFast": {"audio": "audio_vae"},  # video with sound: its audio VAE decodes the track
+    "TestMiniMaxH3ModularPipelineFast": {"audio": ("audio_vae",)},
+    "TestLTX2Text2VideoModularPipelineFast": {"audio": ("audio_vae", "vocoder")},
 }
 
 
@@ -88,7 +90,7 @@ def test_modular_output_equals_plain_diffusers(module, name):
         pipe.update_components(**swapped)  # what a user writes: pipe.update_components(vae=TorchaxVAE(pipe.vae))
         assert {k: pipe._component_specs[k].load_id for k in swapped} == specs, "the loading spec changed"
         got = _outputs(tester, pipe)
-    for component in ("vae", *MORE_OUTPUTS.get(name, {}).values()):
+    for component in ("vae", *(c for made_by in MORE_OUTPUTS.get(name, {}).values() for c in made_by)):
         vae = getattr(pipe, component)
         assert isinstance(vae, TorchaxVAE) and vae.compile_stats(), f"{name}: no TorchaxVAE program of {component} ran"
     for output, want in expected.items():
