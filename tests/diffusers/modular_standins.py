@@ -52,6 +52,7 @@ REPOS = {
                                                                 "Cosmos3OmniPipelineFastTests"),
     "akshan-main/tiny-hunyuanvideo1_5-modular-pipe": (_P + "hunyuan_video1_5.test_hunyuan_1_5",
                                                       "HunyuanVideo15PipelineFastTests"),
+    "hf-internal-testing/tiny-ltx2-5-modular-pipe": (_P + "ltx2.test_ltx2", "LTX2PipelineFastTests"),
     "hf-internal-testing/tiny-krea2-modular-pipe": (_P + "krea2.test_krea2", "Krea2PipelineFastTests"),
     "hf-internal-testing/tiny-krea2-turbo-modular-pipe": (_P + "krea2.test_krea2", "Krea2PipelineFastTests"),
 }
@@ -91,13 +92,35 @@ def _ltx2_duration_head(components: dict) -> dict:
     return {**components, "duration_head": head.eval()}
 
 
+def _ltx25_diffusion_decoder(components: dict) -> dict:
+    """LTX-2.5's blocks decode video with a diffusion decoder (`LTX2VideoDiffusionDecoderModel`, "the native default
+    from LTX-2.5 on"), and predict durations as LTX-2's do: LTX-2's stand-in with a seeded tiny decoder (one upsample
+    to the test VAE's own compression, 2x in time and space, through 16 channels, over 2x2 patches; the diffusion
+    decode pipeline test's block settings otherwise) and the duration head, both saved beside the pipeline
+    (`EXTRA`)."""
+    from diffusers import LTX2VideoDiffusionDecoderModel
+
+    vae = components["vae"]
+    space, time = vae.spatial_compression_ratio, vae.temporal_compression_ratio
+    patch = 2  # the last stage attends over 2x2 pixel patches: at patch 1, 23 frames of 32x32 took 20 GB on the CPU
+    torch.manual_seed(0)
+    decoder = LTX2VideoDiffusionDecoderModel(
+        out_channels=3, latent_channels=vae.config.latent_channels, patch_size=patch, decoder_head_dim=8,
+        decoder_stage_channels=(16,) * 5, decoder_stage_depths=(1,) * 5, decoder_stage_kernels=((3, 3, 3),) * 4,
+        decoder_upsample_strides=((time, space // patch, space // patch),) + ((1, 1, 1),) * 3,
+        decoder_upsample_channel_reductions=(1,) * 4, decoder_stage5_kernel=(3, 3, 3), decoder_t_emb_dim=32,
+        spatial_compression_ratio=space, temporal_compression_ratio=time)
+    return {**_ltx2_duration_head(components), "diffusion_decoder": decoder.eval()}
+
+
 # hub repository -> what its stand-in changes in the pipeline test's components, for the modular blocks
 CHANGES = {"hf-internal-testing/tiny-krea2-modular-pipe": _krea2_released_layers,
            "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _krea2_released_layers,
-           "hf-internal-testing/tiny-ltx2-modular-pipe": _ltx2_duration_head}
+           "hf-internal-testing/tiny-ltx2-modular-pipe": _ltx2_duration_head,
+           "hf-internal-testing/tiny-ltx2-5-modular-pipe": _ltx25_diffusion_decoder}
 # components a stand-in has that its non-modular pipeline class does not take: saved in their own subfolders and
 # listed in the modular index
-EXTRA = ("duration_head",)
+EXTRA = ("duration_head", "diffusion_decoder")
 # hub repository -> (modular pipeline class, blocks class) of the modular_model_index.json it is given, where
 # `model_index.json` alone names no modular pipeline ("No pipeline blocks could be resolved"). The index lists the
 # saved components as diffusers' converters write one (a loading spec each) but the guider: the pipeline test's
@@ -105,7 +128,8 @@ EXTRA = ("duration_head",)
 # outputs declare, so the blocks create theirs from config, as for a modular repository without one.
 MODULAR_INDEX = {"akshan-main/tiny-hunyuanvideo1_5-modular-pipe": ("HunyuanVideo15ModularPipeline",
                                                                     "HunyuanVideo15AutoBlocks"),
-                 "hf-internal-testing/tiny-ltx2-modular-pipe": ("LTX2ModularPipeline", "LTX2AutoBlocks")}
+                 "hf-internal-testing/tiny-ltx2-modular-pipe": ("LTX2ModularPipeline", "LTX2AutoBlocks"),
+                 "hf-internal-testing/tiny-ltx2-5-modular-pipe": ("LTX25ModularPipeline", "LTX25AutoBlocks")}
 
 
 def _library(cls: type) -> str:

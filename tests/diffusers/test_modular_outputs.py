@@ -33,6 +33,7 @@ CASES = [
     ("z_image.test_modular_pipeline_z_image", "TestZImageModularPipelineFast"),
     ("ltx.test_modular_pipeline_ltx", "TestLTXModularPipelineFast"),
     ("ltx2.test_modular_pipeline_ltx2", "TestLTX2Text2VideoModularPipelineFast"),
+    ("ltx2.test_modular_pipeline_ltx25", "TestLTX25Text2VideoModularPipelineFast"),
     ("helios.test_modular_pipeline_helios", "TestHeliosModularPipelineFast"),
     ("cosmos.test_modular_pipeline_cosmos3", "TestCosmos3OmniModularPipelineFast"),
     ("anima.test_modular_pipeline_anima", "TestAnimaModularPipelineFast"),  # the second environment
@@ -61,19 +62,25 @@ INPUT_CHANGES = {
     # its dummy inputs stop at the latents (output_type="latent"): the comparison asks for the decoded video
     "TestCosmos3OmniModularPipelineFast": {"output_type": "pt"},
 }
-# test class -> the outputs compared besides its `output_name`, and the components that make them (video with sound)
-MORE_OUTPUTS = {
-    "TestMiniMaxH3ModularPipelineFast": {"audio": ("audio_vae",)},
-    "TestLTX2Text2VideoModularPipelineFast": {"audio": ("audio_vae", "vocoder")},
+# test class -> the outputs compared, and the served components whose TorchaxVAE programs must have run to make them;
+# by default its `output_name`, made by its `vae`
+OUTPUTS = {
+    "TestMiniMaxH3ModularPipelineFast": {"videos": ("vae",), "audio": ("audio_vae",)},  # video with sound
+    "TestLTX2Text2VideoModularPipelineFast": {"videos": ("vae",), "audio": ("audio_vae", "vocoder")},
+    # LTX-2.5 decodes its video with a diffusion decoder (not a VAE: its output shows the rest is unchanged)
+    "TestLTX25Text2VideoModularPipelineFast": {"videos": (), "audio": ("audio_vae", "vocoder")},
 }
+
+
+def _made_by(tester) -> dict[str, tuple[str, ...]]:
+    return OUTPUTS.get(type(tester).__name__, {tester.output_name: ("vae",)})
 
 
 def _outputs(tester, pipe) -> dict[str, np.ndarray]:
     torch.manual_seed(0)
     inputs = {**tester.get_dummy_inputs(), **INPUT_CHANGES.get(type(tester).__name__, {})}
-    names = [tester.output_name, *MORE_OUTPUTS.get(type(tester).__name__, {})]
     state = pipe(**inputs)
-    return {name: _as_array(state.get(name)) for name in names}
+    return {name: _as_array(state.get(name)) for name in _made_by(tester)}
 
 
 @pytest.mark.parametrize("module,name", [_case(*case) for case in CASES])
@@ -90,7 +97,7 @@ def test_modular_output_equals_plain_diffusers(module, name):
         pipe.update_components(**swapped)  # what a user writes: pipe.update_components(vae=TorchaxVAE(pipe.vae))
         assert {k: pipe._component_specs[k].load_id for k in swapped} == specs, "the loading spec changed"
         got = _outputs(tester, pipe)
-    for component in ("vae", *(c for made_by in MORE_OUTPUTS.get(name, {}).values() for c in made_by)):
+    for component in {c for made_by in _made_by(tester).values() for c in made_by}:
         vae = getattr(pipe, component)
         assert isinstance(vae, TorchaxVAE) and vae.compile_stats(), f"{name}: no TorchaxVAE program of {component} ran"
     for output, want in expected.items():
