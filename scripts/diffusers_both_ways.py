@@ -36,7 +36,8 @@ def test_files(paths: list[str]) -> list[str]:
     """The vendored test files under `paths` (every one by default), plus the harness's own test files, relative to
     the repository."""
     roots = [ROOT / p for p in paths] or [VENDORED / "tests" / "models" / "autoencoders", VENDORED / "tests" / "pipelines",
-                                            VENDORED / "tests" / "remote", VENDORED / "test_qwenimage_as_wan.py"]
+                                            VENDORED / "tests" / "modular_pipelines", VENDORED / "tests" / "remote",
+                                            VENDORED / "test_qwenimage_as_wan.py"]
     files = []
     for root in roots:
         if not root.exists():
