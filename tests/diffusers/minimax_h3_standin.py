@@ -23,12 +23,11 @@ import pathlib
 
 import torch
 
-from expectations import TORCHVISION, imports
 from hub_standins import absent, bpe_tokenizer, modular_index, snapshot
-from qwen_standins import QWEN_FIRST_SPECIAL, QWEN_SPECIALS, _vision_ids
+from qwen_standins import QWEN_FIRST_SPECIAL, QWEN_SPECIALS, qwen3vl_config, save_qwen3vl_processor
 
 REPO = "hf-internal-testing/tiny-minimax-h3-modular-pipe"
-TEXT_WIDTH = 16
+TEXT_WIDTH = 16  # qwen_standins.qwen3vl_config's
 VIDEO_VAE = dict(in_channels=3, out_channels=3, latent_channels=4, block_out_channels=(8, 16, 16, 16),
                  layers_per_block=1, spatial_downsample_factors=(2, 2, 2, 2), temporal_downsample_factors=(1, 2, 2, 1),
                  norm_num_groups=8, decoder_num_layers=2, decoder_num_attention_heads=2, decoder_attention_head_dim=8,
@@ -57,28 +56,14 @@ COMPONENTS = {
 
 
 def _text_encoder(tokenizer, path: pathlib.Path) -> None:
-    """A seeded Qwen3-VL of text width 16 and 51 decoder layers, with qwen_standins' vision tower, and where
+    """A seeded Qwen3-VL of text width 16 and 51 decoder layers (qwen_standins' kind), its tokenizer, and where
     torchvision imports its processor."""
-    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+    from transformers import Qwen3VLForConditionalGeneration
 
-    config = Qwen3VLConfig(
-        text_config={"vocab_size": 151936, "hidden_size": TEXT_WIDTH, "intermediate_size": 32, "num_hidden_layers": 51,
-                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8, "max_position_embeddings": 4096,
-                     "rope_scaling": {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True}},
-        vision_config={"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2,
-                       "out_hidden_size": TEXT_WIDTH, "patch_size": 16, "spatial_merge_size": 2,
-                       "temporal_patch_size": 2, "num_position_embeddings": 64, "deepstack_visual_indexes": [0]},
-        **_vision_ids(tokenizer),
-    )
     torch.manual_seed(0)
-    Qwen3VLForConditionalGeneration(config).save_pretrained(path / "text_encoder")
+    Qwen3VLForConditionalGeneration(qwen3vl_config(tokenizer, layers=51)).save_pretrained(path / "text_encoder")
     tokenizer.save_pretrained(path / "tokenizer")
-    if imports(*TORCHVISION):
-        from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
-
-        Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=16, merge_size=2, temporal_patch_size=2),
-                         tokenizer=tokenizer, video_processor=Qwen3VLVideoProcessor()).save_pretrained(
-                             path / "processor")
+    save_qwen3vl_processor(tokenizer, path / "processor")
 
 
 def build(root: pathlib.Path) -> pathlib.Path:

@@ -67,30 +67,41 @@ def _qwen2vl_processor(tokenizer, path: pathlib.Path) -> None:
                      video_processor=Qwen2VLVideoProcessor(), chat_template=CHATML).save_pretrained(path)
 
 
-def _qwen3vl(tokenizer, path: pathlib.Path) -> None:
-    """huangfeice/tiny-random-Qwen3VLForConditionalGeneration's kind (JoyImage's text encoder and processor: the tests
-    give their transformer `text_dim=16`): a seeded Qwen3-VL of text width 16 with Qwen3's vocabulary (151936; the
-    tests resize it to the tokenizer's), a one-layer vision tower of 16-pixel patches merged 2x2, the Qwen tokenizer,
-    and, where torchvision imports, its processor (Qwen3-VL's image processor is Qwen2-VL's, at 16-pixel patches)."""
-    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+def qwen3vl_config(tokenizer, layers: int = 2):
+    """A Qwen3-VL config of text width 16 with Qwen3's vocabulary (151936) and `layers` text layers, and a one-layer
+    vision tower of 16-pixel patches merged 2x2, with the tokenizer's (Qwen's real) vision token ids."""
+    from transformers import Qwen3VLConfig
 
-    config = Qwen3VLConfig(
-        text_config={"vocab_size": 151936, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
-                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8, "max_position_embeddings": 1024,
+    return Qwen3VLConfig(
+        text_config={"vocab_size": 151936, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": layers,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8, "max_position_embeddings": 4096,
                      "rope_scaling": {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True}},
         vision_config={"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 16,
                        "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2,
                        "num_position_embeddings": 64, "deepstack_visual_indexes": [0]},
         **_vision_ids(tokenizer),
     )
-    torch.manual_seed(0)
-    Qwen3VLForConditionalGeneration(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
+
+
+def save_qwen3vl_processor(tokenizer, path: pathlib.Path) -> None:
+    """Qwen3-VL's processor (its image processor is Qwen2-VL's, at 16-pixel patches), where torchvision imports."""
     if imports(*TORCHVISION):
         from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
         Qwen3VLProcessor(image_processor=Qwen2VLImageProcessor(patch_size=16, merge_size=2, temporal_patch_size=2),
                          tokenizer=tokenizer, video_processor=Qwen3VLVideoProcessor()).save_pretrained(path)
+
+
+def _qwen3vl(tokenizer, path: pathlib.Path) -> None:
+    """huangfeice/tiny-random-Qwen3VLForConditionalGeneration's kind (JoyImage's text encoder and processor: the tests
+    give their transformer `text_dim=16`): a seeded Qwen3-VL (`qwen3vl_config`; the tests resize its vocabulary to
+    the tokenizer's), the Qwen tokenizer, and, where torchvision imports, its processor."""
+    from transformers import Qwen3VLForConditionalGeneration
+
+    torch.manual_seed(0)
+    Qwen3VLForConditionalGeneration(qwen3vl_config(tokenizer)).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    save_qwen3vl_processor(tokenizer, path)
 
 
 def build(root: pathlib.Path) -> None:
