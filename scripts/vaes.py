@@ -468,6 +468,15 @@ LONGCAT_AUDIO_CONFIGS = {
     "longcat-audio": {},
 }
 
+# MiniMaxMusic3Vocoder (MiniMax Music 3's stage 3; diffusers >= 0.42): a small one (hop 8: strides 2 and 4, the
+# released kernel 2s / padding ceil(s / 2) blocks), and the released architecture (the class defaults: 128 latent
+# channels folded into two stereo streams, hop 512 at 44.1 kHz)
+MINIMAX_MUSIC3_VOCODER_CONFIGS = {
+    "minimax-music3-vocoder-tiny": {"latent_channels": 8, "decoder_input_dim": 16, "decoder_hidden_dim": 16,
+                                    "upsampling_ratios": (2, 4)},
+    "minimax-music3-vocoder": {},
+}
+
 # Cosmos3AVAEAudioTokenizer (diffusers >= 0.42): a small one (hop 8, decoder only as decoder-only checkpoints
 # are), and the released architecture (the class defaults: 64 latent channels, hop 1920 at 48 kHz stereo)
 COSMOS3_AUDIO_CONFIGS = {
@@ -547,6 +556,7 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("MMAudioVAE", (0, 42), MMAUDIO_CONFIGS), ("MMAudioVocoder", (0, 42), MMAUDIO_VOCODER_CONFIGS),
                  ("LongCatAudioDiTVae", (0, 42), LONGCAT_AUDIO_CONFIGS),
                  ("Cosmos3AVAEAudioTokenizer", (0, 42), COSMOS3_AUDIO_CONFIGS),
+                 ("MiniMaxMusic3Vocoder", (0, 42), MINIMAX_MUSIC3_VOCODER_CONFIGS),
                  ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
                  ("AutoencoderKLHunyuanImageRefiner", (0, 36), HUNYUANIMAGE_REFINER_CONFIGS),
                  ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS))
@@ -650,6 +660,9 @@ RELEASED_SOUND = {
     "kandinsky6-vocoder": ("mmaudio-vocoder", None, (1, 128, 436)),
     # Cosmos3OmniPipeline: 189 frames at 24 fps, int(189 / 24 x 48000) = 378,000 samples, ceil(/ 1920) = 197 latents
     "cosmos3-audio": ("cosmos3-audio", (1, 2, 378000), (1, 64, 197)),
+    # MiniMax Music 3's modular pipeline: one denoising window of 200 frames at 25 Hz, int(200 x 44100 / 24000 x 960 /
+    # 512) = 689 latent frames (8 s at 44.1 kHz), which its vocoder decodes one window at a time
+    "minimax-music3-vocoder": ("minimax-music3-vocoder", None, (1, 128, 689)),
     # StableAudio3Pipeline: its default duration 10 s at 44.1 kHz stereo, ceil(441000 / 4096) = 108 latents
     "stable-audio-3": ("same", (1, 2, 441000), (1, 256, 108)),
 }

@@ -95,10 +95,14 @@ def check_distinct(output, inputs) -> None:
 
 def vae_subfolder(name_or_path, subfolder: str | None) -> str | None:
     """`subfolder`, or None where a local folder holds the VAE itself (its config.json at the top); a Kandinsky
-    pipeline's `movq` where the default `vae` is asked of a pipeline folder that has none."""
+    pipeline's `movq` (MiniMax Music 3's `vocoder`) where the default `vae` is asked of a pipeline folder that has
+    none."""
     local = pathlib.Path(name_or_path).expanduser()
     if subfolder and local.is_dir() and not (local / subfolder).is_dir() and (local / "config.json").is_file():
         return None
     if subfolder == "vae" and local.is_dir() and not (local / "vae").is_dir() and (local / "movq").is_dir():
         return "movq"
+    if subfolder == "vae" and local.is_dir() and not (local / "vae").is_dir() and (local / "vocoder").is_dir() \
+            and not (local / "audio_vae").is_dir():  # MiniMax Music 3's: its vocoder is its only decoder
+        return "vocoder"
     return subfolder

@@ -3,7 +3,8 @@
 Each family with sound makes it its own way: torchax_vae/sound_families.py holds one `Sound` class per family
 (LTX-2's audio VAE and vocoder, MiniMax H3's mono audio VAE on stereo pairs, Kandinsky 6's MMAudio VAE and
 vocoder) and `VAESound` for an audio pipeline whose VAE is its whole sound (Stable Audio, Stable Audio 3, LongCat
-audio). This module loads them from a pipeline folder and writes what they make.
+audio; `MusicSound`: MiniMax Music 3's vocoder, on one window of latents or the pipeline's windows). This module
+loads them from a pipeline folder and writes what they make.
 
 The models are TorchaxVAEs (models/ltx2_audio.py, models/ltx2_vocoder.py,
 models/minimax_h3_audio.py, models/mmaudio.py, models/oobleck.py), loaded from the pipeline folder's `audio_vae/`
@@ -20,8 +21,9 @@ import numpy as np
 import torch
 
 from .files import InputError, atomic_output
-from .sound_families import (AUDIO_ONLY, FAMILIES, WITH_SOUND, Kandinsky6Sound, LTX2Sound, MiniMaxH3Sound,  # noqa: F401
-                             Sound, SoundFamily, VAESound, _folders, families)
+from .sound_families import (AUDIO_ONLY, DECODE_ONLY, FAMILIES, WITH_SOUND, Kandinsky6Sound,  # noqa: F401
+                             LTX2Sound, MiniMaxH3Sound, MusicSound, Sound, SoundFamily, VAESound, _folders,
+                             audio_only, families)
 
 __all__ = ["AUDIO_ONLY", "WITH_SOUND", "Sound", "pcm16", "write_wav"]
 
@@ -135,6 +137,25 @@ def read(latents: str, audio_latents: str | None):
     return z, audio
 
 
+def read_windows(path):
+    """Latents that a vocoder takes window by window (MiniMax Music 3's): one tensor [B, C, L], or the pipeline's
+    windows, `latent_chunks` (a list of them, or a dict with that entry), as float tensors."""
+    from . import files
+
+    path = pathlib.Path(path)
+    data = files._read_latents(path)
+    if isinstance(data, dict):
+        data = data.get("latent_chunks", data)
+        if isinstance(data, dict):
+            data = files._single_tensor(data, path)
+    windows = list(data) if isinstance(data, (tuple, list)) else [data]
+    if not windows:
+        raise InputError(f"{path}: an empty list of windows; expected the pipeline's latent_chunks (one or more "
+                         "tensors [B, C, L]) or one tensor")
+    out = [files._as_float(window, path, "latents") for window in windows]
+    return out if isinstance(data, (tuple, list)) else out[0]
+
+
 def for_video(ours, model: str, dtype: str, audio, audio_out, where: str, batch: int, out) -> "Sound | None":
     """The sound to decode beside a video of `ours` written to `out` (InputError, before anything compiles, where it
     cannot be), or None for a silent video."""
@@ -163,14 +184,21 @@ def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model
 
     from . import files
 
-    z, audio = read(latents, audio_latents)
+    speaker = load_audio_only(model, _DTYPES[dtype])
+    if isinstance(speaker, MusicSound):  # MiniMax Music 3: one window's latents, or the pipeline's latent_chunks
+        if audio_latents is not None:
+            raise InputError(f"--audio-latents: {model} is MiniMax Music 3's vocoder; give its latents (a window's, "
+                             "or the pipeline's latent_chunks) as the latents file")
+        z, audio = None, read_windows(latents)
+    else:
+        z, audio = read(latents, audio_latents)
     if audio is None and z is not None and z.ndim in (3, 4):  # the audio latents saved alone
         audio = z
     if audio is None:
         raise InputError(f"{out}: a .wav is the sound of audio latents, and {latents} holds none (LTX2Pipeline's "
                          "output_type='latent' returns them beside the video's, as MiniMax H3's modular pipeline "
                          "holds its audio_latents, and StableAudioPipeline's are its audios)")
-    speaker = load_audio_only(model, _DTYPES[dtype]) or load(model, None, _DTYPES[dtype])
+    speaker = speaker or load(model, None, _DTYPES[dtype])
     speaker.check(audio, f"audio latents in {audio_latents or latents}")
     first, stop = crop(speaker, audio, start, end)
     paths = wav_paths(out, speaker.clips(audio))
@@ -194,7 +222,7 @@ def load_audio_only(model: str, dtype: torch.dtype | None = None, mesh=None) -> 
 
     if saved_class(model) not in AUDIO_ONLY:
         return None
-    return VAESound(TorchaxVAE(load_vae(model), dtype=dtype, mesh=mesh))
+    return audio_only(TorchaxVAE(load_vae(model), dtype=dtype, mesh=mesh))
 
 
 def crop(speaker: Sound, audio: torch.Tensor, start: float | None, end: float | None) -> tuple[int, int | None]:

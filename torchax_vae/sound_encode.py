@@ -110,6 +110,10 @@ def encode_file(path: str, out, model: str, *, subfolder: str | None = "vae", dt
     if name not in sound.AUDIO_ONLY:
         raise InputError(f"{path} is a sound file, and a {name} encodes video or images; the VAEs that encode sound "
                          f"files: {', '.join(f'{cls} ({pipe})' for cls, pipe in sound.AUDIO_ONLY.items())}")
+    if name in sound.DECODE_ONLY:
+        encoders = ", ".join(f"{cls} ({pipe})" for cls, pipe in sound.AUDIO_ONLY.items() if cls not in sound.DECODE_ONLY)
+        raise InputError(f"{name} ({sound.AUDIO_ONLY[name]}) decodes latents and encodes nothing (diffusers has no "
+                         f"encoder for its latents); the VAEs that encode sound files: {encoders}")
     if tiling:  # Oobleck's windows in time; the others have none, as diffusers' classes
         try:
             ours.enable_tiling()

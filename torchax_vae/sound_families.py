@@ -31,8 +31,8 @@ import torch
 
 from .files import InputError
 
-__all__ = ["AUDIO_ONLY", "FAMILIES", "WITH_SOUND", "Kandinsky6Sound", "LTX2Sound", "MiniMaxH3Sound", "Sound",
-           "VAESound", "families"]
+__all__ = ["AUDIO_ONLY", "DECODE_ONLY", "FAMILIES", "WITH_SOUND", "Kandinsky6Sound", "LTX2Sound", "MiniMaxH3Sound",
+           "MusicSound", "Sound", "VAESound", "audio_only", "families"]
 
 
 class Sound:
@@ -207,9 +207,50 @@ class VAESound(Sound):
         return self.audio_vae._family.decoded_samples(self._as_decoded(z).shape[2])
 
 
-# The audio VAEs that decode a pipeline's sound alone (the pipeline folder's vae/), and their pipelines.
+class MusicSound(VAESound):
+    """MiniMax Music 3: its vocoder is its whole stage 3. Latents [B, C, L] (one window, or a song's latents as one)
+    give the vocoder's stereo waveform [B, 2, samples]; the pipeline's windows (`latent_chunks`, a list of them)
+    give its song, each window vocoded, cropped and joined as its decode step does (models/minimax_music3.py)."""
+
+    def check(self, z, where: str, batch: int | None = None) -> None:
+        windows = z if isinstance(z, (list, tuple)) else [z]
+        if not windows:
+            raise InputError(f"{where}: no windows of latents (the pipeline's latent_chunks hold one or more)")
+        for window in windows:
+            super().check(window, where, batch)
+            if window.shape[0] != windows[0].shape[0]:
+                raise InputError(f"{where}: windows of {windows[0].shape[0]} and {window.shape[0]} songs; every "
+                                 "window of latent_chunks holds the same batch")
+
+    def clips(self, z) -> int:
+        return (z[0] if isinstance(z, (list, tuple)) else z).shape[0]
+
+    def waveform(self, z) -> torch.Tensor:
+        from .models.minimax_music3 import song
+
+        windows = z if isinstance(z, (list, tuple)) else [z]
+        return song([self.audio_vae(w.contiguous().to(self.audio_vae.dtype)) for w in windows],
+                    self.audio_vae.spatial_compression_ratio)
+
+    def samples(self, z) -> int:
+        from .models.minimax_music3 import _CROP_LEFT_LATENT, _CROP_RIGHT_LATENT
+
+        windows = z if isinstance(z, (list, tuple)) else [z]
+        cropped = (_CROP_LEFT_LATENT + _CROP_RIGHT_LATENT) * self.audio_vae.spatial_compression_ratio
+        return sum(self.audio_vae._family.decoded_samples(w.shape[2]) for w in windows) - cropped * (len(windows) - 1)
+
+
+# The audio VAEs (and MiniMax Music 3's vocoder) that decode a pipeline's sound alone (the pipeline folder's vae/;
+# MiniMax Music 3's vocoder/), and their pipelines.
 AUDIO_ONLY = {"AutoencoderOobleck": "Stable Audio", "LongCatAudioDiTVae": "LongCat audio",
-              "AutoencoderSAME": "Stable Audio 3"}
+              "AutoencoderSAME": "Stable Audio 3", "MiniMaxMusic3Vocoder": "MiniMax Music 3"}
+# Of those, the ones that encode nothing (MiniMax Music 3's Flow-VAE encoder is not in diffusers).
+DECODE_ONLY = {"MiniMaxMusic3Vocoder"}
+
+
+def audio_only(ours) -> VAESound:
+    """The sound of a TorchaxVAE of an AUDIO_ONLY class."""
+    return MusicSound(ours) if ours.model_class.__name__ == "MiniMaxMusic3Vocoder" else VAESound(ours)
 
 
 @dataclasses.dataclass(frozen=True)

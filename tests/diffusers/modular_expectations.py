@@ -20,11 +20,8 @@ import pathlib
 HERE = pathlib.Path(__file__).parent
 PREFIX = "tests/modular_pipelines/"
 
-WITHOUT_STANDIN = {  # file under tests/modular_pipelines -> why it does not run here
-    "minimax_music3/test_modular_pipeline_minimax_music3.py": (
-        "nothing in it for TorchaxVAE: its only decoder is MiniMaxMusic3Vocoder, a class TorchaxVAE does not take "
-        "(docs/limits.md), so a wrapped run would be the plain run; and no stand-in is written for it (modular only)"),
-}
+# file under tests/modular_pipelines -> why it does not run here (none since MiniMax Music 3's stand-in was written)
+WITHOUT_STANDIN: dict[str, str] = {}
 SECOND_ENVIRONMENT_CLASSES = {  # test class -> the modules it needs: Qwen-Image Edit's Qwen2-VL processor
     f"qwen/test_modular_pipeline_qwenimage.py::{cls}": ("torchvision.transforms.functional",)
     for cls in ("TestQwenImageEditModularPipelineFast", "TestQwenImageEditModularPipelineLoading",

@@ -6,7 +6,7 @@ pipeline fast tests of the same models build components of the same kinds from s
 (`get_dummy_components()`), so each stand-in is that pipeline, built by the vendored test's own method, saved with
 the pipeline's `save_pretrained` into the hub cache layout of hub_standins.py: a modular pipeline falls back to
 `model_index.json` where a repository has no `modular_model_index.json`. A model that is modular only has no such test:
-its repository is written as diffusers' converter writes one (`WRITTEN`: MiniMax H3). Both runs of the tests (plain
+its repository is written as diffusers' converter writes one (`WRITTEN`: MiniMax H3, MiniMax Music 3, ...). Both runs of the tests (plain
 diffusers and TorchaxVAE) load the same stand-ins.
 """
 
@@ -20,6 +20,7 @@ import torch
 import anima_standin
 import ernie_image_standin
 import minimax_h3_standin
+import minimax_music3_standin
 import wan_animate_2_standin
 from hub_standins import modular_index, snapshot
 
@@ -150,7 +151,7 @@ def _modular_index(path: pathlib.Path, repo: str, pipeline: str, blocks: str, ex
 # hub repository -> the function that writes it into a hub cache folder: models that are modular only, with no
 # pipeline test to build them from
 WRITTEN = {minimax_h3_standin.REPO: minimax_h3_standin.build, ernie_image_standin.REPO: ernie_image_standin.build,
-           anima_standin.REPO: anima_standin.build,
+           anima_standin.REPO: anima_standin.build, minimax_music3_standin.REPO: minimax_music3_standin.build,
            **{repo: functools.partial(wan_animate_2_standin.build, repo=repo) for repo in wan_animate_2_standin.REPOS}}
 
 

@@ -44,6 +44,7 @@ CASES = [
     ("wan_animate_2.test_modular_pipeline_wan_animate_2", "TestWanAnimate2ModularPipelineFast"),
     ("wan_animate_2.test_modular_pipeline_wan_animate_2", "TestWanAnimate2DistilledModularPipelineFast"),
     ("minimax_h3.test_modular_pipeline_minimax_h3", "TestMiniMaxH3ModularPipelineFast"),  # the second environment
+    ("minimax_music3.test_modular_pipeline_minimax_music3", "TestMiniMaxMusic3ModularPipelineFast"),  # sound alone
 ]
 IN_CI = {"TestWanModularPipelineFast"}  # the others are heavy (about 10-40 s each on 2 cores)
 
@@ -69,6 +70,7 @@ OUTPUTS = {
     "TestLTX2Text2VideoModularPipelineFast": {"videos": ("vae",), "audio": ("audio_vae", "vocoder")},
     # LTX-2.5 decodes its video with a diffusion decoder (not a VAE: its output shows the rest is unchanged)
     "TestLTX25Text2VideoModularPipelineFast": {"videos": (), "audio": ("audio_vae", "vocoder")},
+    "TestMiniMaxMusic3ModularPipelineFast": {"audios": ("vocoder",)},  # its vocoder is its whole stage 3
 }
 
 
@@ -92,12 +94,14 @@ def test_modular_output_equals_plain_diffusers(module, name):
         expected = _outputs(tester, pipe)
         plain = {k: v for k, v in pipe.components.items() if v is not None}
         swapped = {k: v for k, v in wrap_served_vaes(plain).items() if v is not plain[k]}
-        assert "vae" in swapped, f"{name}: no served VAE among {sorted(plain)}"
+        needed = {c for made_by in _made_by(tester).values() for c in made_by}
+        assert swapped and needed <= set(swapped), \
+            f"{name}: served {sorted(swapped)} of {sorted(plain)}, needs {sorted(needed)}"
         specs = {k: pipe._component_specs[k].load_id for k in swapped}
         pipe.update_components(**swapped)  # what a user writes: pipe.update_components(vae=TorchaxVAE(pipe.vae))
         assert {k: pipe._component_specs[k].load_id for k in swapped} == specs, "the loading spec changed"
         got = _outputs(tester, pipe)
-    for component in {c for made_by in _made_by(tester).values() for c in made_by}:
+    for component in needed:
         vae = getattr(pipe, component)
         assert isinstance(vae, TorchaxVAE) and vae.compile_stats(), f"{name}: no TorchaxVAE program of {component} ran"
     for output, want in expected.items():

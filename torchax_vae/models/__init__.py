@@ -102,6 +102,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (SAMEVAE,)
+try:  # ... and MiniMax Music 3's vocoder
+    from .minimax_music3 import MiniMaxMusic3VocoderModel
+except ImportError:
+    pass
+else:
+    WRAPPERS += (MiniMaxMusic3VocoderModel,)
 try:  # ... and HunyuanImage 2.1's refiner VAE
     from .hunyuanimage_refiner import HunyuanImageRefinerVAE
 except ImportError:

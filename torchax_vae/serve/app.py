@@ -99,7 +99,7 @@ class Service:
                         self.sounds[name] = sound.load(str(folder), type(spec).__name__, self.dtype, self.mesh)
                 if wrapper_for(spec).model_class.__name__ in sound.AUDIO_ONLY:  # Stable Audio's: its sound alone
                     spec = spec if isinstance(spec, TorchaxVAE) else TorchaxVAE(spec, dtype=self.dtype, mesh=self.mesh)
-                    self.sounds[name] = sound.VAESound(spec)
+                    self.sounds[name] = sound.audio_only(spec)
                 check_served(spec, audio=True)  # (a TorchaxVAE passes for its diffusers class)
                 if not isinstance(spec, TorchaxVAE):
                     spec = TorchaxVAE(spec, dtype=self.dtype, mesh=self.mesh)
