@@ -468,6 +468,31 @@ LONGCAT_AUDIO_CONFIGS = {
     "longcat-audio": {},
 }
 
+# ConsistencyDecoderVAE (OpenAI's consistency decoder, `vae=` of SD 1.x pipelines): diffusers' own test config
+# (tests/models/autoencoders/test_models_consistency_decoder_vae.py, 58eb52c), and openai/consistency-decoder's (the
+# class defaults: SD's encoder, a UNet2DModel decoder of 320 to 1024 channels)
+CONSISTENCY_CONFIGS = {
+    "consistency-tiny": {"encoder_block_out_channels": (2, 4), "encoder_in_channels": 3, "encoder_out_channels": 4,
+                         "encoder_down_block_types": ("DownEncoderBlock2D",) * 2, "decoder_add_attention": False,
+                         "decoder_block_out_channels": (2, 4),
+                         "decoder_down_block_types": ("ResnetDownsampleBlock2D",) * 2, "decoder_downsample_padding": 1,
+                         "decoder_in_channels": 7, "decoder_layers_per_block": 1, "decoder_norm_eps": 1e-05,
+                         "decoder_norm_num_groups": 2, "encoder_norm_num_groups": 2,
+                         "decoder_num_train_timesteps": 1024, "decoder_out_channels": 6,
+                         "decoder_resnet_time_scale_shift": "scale_shift", "decoder_time_embedding_type": "learned",
+                         "decoder_up_block_types": ("ResnetUpsampleBlock2D",) * 2, "scaling_factor": 1,
+                         "latent_channels": 4},
+    "consistency": {},
+}
+
+# AutoencoderKLKVAE (Kandinsky's image VAE, KVAE 2D; diffusers >= 0.42): diffusers' own test config
+# (tests/models/autoencoders/test_models_autoencoder_kl_kvae.py, 58eb52c), and the class defaults (8x, 16 channels)
+KVAE_CONFIGS = {
+    "kvae-tiny": {"in_channels": 3, "channels": 32, "num_enc_blocks": 1, "num_dec_blocks": 1, "z_channels": 4,
+                  "double_z": True, "ch_mult": (1, 2), "sample_size": 32},
+    "kvae": {},
+}
+
 # MiniMaxMusic3Vocoder (MiniMax Music 3's stage 3; diffusers >= 0.42): a small one (hop 8: strides 2 and 4, the
 # released kernel 2s / padding ceil(s / 2) blocks), and the released architecture (the class defaults: 128 latent
 # channels folded into two stereo streams, hop 512 at 44.1 kHz)
@@ -542,6 +567,7 @@ MODELS = {
     **{name: (diffusers.VQModel, kwargs) for name, kwargs in VQ_CONFIGS.items()},
     **{name: (diffusers.AutoencoderOobleck, kwargs) for name, kwargs in OOBLECK_CONFIGS.items()},
     **{name: (diffusers.AsymmetricAutoencoderKL, kwargs) for name, kwargs in ASYM_KL_CONFIGS.items()},
+    **{name: (diffusers.ConsistencyDecoderVAE, kwargs) for name, kwargs in CONSISTENCY_CONFIGS.items()},
 }
 # Classes newer than the oldest diffusers this project supports (0.36): each is built where the installed diffusers'
 # version has it, and imported loudly there (a diffusers that should have it and does not fails here, so no case
@@ -557,6 +583,7 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("LongCatAudioDiTVae", (0, 42), LONGCAT_AUDIO_CONFIGS),
                  ("Cosmos3AVAEAudioTokenizer", (0, 42), COSMOS3_AUDIO_CONFIGS),
                  ("MiniMaxMusic3Vocoder", (0, 42), MINIMAX_MUSIC3_VOCODER_CONFIGS),
+                 ("AutoencoderKLKVAE", (0, 42), KVAE_CONFIGS),
                  ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
                  ("AutoencoderKLHunyuanImageRefiner", (0, 36), HUNYUANIMAGE_REFINER_CONFIGS),
                  ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS))
@@ -634,6 +661,10 @@ RELEASED = {
     # and mask, as the pipeline runs it)
     "sd-inpainting-asym": ("asym-kl-x1.5", 1, 512, 512),
     "kandinsky2.2": ("movq", 1, 512, 512),  # KandinskyV22Pipeline's default 512x512 through its MoVQ
+    # SD 1.5's 512x512 through OpenAI's consistency decoder (`vae=ConsistencyDecoderVAE`): its two UNet steps
+    "sd1.5-consistency": ("consistency", 1, 512, 512),
+    # Kandinsky's image VAE (KVAE 2D): no pipeline; its config's sample_size, 1024x1024; diffusers >= 0.42
+    **({"kvae-1024": ("kvae", 1, 1024, 1024)} if "kvae" in MODELS else {}),
     # HunyuanImage 2.1's refiner pipeline: its default 64 x 16 = 1024x1024 image, as one frame
     **({"hunyuanimage-refiner": ("hunyuanimage-refiner", 1, 1024, 1024)} if "hunyuanimage-refiner" in MODELS else {}),
 }
@@ -705,9 +736,12 @@ def random_vae(config: str, seed: int = 0):
 def decode_args(vae, batch: int, dtype=None) -> tuple:
     """What the pipelines pass to `decode` besides the latents: LTX's timestep (0.05, LTX-Video 0.9.1's
     recommended decode_timestep) where the decoder is timestep-conditioned; Stable Video Diffusion's num_frames (the
-    batch: one video's frames); else nothing."""
+    batch: one video's frames); the consistency decoder's generator (a new one of seed 0 each call, so that each
+    side of a comparison draws the same noise); else nothing."""
     if isinstance(vae, AutoencoderKLTemporalDecoder):
         return (batch,)
+    if isinstance(vae, diffusers.ConsistencyDecoderVAE):
+        return (torch.Generator().manual_seed(0),)
     if not getattr(vae.config, "timestep_conditioning", False):
         return ()
     return (torch.full((batch,), 0.05, dtype=dtype or vae.dtype, device=vae.device),)

@@ -75,7 +75,8 @@ def parser() -> argparse.ArgumentParser:
                    help="with --decode-timestep: how much noise is mixed into the latents first, as the "
                         "pipeline's decode_noise_scale (default: the timestep)")
     p.add_argument("--seed", type=int, default=0,
-                   help="timestep-conditioned decoders: seeds that noise and the decoder's injected noise")
+                   help="decoders that draw noise (LTX-Video 0.9.1 and later, the consistency decoder): the seed "
+                        "of their generator")
     p.add_argument("--audio-latents", default=None, metavar="FILE",
                    help="sound (LTX-2, MiniMax H3): the audio latents, where LATENTS holds the video's alone (a "
                         "(video, audio) pair in LATENTS is read without it); decoded by the pipeline folder's "

@@ -221,7 +221,7 @@ def decode_file(
         if ours.batch_is_frames and out.suffix.lower() != ".png":
             paths = [out]
         return image_files.decode(ours, z, latents, paths, size=size, progress=_counting(mode), fps=fps,
-                                  precompile=lambda *a: _precompile(*a, mode), image=image, mask=mask)
+                                  precompile=lambda *a: _precompile(*a, mode), image=image, mask=mask, seed=seed)
     if z.ndim == 4:
         files.check_rank(z, latents, 5, layout or ours.pipeline_layout)
     if ours.video_channels != 3 and out.suffix.lower() != ".npy":

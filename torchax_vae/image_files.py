@@ -34,12 +34,13 @@ def check_output(out: pathlib.Path, rank: int, model: str, frames: bool = False)
 
 
 def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precompile, progress, size=None,
-           fps: float = 8, image=None, mask=None) -> dict:
+           fps: float = 8, image=None, mask=None, seed: int = 0) -> dict:
     """Latents `z` as read from the file `latents` (4-D, or 3-D packed: Flux) -> one image per batch element, or, for
     a family whose batch is a video's frames (`batch_is_frames`) and one .mp4 or .npy path, that video.
 
     precompile, progress: `torchax_vae.commands`' helpers (compile every program first; count finished calls).
     image, mask: files SD inpainting's asymmetric VAE conditions its decoder on (torchax_vae/inpainting.py).
+    seed: where the decoder draws noise (the consistency decoder), its generator's seed.
     """
     from . import inpainting
     from .commands import _on_device, _unpacked
@@ -63,6 +64,8 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
     start = time.perf_counter()
     with progress(ours, calls, "decode", 1):
         conditioned = {} if condition is None else {key: value.to(ours.dtype) for key, value in condition.items()}
+        if ours.decode_draws_noise:  # the consistency decoder: its noise from this call's generator
+            conditioned["generator"] = torch.Generator().manual_seed(seed)
         images = ours.decode(_on_device(z, ours.dtype), *decode_args, **conditioned).sample
         pixels = np.asarray(jax.device_get(_to_uint8(images._elem)))
     seconds = time.perf_counter() - start

@@ -47,7 +47,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
-    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderKLHunyuanImageRefiner` (its one-frame videos), `AutoencoderTiny`, `AsymmetricAutoencoderKL` (SD inpainting), `VQModel` (Kandinsky's MoVQ) and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
+    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderKLHunyuanImageRefiner` (its one-frame videos), `AutoencoderTiny`, `AsymmetricAutoencoderKL` (SD inpainting), `ConsistencyDecoderVAE` (the consistency decoder), `AutoencoderKLKVAE` (KVAE), `VQModel` (Kandinsky's MoVQ) and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
     `AutoencoderKLCosmos`, `AutoencoderKLMagvit` or `Kandinsky6SRVAE` (Kandinsky 6's video super-resolution); and

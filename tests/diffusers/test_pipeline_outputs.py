@@ -526,3 +526,34 @@ def test_sd_inpainting_with_the_asymmetric_vae_equals_plain_diffusers():
     print(f"SD inpainting with the asymmetric VAE: max |delta| {delta:.3g} on outputs up to {scale:.3g}")
     # (measured 2.4e-6: within the decode-only tolerance, though the pipeline also encodes the masked image)
     assert outputs[0].std() > 1e-3 and delta <= decode_tolerance(outputs[0]), delta
+
+
+@torch.no_grad()
+def test_sd_with_the_consistency_decoder_equals_plain_diffusers():
+    """StableDiffusionPipeline (diffusers' fast-test components) with `vae=ConsistencyDecoderVAE` (the SD 1.x
+    drop-in diffusers documents) passes its generator to `vae.decode`, which draws the decode's noise from it: the
+    wrapped VAE draws the same and gives plain diffusers' image."""
+    from diffusers import ConsistencyDecoderVAE, StableDiffusionPipeline
+
+    tester = _tester("stable_diffusion.test_stable_diffusion", "TestStableDiffusionPipeline")
+    torch.manual_seed(0)  # the components' AutoencoderKL's shape: 2x, 4 latent channels
+    vae = ConsistencyDecoderVAE(encoder_block_out_channels=[4, 8], decoder_block_out_channels=[4, 8],
+                                encoder_down_block_types=["DownEncoderBlock2D"] * 2, latent_channels=4,
+                                decoder_down_block_types=["ResnetDownsampleBlock2D"] * 2, encoder_norm_num_groups=2,
+                                decoder_up_block_types=["ResnetUpsampleBlock2D"] * 2, decoder_norm_num_groups=2,
+                                decoder_layers_per_block=1).eval()
+    outputs, decoded = [], []
+    for model in (vae, TorchaxVAE(copy.deepcopy(vae))):
+        pipe = StableDiffusionPipeline(**dict(tester.get_dummy_components(), vae=model))
+        pipe.set_progress_bar_config(disable=True)
+        calls = []
+        decode = model.decode
+        model.decode = lambda *args, **kwargs: calls.append(kwargs) or decode(*args, **kwargs)
+        outputs.append(np.asarray(pipe(**_inputs(tester)).images, dtype=np.float32))
+        del model.decode
+        decoded.append(calls)
+    assert [sorted(calls[0]) for calls in decoded] == [["generator", "return_dict"]] * 2
+    assert isinstance(pipe.vae, TorchaxVAE) and pipe.vae.compile_stats(), "no TorchaxVAE program ran"
+    delta, scale = float(np.abs(outputs[1] - outputs[0]).max()), float(np.abs(outputs[0]).max())
+    print(f"SD with the consistency decoder: max |delta| {delta:.3g} on outputs up to {scale:.3g}")
+    assert outputs[0].std() > 1e-3 and delta <= decode_tolerance(outputs[0]), delta

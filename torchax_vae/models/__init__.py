@@ -22,6 +22,7 @@ from ..checks import vae_subfolder  # noqa: F401 (where the VAE is in a folder: 
 from .allegro import AllegroVAE
 from .asym_kl import AsymmetricKLVAE
 from .cogvideox import CogVideoXVAE
+from .consistency import ConsistencyDecoderVAEModel
 from .cosmos import CosmosVAE
 from .dc import DCVAE
 from .flux2 import Flux2VAE
@@ -43,7 +44,7 @@ __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_fo
 
 WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
             MagvitVAE, KLVAE, Flux2VAE, DCVAE, HunyuanImageVAE, TinyVAE, TemporalDecoderVAE, AsymmetricKLVAE, VQVAE,
-            OobleckVAE)
+            OobleckVAE, ConsistencyDecoderVAEModel)
 try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
     from .ltx2 import LTX2VideoVAE
 except ImportError:
@@ -102,6 +103,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (SAMEVAE,)
+try:  # ... and Kandinsky's image VAE (KVAE 2D)
+    from .kvae import KVAEModel
+except ImportError:
+    pass
+else:
+    WRAPPERS += (KVAEModel,)
 try:  # ... and MiniMax Music 3's vocoder
     from .minimax_music3 import MiniMaxMusic3VocoderModel
 except ImportError:
