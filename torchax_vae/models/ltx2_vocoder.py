@@ -36,7 +36,7 @@ from .. import validation
 from ..family import Family
 from ..lowering import Lowered
 from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
+from .vocoders import VocoderFacade
 
 __all__ = ["LTX2VocoderModel", "LTX2VocoderWithBWEModel", "Vocoder", "VocoderWithBWE"]
 
@@ -117,7 +117,7 @@ class Vocoder(Family):
         return latents
 
 
-class LTX2VocoderModel(TorchaxVAE):
+class LTX2VocoderModel(VocoderFacade, TorchaxVAE):
     """`TorchaxVAE` for diffusers' `LTX2Vocoder`: called as diffusers' module is (the module docstring)."""
 
     family = Vocoder
@@ -152,19 +152,6 @@ class LTX2VocoderModel(TorchaxVAE):
     def sampling_rate(self) -> int:
         """The waveform's samples per second (`config.output_sampling_rate`)."""
         return self._family.sampling_rate
-
-    # What diffusers' vocoder lacks, this lacks too (`hasattr` answers as for the wrapped class).
-    encode = _where_diffusers_has(TorchaxVAE.encode)
-    decode = _where_diffusers_has(TorchaxVAE.decode)
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
-    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
-    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' vocoder has no such flag
-        raise AttributeError(f"{self.model_class.__name__} has no use_tiling (no tiling)")
 
 
 if LTX2VocoderWithBWE is not None:

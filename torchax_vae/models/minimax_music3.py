@@ -19,7 +19,6 @@ last 258) and joins them: the stereo song [B, 2, samples] in [-1, 1].
 
 import math
 
-import jax
 import torch
 # ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.minimax_music3", "MiniMaxMusic3VocoderModel"]
 # entry by looking the base class up in this module.
@@ -27,10 +26,9 @@ from diffusers import MiniMaxMusic3Vocoder, ModelMixin  # noqa: F401
 from diffusers.modular_pipelines.minimax_music3.decoders import _CROP_LEFT_LATENT, _CROP_RIGHT_LATENT
 
 from .. import validation
-from ..family import Family
 from ..lowering import Lowered
 from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
+from .vocoders import VocoderFacade, VocoderFamily
 
 __all__ = ["MiniMaxMusic3VocoderModel", "MusicVocoder", "sample_length", "song"]
 
@@ -64,20 +62,14 @@ class VocoderLowered(Lowered):
         return self.env.t2j_iso(out)
 
 
-class MusicVocoder(Family):
+class MusicVocoder(VocoderFamily):
     """diffusers' `MiniMaxMusic3Vocoder`: its whole forward, one program per latent length (the module docstring)."""
 
-    model_class = MiniMaxMusic3Vocoder
-    rank = 3  # latents [B, latent_channels, L] in, the stereo waveform [B, 2, samples] out
-    pipeline_layout = decoded_layout = "BCT"
+    model_class = MiniMaxMusic3Vocoder  # latents [B, latent_channels, L] in, the stereo waveform [B, 2, samples] out
 
     def lower(self, vae):
         placement = self.engine.placement
         return VocoderLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
-
-    @property
-    def video_channels(self) -> int:
-        raise AttributeError("a vocoder encodes nothing")
 
     @property
     def latent_channels(self) -> int:
@@ -94,22 +86,8 @@ class MusicVocoder(Family):
     def decoded_samples(self, latents: int) -> int:
         return sample_length(self.config, latents)
 
-    def decode(self, source, tiled: bool | None = None) -> jax.Array:
-        out = self.engine.programs.run("vocoder", self.lowered.forward_step, self.engine.weights, source.take())
-        self.engine.ran_batch(out)
-        return out
 
-    def encode(self, source, tiled: bool | None = None):
-        raise AttributeError("a vocoder encodes nothing")
-
-    def scale_latents(self, latents):
-        return latents  # the pipeline hands each window's latents over as they are
-
-    def unscale_latents(self, latents):
-        return latents
-
-
-class MiniMaxMusic3VocoderModel(TorchaxVAE):
+class MiniMaxMusic3VocoderModel(VocoderFacade, TorchaxVAE):
     """`TorchaxVAE` for diffusers' `MiniMaxMusic3Vocoder`: called as diffusers' module is (the module docstring)."""
 
     family = MusicVocoder
@@ -138,16 +116,3 @@ class MiniMaxMusic3VocoderModel(TorchaxVAE):
     def sampling_rate(self) -> int:
         """The waveform's samples per second (`config.sampling_rate`)."""
         return self._family.sampling_rate
-
-    # What diffusers' vocoder lacks, this lacks too (`hasattr` answers as for the wrapped class).
-    encode = _where_diffusers_has(TorchaxVAE.encode)
-    decode = _where_diffusers_has(TorchaxVAE.decode)
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
-    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
-    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' vocoder has no such flag
-        raise AttributeError("MiniMaxMusic3Vocoder has no use_tiling (no tiling)")

@@ -32,6 +32,7 @@ from ..family import Family
 from ..lowering import Lowered
 from ..vae import TorchaxVAE
 from .kl import _where_diffusers_has
+from .vocoders import VocoderFacade, VocoderFamily
 
 __all__ = ["MMAudio", "MMAudioVAEModel", "MMAudioVocoderModel", "Vocoder"]
 
@@ -179,45 +180,21 @@ class MMAudioVAEModel(TorchaxVAE):
         raise AttributeError("MMAudioVAE has no use_tiling (no tiling)")
 
 
-class Vocoder(Family):
+class Vocoder(VocoderFamily):
     """diffusers' `MMAudioVocoder`: its whole forward, one program per mel length (the module docstring)."""
 
-    model_class = MMAudioVocoder
-    rank = 3  # [B, num_mels, frames] in, [B, 1, samples] out
-    pipeline_layout = decoded_layout = "BCT"
+    model_class = MMAudioVocoder  # [B, num_mels, frames] in, [B, 1, samples] out
 
     def lower(self, vae):
         placement = self.engine.placement
         return MMAudioLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
 
     @property
-    def video_channels(self) -> int:
-        raise AttributeError("a vocoder encodes nothing")
-
-    @property
     def latent_channels(self) -> int:
         return self.config.num_mels
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return 1
 
-    def decode(self, source, tiled: bool | None = None) -> jax.Array:
-        out = self.engine.programs.run("vocoder", self.lowered.forward_step, self.engine.weights, source.take())
-        self.engine.ran_batch(out)
-        return out
-
-    def encode(self, source, tiled: bool | None = None):
-        raise AttributeError("a vocoder encodes nothing")
-
-    def scale_latents(self, latents):
-        return latents
-
-    def unscale_latents(self, latents):
-        return latents
-
-
-class MMAudioVocoderModel(TorchaxVAE):
+class MMAudioVocoderModel(VocoderFacade, TorchaxVAE):
     """`TorchaxVAE` for diffusers' `MMAudioVocoder`: called as diffusers' module is (the module docstring)."""
 
     family = Vocoder
@@ -232,16 +209,3 @@ class MMAudioVocoderModel(TorchaxVAE):
         return DecoderOutput(sample=waveform) if return_dict else (waveform,)
 
     __call__ = forward
-
-    # What diffusers' vocoder lacks, this lacks too (`hasattr` answers as for the wrapped class).
-    encode = _where_diffusers_has(TorchaxVAE.encode)
-    decode = _where_diffusers_has(TorchaxVAE.decode)
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
-    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
-    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' vocoder has no such flag
-        raise AttributeError("MMAudioVocoder has no use_tiling (no tiling)")

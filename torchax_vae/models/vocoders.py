@@ -1,0 +1,60 @@
+"""What the vocoders' adapters share (LTX-2's, Kandinsky 6's MMAudio, MiniMax Music 3's).
+
+A vocoder has no encoder, no decoder and no cache: diffusers calls its forward, one call from what it takes (a
+spectrogram, or latents) to a waveform. Its family runs that forward as one program ("vocoder") per input shape and
+encodes nothing; its facade is called as diffusers' module is and lacks what the module lacks (`encode`, `decode`,
+tiling, slicing), so that `hasattr` answers as for the wrapped class.
+"""
+
+import jax
+
+from ..family import Family
+from ..vae import TorchaxVAE
+from .kl import _where_diffusers_has
+
+__all__ = ["VocoderFacade", "VocoderFamily"]
+
+
+class VocoderFamily(Family):
+    """A vocoder's whole forward, one program per input shape; its lowering has a `forward_step`."""
+
+    rank = 3  # [B, C, T] in, [B, channels, samples] out
+    pipeline_layout = decoded_layout = "BCT"
+
+    @property
+    def video_channels(self) -> int:
+        raise AttributeError("a vocoder encodes nothing")
+
+    @property
+    def spatial_compression_ratio(self) -> int:
+        return 1
+
+    def decode(self, source, tiled: bool | None = None) -> jax.Array:
+        out = self.engine.programs.run("vocoder", self.lowered.forward_step, self.engine.weights, source.take())
+        self.engine.ran_batch(out)
+        return out
+
+    def encode(self, source, tiled: bool | None = None):
+        raise AttributeError("a vocoder encodes nothing")
+
+    def scale_latents(self, latents):
+        return latents  # the pipelines hand a vocoder its input as it is
+
+    def unscale_latents(self, latents):
+        return latents
+
+
+class VocoderFacade:
+    """Mixed in before TorchaxVAE: what diffusers' vocoder lacks, the facade lacks too."""
+
+    encode = _where_diffusers_has(TorchaxVAE.encode)
+    decode = _where_diffusers_has(TorchaxVAE.decode)
+    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
+    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
+    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
+    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
+    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
+
+    @property
+    def use_tiling(self) -> bool:  # diffusers' vocoder has no such flag
+        raise AttributeError(f"{type(self).model_class.__name__} has no use_tiling (no tiling)")
