@@ -459,13 +459,14 @@ MMAUDIO_VOCODER_CONFIGS = {
 }
 
 # LongCatAudioDiTVae (diffusers >= 0.42): diffusers' own pipeline test config (tests/pipelines/longcat_audio_dit,
-# 58eb52c: hop 4, as its encoder fills its strides out), and the class defaults (24 kHz mono; their strides fill out
-# to 2 a level, hop 32, though the config's downsampling_ratio, which the pipeline sizes latents by, says 2048: the
-# released checkpoint's strides are not in diffusers' snapshot, so no released size is planned for it)
+# 58eb52c: hop 4, as its encoder fills its strides out), and the released LongCat-AudioDiT VAE: the class defaults
+# with the checkpoint config's `vae_config` levels, c_mults [1, 2, 4, 8, 16] and strides [2, 4, 4, 8, 8] (hop 2048,
+# its downsampling_ratio). diffusers' snapshot has no copy of that config (its converter reads the checkpoint's);
+# these two lists are as two third-party ports restate it (docs/plan.md)
 LONGCAT_AUDIO_CONFIGS = {
     "longcat-audio-tiny": {"in_channels": 1, "channels": 16, "c_mults": [1, 2], "strides": [2], "latent_dim": 8,
                            "encoder_latent_dim": 16, "downsampling_ratio": 2, "sample_rate": 24000},
-    "longcat-audio": {},
+    "longcat-audio": {"c_mults": [1, 2, 4, 8, 16], "strides": [2, 4, 4, 8, 8]},
 }
 
 # ConsistencyDecoderVAE (OpenAI's consistency decoder, `vae=` of SD 1.x pipelines): diffusers' own test config
@@ -491,6 +492,14 @@ KVAE_CONFIGS = {
     "kvae-tiny": {"in_channels": 3, "channels": 32, "num_enc_blocks": 1, "num_dec_blocks": 1, "z_channels": 4,
                   "double_z": True, "ch_mult": (1, 2), "sample_size": 32},
     "kvae": {},
+}
+
+# AutoencoderKLKVAEAudio (Kandinsky's audio VAE, KVAE-Audio; diffusers >= 0.42): a small one (hop 8, attention of 2
+# heads), and the released architecture (the class defaults: 48 kHz mono, hop 960, 64 latent channels)
+KVAE_AUDIO_CONFIGS = {
+    "kvae-audio-tiny": {"encoder_dim": 4, "encoder_rates": [2, 4], "latent_dim": 16, "codebook_dim": 4,
+                        "decoder_dim": 16, "decoder_rates": [4, 2], "attn_num_heads": 2},
+    "kvae-audio": {},
 }
 
 # MiniMaxMusic3Vocoder (MiniMax Music 3's stage 3; diffusers >= 0.42): a small one (hop 8: strides 2 and 4, the
@@ -584,6 +593,7 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("Cosmos3AVAEAudioTokenizer", (0, 42), COSMOS3_AUDIO_CONFIGS),
                  ("MiniMaxMusic3Vocoder", (0, 42), MINIMAX_MUSIC3_VOCODER_CONFIGS),
                  ("AutoencoderKLKVAE", (0, 42), KVAE_CONFIGS),
+                 ("AutoencoderKLKVAEAudio", (0, 42), KVAE_AUDIO_CONFIGS),
                  ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
                  ("AutoencoderKLHunyuanImageRefiner", (0, 36), HUNYUANIMAGE_REFINER_CONFIGS),
                  ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS))
@@ -694,6 +704,11 @@ RELEASED_SOUND = {
     # MiniMax Music 3's modular pipeline: one denoising window of 200 frames at 25 Hz, int(200 x 44100 / 24000 x 960 /
     # 512) = 689 latent frames (8 s at 44.1 kHz), which its vocoder decodes one window at a time
     "minimax-music3-vocoder": ("minimax-music3-vocoder", None, (1, 128, 689)),
+    # LongCatAudioDiTPipeline: its longest sound, max_wav_duration 30 s at 24 kHz mono: int(30 x 24000 // 2048) = 351
+    # latents, which the pipeline hands its VAE as [B, 64, L] (its own layout is [B, L, 64])
+    "longcat-audio": ("longcat-audio", (1, 1, 351 * 2048), (1, 64, 351)),
+    # KVAE-Audio (no diffusers pipeline): 10 s of 48 kHz mono, 500 latents of 960 samples
+    "kvae-audio": ("kvae-audio", (1, 1, 480000), (1, 64, 500)),
     # StableAudio3Pipeline: its default duration 10 s at 44.1 kHz stereo, ceil(441000 / 4096) = 108 latents
     "stable-audio-3": ("same", (1, 2, 441000), (1, 256, 108)),
 }

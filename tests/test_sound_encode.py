@@ -19,7 +19,8 @@ from torchax_vae import programs, sound
 FP32 = TOLERANCE[torch.float32]
 
 # config -> (sample rate, channels, samples the test's clip holds: whole hops of each class)
-CASES = {"oobleck-tiny": (44100, 2, 200), "same-tiny": (44100, 2, 192), "longcat-audio-tiny": (24000, 1, 152)}
+CASES = {"oobleck-tiny": (44100, 2, 200), "same-tiny": (44100, 2, 192), "longcat-audio-tiny": (24000, 1, 152),
+         "kvae-audio-tiny": (48000, 1, 200)}
 
 
 @pytest.fixture(scope="module", params=list(CASES))

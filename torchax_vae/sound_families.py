@@ -243,7 +243,8 @@ class MusicSound(VAESound):
 # The audio VAEs (and MiniMax Music 3's vocoder) that decode a pipeline's sound alone (the pipeline folder's vae/;
 # MiniMax Music 3's vocoder/), and their pipelines.
 AUDIO_ONLY = {"AutoencoderOobleck": "Stable Audio", "LongCatAudioDiTVae": "LongCat audio",
-              "AutoencoderSAME": "Stable Audio 3", "MiniMaxMusic3Vocoder": "MiniMax Music 3"}
+              "AutoencoderSAME": "Stable Audio 3", "MiniMaxMusic3Vocoder": "MiniMax Music 3",
+              "AutoencoderKLKVAEAudio": "KVAE-Audio"}  # (KVAE-Audio: no diffusers pipeline; its VAE is its sound)
 # Of those, the ones that encode nothing (MiniMax Music 3's Flow-VAE encoder is not in diffusers).
 DECODE_ONLY = {"MiniMaxMusic3Vocoder"}
 

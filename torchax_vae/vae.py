@@ -57,7 +57,8 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     `AutoencoderOobleck` (waveforms [B, 2, samples]) Stable Audio 3's `AutoencoderSAME` and LongCat audio's
     `LongCatAudioDiTVae`; Kandinsky 6's sound, `MMAudioVAE` (its decode: a log-mel
     spectrogram) and `MMAudioVocoder`; Cosmos 3's `Cosmos3AVAEAudioTokenizer` (its decode); MiniMax Music 3's
-    `MiniMaxMusic3Vocoder` (latents to stereo waveforms, called as diffusers' module is).
+    `MiniMaxMusic3Vocoder` (latents to stereo waveforms, called as diffusers' module is); Kandinsky's
+    `AutoencoderKLKVAEAudio` (KVAE-Audio, waveforms [B, C, samples]).
 
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module

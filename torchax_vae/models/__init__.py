@@ -103,12 +103,13 @@ except ImportError:
     pass
 else:
     WRAPPERS += (SAMEVAE,)
-try:  # ... and Kandinsky's image VAE (KVAE 2D)
+try:  # ... and Kandinsky's image and audio VAEs (KVAE 2D, KVAE-Audio)
     from .kvae import KVAEModel
+    from .kvae_audio import KVAEAudioVAE
 except ImportError:
     pass
 else:
-    WRAPPERS += (KVAEModel,)
+    WRAPPERS += (KVAEModel, KVAEAudioVAE)
 try:  # ... and MiniMax Music 3's vocoder
     from .minimax_music3 import MiniMaxMusic3VocoderModel
 except ImportError:
