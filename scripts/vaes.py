@@ -502,6 +502,15 @@ KVAE_AUDIO_CONFIGS = {
     "kvae-audio": {},
 }
 
+# AutoencoderKLKVAEVideo (Kandinsky's video VAE, KVAE 3D; diffusers >= 0.42): diffusers' own test config
+# (tests/models/autoencoders/test_models_autoencoder_kl_kvae_video.py, 58eb52c: 2x in space and time), and the class
+# defaults (8x in space, 4x in time, 16 latent channels)
+KVAE_VIDEO_CONFIGS = {
+    "kvae-video-tiny": {"ch": 32, "ch_mult": (1, 2), "num_res_blocks": 1, "in_channels": 3, "out_ch": 3,
+                        "z_channels": 4, "temporal_compress_times": 2},
+    "kvae-video": {},
+}
+
 # MiniMaxMusic3Vocoder (MiniMax Music 3's stage 3; diffusers >= 0.42): a small one (hop 8: strides 2 and 4, the
 # released kernel 2s / padding ceil(s / 2) blocks), and the released architecture (the class defaults: 128 latent
 # channels folded into two stereo streams, hop 512 at 44.1 kHz)
@@ -594,6 +603,7 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("MiniMaxMusic3Vocoder", (0, 42), MINIMAX_MUSIC3_VOCODER_CONFIGS),
                  ("AutoencoderKLKVAE", (0, 42), KVAE_CONFIGS),
                  ("AutoencoderKLKVAEAudio", (0, 42), KVAE_AUDIO_CONFIGS),
+                 ("AutoencoderKLKVAEVideo", (0, 42), KVAE_VIDEO_CONFIGS),
                  ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
                  ("AutoencoderKLHunyuanImageRefiner", (0, 36), HUNYUANIMAGE_REFINER_CONFIGS),
                  ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS))
@@ -675,6 +685,8 @@ RELEASED = {
     "sd1.5-consistency": ("consistency", 1, 512, 512),
     # Kandinsky's image VAE (KVAE 2D): no pipeline; its config's sample_size, 1024x1024; diffusers >= 0.42
     **({"kvae-1024": ("kvae", 1, 1024, 1024)} if "kvae" in MODELS else {}),
+    # Kandinsky's video VAE (KVAE 3D): no pipeline; 81 frames of 480 x 832 (Wan 2.1's 480p); diffusers >= 0.42
+    **({"kvae-video-480p": ("kvae-video", 81, 480, 832)} if "kvae-video" in MODELS else {}),
     # HunyuanImage 2.1's refiner pipeline: its default 64 x 16 = 1024x1024 image, as one frame
     **({"hunyuanimage-refiner": ("hunyuanimage-refiner", 1, 1024, 1024)} if "hunyuanimage-refiner" in MODELS else {}),
 }

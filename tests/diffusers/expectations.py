@@ -46,6 +46,11 @@ for _stem, _classes in _TRAINING.items():
 for _test in ("test_training", "test_training_with_ema"):
     EXPECTED_FAILURES["tests/models/autoencoders/test_models_asymmetric_autoencoder_kl.py::"
                       f"TestAsymmetricAutoencoderKLTraining::{_test}"] = WEIGHTS_ARE_CONSTANTS
+_KVAE_VIDEO = "tests/models/autoencoders/test_models_autoencoder_kl_kvae_video.py::TestAutoencoderKLKVAEVideoTraining::"
+EXPECTED_FAILURES.update({  # (its checkpointing equivalence test skips itself on diffusers' side of the comparison)
+    _KVAE_VIDEO + "test_training": WEIGHTS_ARE_CONSTANTS, _KVAE_VIDEO + "test_training_with_ema": WEIGHTS_ARE_CONSTANTS,
+    _KVAE_VIDEO + "test_gradient_checkpointing_is_applied": WHOLE_PROGRAMS,
+})
 for _test in ("test_training", "test_training_with_ema"):  # (its checkpointing tests pass: they run the encoder)
     EXPECTED_FAILURES["tests/models/autoencoders/test_models_consistency_decoder_vae.py::"
                       f"TestConsistencyDecoderVAETraining::{_test}"] = WEIGHTS_ARE_CONSTANTS

@@ -110,6 +110,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (KVAEModel, KVAEAudioVAE)
+try:  # ... and Kandinsky's video VAE (KVAE 3D), built on Kandinsky 6 SR's segments
+    from .kvae_video import KVAEVideoVAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (KVAEVideoVAE,)
 try:  # ... and MiniMax Music 3's vocoder
     from .minimax_music3 import MiniMaxMusic3VocoderModel
 except ImportError:
