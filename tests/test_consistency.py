@@ -51,6 +51,7 @@ def test_encode_and_decode_match_pytorch(pair, size):
                      vae(x, sample_posterior=posterior, generator=seeded(6)).sample, ATOL, f"forward {posterior}")
 
 
+@pytest.mark.slow  # (the default suite's time: CI's slow set runs it)
 @torch.no_grad()
 def test_tiled_and_sliced_encode_match_pytorch(pair):
     """diffusers' `tiled_encode` (tiles of tile_sample_min_size, blended) and `enable_tiling`, and slicing."""
@@ -87,6 +88,7 @@ def test_interface_as_diffusers_class(pair, tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), vae.state_dict().values()))
 
 
+@pytest.mark.slow  # (the default suite's time: CI's slow set runs it)
 def test_bf16_within_twice_pytorchs_error(pair):
     vae, _ = pair
     ours = TorchaxVAE(vae, dtype=torch.bfloat16)
@@ -179,6 +181,7 @@ def test_on_8_devices_matches_pytorch():
     deltas_on_8_devices(MESH_SCRIPT, ATOL)
 
 
+@pytest.mark.slow  # (the default suite's time: CI's slow set runs it)
 def test_gradients_reach_the_latents_as_in_pytorch(pair):
     """decode's gradient with respect to the latents, with the noise of one generator seed each side."""
     vae, ours = pair

@@ -30,6 +30,7 @@ def test_encode_and_decode_match_pytorch(pair, size):
     assert vae.decode(vae.encode(x).latent_dist.mean).sample.std() > 1e-2  # an output that tells a wrong decode
 
 
+@pytest.mark.slow  # (the default suite's time: CI's slow set runs it)
 @torch.no_grad()
 def test_tiles_and_slices_as_diffusers():
     """diffusers' tiles (smaller than the images here: 16-pixel tiles, 8 latent) and slicing, each way."""

@@ -71,6 +71,7 @@ def test_interface_slicing_bf16_and_saving(pair, tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), vae.state_dict().values()))
 
 
+@pytest.mark.slow  # (the default suite's time: CI's slow set runs it)
 def test_service_answers_its_sound(pair, tmp_path):
     """Served from its folder: latents answer the WAV of their decode at 48 kHz (within one int16 step); an encode
     is a JSON 400 (the service encodes images and videos)."""

@@ -101,6 +101,7 @@ def test_slicing_bad_input_and_the_interface(pair):
     assert isinstance(ours, type(vae)) and type(ours).__name__ == "KVAEVideoVAE"
 
 
+@pytest.mark.slow  # (the default suite's time: CI's slow set runs it)
 def test_bf16_and_saving(pair, tmp_path):
     vae, ours = pair
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), randn(1, 3, 5, 16, 16, seed=6), "KVAE video")
@@ -109,6 +110,7 @@ def test_bf16_and_saving(pair, tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), vae.state_dict().values()))
 
 
+@pytest.mark.slow  # (the default suite's time: CI's slow set runs it)
 def test_command_and_service(pair, tmp_path, capsys):
     """`torchax-vae decode latents.pt -o out.npy`: diffusers' frames within one uint8 step (no latent
     normalization: no pipeline has one); the service's decode within 1e-4."""
