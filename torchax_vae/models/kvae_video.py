@@ -37,8 +37,11 @@ from .kl import _where_diffusers_has
 
 __all__ = ["KVAEVideo", "KVAEVideoVAE"]
 
-# diffusers' segment length for this class (`_encode(x, seg_len=16)`), the one Kandinsky 6's SR VAE uses too
-assert inspect.signature(AutoencoderKLKVAEVideo._encode).parameters["seg_len"].default == SEGMENT_FRAMES
+# diffusers' segment length for this class (`_encode(x, seg_len=16)`), the one Kandinsky 6's SR VAE uses too; a
+# diffusers whose default differs is not served (models/__init__.py skips an adapter that raises ImportError), rather
+# than served with another segmentation
+if inspect.signature(AutoencoderKLKVAEVideo._encode).parameters["seg_len"].default != SEGMENT_FRAMES:
+    raise ImportError(f"this diffusers' AutoencoderKLKVAEVideo segments by other than {SEGMENT_FRAMES} frames")
 
 
 def _state(cache) -> list:
