@@ -64,6 +64,8 @@ def main(argv=None) -> int:
     parser.add_argument("--small", action="store_true", help="the case at 9x32x64 with a small model of its family")
     parser.add_argument("--repeats", type=int, default=2, help="timed calls after the first (median)")
     parser.add_argument("--no-torch-compile", action="store_true", help="leave out the torch.compile side")
+    parser.add_argument("--compile-timeout", type=float, default=None, metavar="S",
+                        help="seconds the torch.compile side may take; past them its cell says so and the row goes on")
     parser.add_argument("--json", default=None, help="also append the row as a JSON line here")
     parser.add_argument("--profile-first", default=None, metavar="DIR",
                         help="the warm TorchaxVAE process's first call under JAX's profiler and cProfile, into DIR")
@@ -75,7 +77,8 @@ def main(argv=None) -> int:
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1 (a median of timed calls), got {args.repeats}")
     case = small(CASES[args.case]) if args.small else CASES[args.case]
-    row = speed.compare(case, args.repeats, torch_compile=not args.no_torch_compile, profile_dir=args.profile_first)
+    row = speed.compare(case, args.repeats, torch_compile=not args.no_torch_compile, profile_dir=args.profile_first,
+                        compile_timeout=args.compile_timeout)
     env = environment()
     if args.json:
         with open(args.json, "a") as f:

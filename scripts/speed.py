@@ -353,14 +353,18 @@ def encoded(model, x):
     return out.latent if hasattr(out, "latent") else out.latents
 
 
-def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False, profile_dir: str | None = None) -> dict:
+def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False, profile_dir: str | None = None,
+            compile_timeout: float | None = None) -> dict:
     """Both sides of one case, numerics checked; one row.
 
     TorchaxVAE runs twice, each in a fresh process: with a new, empty cache folder
     ("cold": tracing and compiling everything), then with that folder ("warm": what
     a new process finds after one earlier run). torch_compile adds diffusers' model
-    under `torch.compile` as a further side. profile_dir: the warm process's first
-    call runs under JAX's profiler and cProfile, into that folder.
+    under `torch.compile` as a further side; compile_timeout: seconds that side may
+    take in all (its process, the compile, the timed calls), past which the row
+    records {"timed_out_seconds": compile_timeout} for it and goes on with the
+    others. profile_dir: the warm process's first call runs under JAX's profiler
+    and cProfile, into that folder.
     """
     names = ("torch", "torch.compile", "torchax", "torchax_warm") if torch_compile else ("torch", "torchax", "torchax_warm")
     with tempfile.TemporaryDirectory(prefix="torchax-vae-speed-") as tmp:
@@ -369,16 +373,20 @@ def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False, prof
         sides = {}
         for name in names:
             side = name.removesuffix("_warm")
-            sides[name] = run_side(side, case, repeats, paths[name], cache_dir=cache_dir if side == "torchax" else None,
-                                   profile_dir=profile_dir if name == "torchax_warm" else None)
-        outputs = {name: np.load(path) for name, path in paths.items()}
+            limit = {"timeout": compile_timeout} if name == "torch.compile" and compile_timeout else {}
+            try:
+                sides[name] = run_side(side, case, repeats, paths[name], cache_dir=cache_dir if side == "torchax" else None,
+                                       profile_dir=profile_dir if name == "torchax_warm" else None, **limit)
+            except subprocess.TimeoutExpired:  # (run() has killed the process, and with it its device memory)
+                sides[name] = {"timed_out_seconds": compile_timeout}
+        outputs = {name: np.load(path) for name, path in paths.items() if "timed_out_seconds" not in sides[name]}
     torch_out, ours = outputs["torch"], outputs["torchax"]
     row = {"case": dataclasses.asdict(case), "label": case.label, **sides}
     row["max_abs_diff"] = float(np.abs(torch_out - ours).max())
     diff, norm = np.linalg.norm((torch_out - ours).ravel()), np.linalg.norm(torch_out.ravel())
     row["rel_l2"] = float(diff / norm) if norm else (0.0 if diff == 0 else float("inf"))
     row["warm_max_abs_diff"] = float(np.abs(outputs["torchax_warm"] - ours).max())  # stored programs: expect 0
-    if torch_compile:
+    if "torch.compile" in outputs:
         row["torch_compile_max_abs_diff"] = float(np.abs(outputs["torch.compile"] - torch_out).max())
     if case.dtype == "fp32":
         row["tolerance"] = FP32_TOLERANCE
@@ -391,7 +399,7 @@ def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False, prof
     row["ratio"] = sides["torch"]["median_seconds"] / sides["torchax"]["median_seconds"]
     flops = sides["torch"]["conv_flops"]
     row["conv_flops"] = flops
-    timed = {name: r for name, r in sides.items() if name != "torchax_warm"}
+    timed = {name: r for name, r in sides.items() if name != "torchax_warm" and "timed_out_seconds" not in r}
     row["gflops_per_s"] = {side: flops / r["median_seconds"] / 1e9 for side, r in timed.items()}
     peak = peak_flops(device_kind(), case.dtype)
     row["mfu"] = {side: flops / r["median_seconds"] / peak for side, r in timed.items()} if peak else None
@@ -425,7 +433,10 @@ def markdown(rows: list[dict]) -> str:
         peaks = [s.get("peak_device_bytes") for s in (t, j)]
         device = " / ".join(f"{b / 1e9:.2f}" for b in peaks) if all(peaks) else "n/a"
         tc = r.get("torch.compile")
-        compile_cell = f"| {tc['cold_seconds']:.2f} / {tc['median_seconds']:.2f} " if tc else ("| n/a " if compiled else "")
+        if tc and "timed_out_seconds" in tc:
+            compile_cell = f"| not done in {tc['timed_out_seconds']:.0f} s "
+        else:
+            compile_cell = f"| {tc['cold_seconds']:.2f} / {tc['median_seconds']:.2f} " if tc else ("| n/a " if compiled else "")
         jf, wf = j["first_call"], w["first_call"]
         lines.append(
             f"| {r['label']} | {check} | {t['median_seconds']:.2f} | {j['median_seconds']:.2f} | **{r['ratio']:.2f}** "

@@ -259,6 +259,36 @@ def test_speed_reads_torch_compile_peak_memory_from_torch(monkeypatch):
     assert speed._peak_device_bytes("torch") == speed._peak_device_bytes("torch.compile") == 12345
 
 
+def test_speed_row_goes_on_when_torch_compile_runs_past_its_limit(monkeypatch, tmp_path):
+    """--compile-timeout: a torch.compile side past its seconds is recorded as such, and the other sides still make
+    the row (a device call would otherwise lose the whole row to an inductor compile of a long video decoder)."""
+    import subprocess
+
+    import numpy as np
+
+    speed = load("gpu_table").speed
+    calls = []
+
+    def fake_side(side, case, repeats, out_path, timeout=3600, cache_dir=None, profile_dir=None):
+        calls.append((side, timeout))
+        if side == "torch.compile":
+            raise subprocess.TimeoutExpired(["worker"], timeout)
+        np.save(out_path, np.full((2, 3), 1.0 if side == "torch" else 1.00002, np.float32))
+        first = {"trace_lower_seconds": 1.0, "compile_seconds": 2.0}
+        return {"median_seconds": 0.5 if side == "torch" else 0.25, "cold_seconds": 4.0, "conv_flops": 1e9,
+                "first_call": first, "xla_flops": 1e9, "max_temp_bytes": 1e8, "peak_rss_bytes": 1e9,
+                "peak_device_bytes": 2e9}
+
+    monkeypatch.setattr(speed, "run_side", fake_side)
+    monkeypatch.setattr(speed, "device_kind", lambda: "cpu")
+    case = speed.SpeedCase("tiny", "decode", 9, 32, 64, dtype="fp32")
+    row = speed.compare(case, 1, torch_compile=True, compile_timeout=7)
+    assert ("torch.compile", 7) in calls and all(t == 3600 for s, t in calls if s != "torch.compile"), calls
+    assert row["torch.compile"] == {"timed_out_seconds": 7} and "torch_compile_max_abs_diff" not in row
+    assert row["ratio"] == 2.0 and row["numerics_ok"] and set(row["gflops_per_s"]) == {"torch", "torchax"}
+    assert "| not done in 7 s |" in speed.markdown([row])
+
+
 @pytest.mark.slow  # 46 s on 2 cores
 @pytest.mark.heavy  # 66 s on 2 cores (AMD): out of CI's time, as the script tests above
 def test_gpu_table_row_runs_end_to_end_at_a_small_size(capsys, tmp_path):
