@@ -160,6 +160,7 @@ def environment() -> dict:
         "torch": torch.__version__,
         "torchax": getattr(torchax, "__version__", "?"),
         "diffusers": diffusers.__version__,
+        **({"XLA_FLAGS": os.environ["XLA_FLAGS"]} if os.environ.get("XLA_FLAGS") else {}),  # a row's compiler flags
     }
 
 

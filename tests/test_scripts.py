@@ -259,6 +259,23 @@ def test_speed_reads_torch_compile_peak_memory_from_torch(monkeypatch):
     assert speed._peak_device_bytes("torch") == speed._peak_device_bytes("torch.compile") == 12345
 
 
+@pytest.mark.slow  # 20 s on 2 cores
+def test_crash_probe_runs_each_variant_in_its_own_process(monkeypatch, tmp_path, capsys):
+    """scripts/crash_probe.py: a variant's decode in a fresh process, its row compared with PyTorch's; a variant
+    whose package folder is missing says so instead of running the checkout's."""
+    probe = load("crash_probe")
+    monkeypatch.setitem(probe.VARIANTS, "old", {"ROOT": str(tmp_path / "absent")})
+    out = tmp_path / "probe.jsonl"
+    assert probe.main(["wan-tiny=9x32x64", "--variants", "head,old", "--json", str(out)]) == 1  # (one not run)
+    head, old = [json.loads(line) for line in out.read_text().splitlines()]
+    assert head["outcome"] == "finished" and head["finite"] and head["shape"] == [1, 3, 9, 32, 64], head
+    assert 0 < head["rel_l2"] < 0.2 and head["torchax_vae_from"].endswith("torchax_vae"), head
+    assert old["outcome"] == "not run" and "absent" in old["error"], old
+    with pytest.raises(SystemExit):
+        probe.main(["wan-tiny=9x32", "--variants", "head"])
+    assert "CONFIG=FRAMESxHEIGHTxWIDTH" in capsys.readouterr().err
+
+
 def test_speed_row_goes_on_when_torch_compile_runs_past_its_limit(monkeypatch, tmp_path):
     """--compile-timeout: a torch.compile side past its seconds is recorded as such, and the other sides still make
     the row (a device call would otherwise lose the whole row to an inductor compile of a long video decoder)."""
