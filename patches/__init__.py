@@ -19,6 +19,8 @@ applied; importing this package changes nothing.
   XLA cannot partition: on a mesh it all-gathered every upsampler's input); every trace.
 - `hann_window`: `torch.hann_window` from `arange` and `cos` (torchax 0.0.13 has no lowering for it; Cosmos 3's
   sound tokenizer makes its STFT window with it).
+- `antialias_resize`: `F.interpolate(..., antialias=True)`, bilinear and bicubic, as ATen's separable kernel
+  weighs it (torchax 0.0.13's lowering fails; DINOv2's position embeddings in AutoencoderRAE's encoder use it).
 - `attention_split`: on a mesh, scaled-dot-product attention with each device's share of the queries (keys and
   values whole), not the whole attention on every device; traces for a mesh only.
 - `attention_blocks`: without a mesh, attention whose scores would pass the backend table's limit (AutoencoderKL's
@@ -52,6 +54,7 @@ Which layers carry sharding marks is the family's knowledge, so its adapter pass
 from torch import nn
 
 from . import (
+    antialias_resize,
     attention_split,
     causal_mask,
     frame_conv,
@@ -91,6 +94,7 @@ def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
     attention_split.patch()
     keyword_linear.patch()
     hann_window.patch()
+    antialias_resize.patch()
     return {
         "group_norm": group_norm.patch(model),
         "safe_conv3d": safe_conv3d.patch(model),

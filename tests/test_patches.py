@@ -679,6 +679,39 @@ def test_hann_window():
         torch.hann_window(8, device="jax")
 
 
+# ----- antialias_resize -----
+
+
+@pytest.mark.parametrize("mode", ["bicubic", "bilinear"])
+def test_antialias_resize_equals_torch(mode):
+    """F.interpolate(antialias=True) inside a trace (DINOv2's position embeddings: AutoencoderRAE's encoder) equals
+    torch's kernel: down and up, by size and by scale factors (which set the scale themselves), align_corners both
+    ways, in float32 within 1e-5 and in bf16 within one bf16 step of the float32 result; an environment without the
+    patch still fails, so the patch is needed."""
+    import jax
+
+    from torchax_vae.patches import antialias_resize
+
+    antialias_resize.patch()
+    torchax = patches.import_torchax()
+    env = torchax.default_env()
+    x = torch.randn(2, 3, 37, 23, generator=torch.Generator().manual_seed(0))
+    for kwargs in ({"size": (16, 16)}, {"size": (64, 50)}, {"size": (37, 9)}, {"scale_factor": (0.5, 0.75)},
+                   {"scale_factor": 1.7}, {"size": (5, 70), "align_corners": True}):
+        kwargs = {"mode": mode, "antialias": True, "align_corners": False, **kwargs}
+        want = nn.functional.interpolate(x, **kwargs)
+        for dtype, tolerance in ((torch.float32, 1e-5), (torch.bfloat16, 2 ** -7 * float(want.abs().max()))):
+            with env:
+                got = jax.jit(lambda a: env.t2j_iso(nn.functional.interpolate(env.j2t_iso(a), **kwargs)))(
+                    jnp.asarray(x.float().numpy()).astype(dtype.__str__().removeprefix("torch.")))
+            assert got.shape == tuple(want.shape) and str(got.dtype) == str(dtype).removeprefix("torch."), kwargs
+            delta = np.abs(np.asarray(got, np.float32) - want.numpy()).max()
+            assert delta <= tolerance, f"{kwargs} {dtype}: max |Δ| {delta:.2e} > {tolerance:.1e}"
+    bare = torchax.tensor.Environment()
+    with bare, pytest.raises(TypeError):
+        nn.functional.interpolate(x.to("jax"), size=(16, 16), mode=mode, antialias=True)
+
+
 # ----- attention_split -----
 
 
