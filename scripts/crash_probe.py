@@ -14,6 +14,7 @@ relative L2), one JSON line per variant. Made for Wan 2.1's decode, which died s
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -88,8 +89,11 @@ def probe(name: str, config: str, shape: list[int], timeout: float) -> dict:
     if done.returncode == 0 and lines:
         return {**row, "outcome": "finished", **json.loads(lines[-1])}
     errors = [line for line in done.stderr.splitlines() if "Error" in line or "error" in line]
+    # the lines that can name the failing kernel (with CUDA_LAUNCH_BLOCKING, XLA reports it at its launch)
+    named = list(dict.fromkeys(line.strip()[-300:] for line in done.stderr.splitlines()
+                               if re.search(r"fusion|kernel|thunk|custom.call|cudnn|triton", line, re.I)))[:8]
     return {**row, "outcome": f"exit {done.returncode}", "error": (errors or done.stderr.splitlines() or [""])[-1][-400:],
-            "first_error": (errors or [""])[0][-400:]}
+            "first_error": (errors or [""])[0][-400:], "kernel_lines": named}
 
 
 def main(argv=None) -> int:

@@ -29,7 +29,7 @@ step() {  # step NAME SECONDS MIN COMMAND...: COMMAND under a timeout of min(SEC
 # variant finishes (scripts/crash_probe.py; "old" needs .old: git archive 8c9c9a2 | tar -x -C .old, carried), and
 # where this checkout fails and XLA's Triton softmax fusions off finish, Wan's rows run with them off (the row's
 # environment says so).
-step probe-wan2.1 200 100 python3 scripts/crash_probe.py "$probe_case" --variants head,no-triton-softmax,old \
+step probe-wan2.1 260 100 python3 scripts/crash_probe.py "$probe_case" --variants head,no-triton-softmax,blocking,old \
   --timeout 60 --json "$OUT/probe.jsonl"
 wan_flags=$(python3 -c '
 import json, sys

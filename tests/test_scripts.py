@@ -265,12 +265,18 @@ def test_crash_probe_runs_each_variant_in_its_own_process(monkeypatch, tmp_path,
     whose package folder is missing says so instead of running the checkout's."""
     probe = load("crash_probe")
     monkeypatch.setitem(probe.VARIANTS, "old", {"ROOT": str(tmp_path / "absent")})
+    broken = tmp_path / "broken" / "torchax_vae"  # a package whose import fails as a CUDA fault would, naming a kernel
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise RuntimeError('CUDA_ERROR_ILLEGAL_INSTRUCTION in fusion.7')\n")
+    monkeypatch.setitem(probe.VARIANTS, "broken", {"ROOT": str(broken.parent)})
     out = tmp_path / "probe.jsonl"
-    assert probe.main(["wan-tiny=9x32x64", "--variants", "head,old", "--json", str(out)]) == 1  # (one not run)
-    head, old = [json.loads(line) for line in out.read_text().splitlines()]
+    assert probe.main(["wan-tiny=9x32x64", "--variants", "head,old,broken", "--json", str(out)]) == 1
+    head, old, bad = [json.loads(line) for line in out.read_text().splitlines()]
     assert head["outcome"] == "finished" and head["finite"] and head["shape"] == [1, 3, 9, 32, 64], head
     assert 0 < head["rel_l2"] < 0.2 and head["torchax_vae_from"].endswith("torchax_vae"), head
     assert old["outcome"] == "not run" and "absent" in old["error"], old
+    assert bad["outcome"] == "exit 1" and "ILLEGAL_INSTRUCTION" in bad["error"], bad
+    assert any("fusion.7" in line for line in bad["kernel_lines"]), bad
     with pytest.raises(SystemExit):
         probe.main(["wan-tiny=9x32", "--variants", "head"])
     assert "CONFIG=FRAMESxHEIGHTxWIDTH" in capsys.readouterr().err
