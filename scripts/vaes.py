@@ -565,6 +565,20 @@ OOBLECK_CONFIGS = {
 }
 
 # config name -> (diffusers class, its arguments)
+# AutoencoderRAE: the tiny model a DINOv2 encoder (with registers, one layer, one head of 64) whose 518-pixel position
+# grid is resized to 4x4 (antialiased bicubic), the decoder of diffusers' model tests (58eb52c); the released
+# "RAE-dinov2-wReg-base-ViTXL-n08": DINOv2 base (768 wide, patch 14, 12 layers) at 224, the ViT-XL decoder of
+# diffusers' conversion script, patch 16 (256x256 images)
+RAE_CONFIGS = {
+    "rae-tiny": {"encoder_type": "dinov2", "encoder_hidden_size": 64, "encoder_patch_size": 14,
+                 "encoder_num_hidden_layers": 1, "encoder_input_size": 56, "patch_size": 4, "image_size": 16,
+                 "decoder_hidden_size": 32, "decoder_num_hidden_layers": 1, "decoder_num_attention_heads": 4,
+                 "decoder_intermediate_size": 64, "num_channels": 3},
+    "rae": {"encoder_type": "dinov2", "encoder_hidden_size": 768, "encoder_patch_size": 14,
+            "encoder_num_hidden_layers": 12, "encoder_input_size": 224, "patch_size": 16, "image_size": 256,
+            "decoder_hidden_size": 1152, "decoder_num_hidden_layers": 28, "decoder_num_attention_heads": 16,
+            "decoder_intermediate_size": 4096},
+}
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
     **{name: (AutoencoderKLWan, kwargs) for name, kwargs in WAN_CONFIGS.items()},
@@ -606,7 +620,8 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("AutoencoderKLKVAEVideo", (0, 42), KVAE_VIDEO_CONFIGS),
                  ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
                  ("AutoencoderKLHunyuanImageRefiner", (0, 36), HUNYUANIMAGE_REFINER_CONFIGS),
-                 ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS))
+                 ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS),
+                 ("AutoencoderRAE", (0, 37), RAE_CONFIGS))
 def _newer_class(name: str) -> type:
     """A class of NEWER_CLASSES from the installed diffusers (LTX-2's vocoders live in its pipeline's module)."""
     if name.startswith("LTX2Vocoder"):
@@ -689,6 +704,8 @@ RELEASED = {
     **({"kvae-video-480p": ("kvae-video", 81, 480, 832)} if "kvae-video" in MODELS else {}),
     # HunyuanImage 2.1's refiner pipeline: its default 64 x 16 = 1024x1024 image, as one frame
     **({"hunyuanimage-refiner": ("hunyuanimage-refiner", 1, 1024, 1024)} if "hunyuanimage-refiner" in MODELS else {}),
+    # RAE (DINOv2 base, ViT-XL decoder): no pipeline; its 256x256 images (the encoder takes them at 224); >= 0.37
+    **({"rae-256": ("rae", 1, 256, 256)} if "rae" in MODELS else {}),
 }
 
 

@@ -121,6 +121,11 @@ class Family:
         its own."""
         return convert.to_torch(self.engine.weights[name][""]).clone()
 
+    def training_differences(self, vae: nn.Module) -> list[str]:
+        """What of `vae`'s own code computes otherwise in training mode, beside its dropout and batch norm layers
+        (AutoencoderRAE's encoder noise): computing in training mode is refused where this names anything."""
+        return []
+
     def check_training(self) -> None:
         """Refuses a call in training mode where that computes otherwise (the engine's rule; Allegro's differs)."""
         self.engine.check_training()

@@ -11,16 +11,17 @@ import jax
 import numpy as np
 import torch
 
-from . import files, video_input
+from . import files, pixels, video_input
 from .checks import IMAGE_SUFFIXES, InputError
 from .input_checks import check_input, check_output_fits, smallest_output
 
 
-def _to_uint8(images):
-    """[B, C, H, W] in [-1, 1] -> uint8 [B, H, W, C]: the video rounding (`commands._to_uint8`) of one-frame videos."""
+def _to_uint8(images, family=None):
+    """[B, C, H, W] decoded (diffusers' [-1, 1], or the family's own pixels: torchax_vae/pixels.py) -> uint8
+    [B, H, W, C]: the video rounding (`commands._to_uint8`) of one-frame videos."""
     from .commands import _to_uint8 as video_to_uint8
 
-    return video_to_uint8(images[:, :, None])[:, 0]
+    return video_to_uint8(images[:, :, None], family)[:, 0]
 
 
 def check_output(out: pathlib.Path, rank: int, model: str, frames: bool = False) -> None:
@@ -67,7 +68,7 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
         if ours.decode_draws_noise:  # the consistency decoder: its noise from this call's generator
             conditioned["generator"] = torch.Generator().manual_seed(seed)
         images = ours.decode(_on_device(z, ours.dtype), *decode_args, **conditioned).sample
-        pixels = np.asarray(jax.device_get(_to_uint8(images._elem)))
+        pixels = np.asarray(jax.device_get(_to_uint8(images._elem, ours._family)))
     seconds = time.perf_counter() - start
     if ours.batch_is_frames and len(paths) == 1 and paths[0].suffix.lower() != ".png":  # one video [F, H, W, C]
         if paths[0].suffix.lower() == ".npy":
@@ -93,8 +94,8 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
 
 def encode(ours, image, *, precompile, progress, posterior: str, seed: int) -> tuple[torch.Tensor, dict]:
     """An image file (anything ffmpeg reads: PNG, JPEG, ...; its first frame) -> normalized latents [1, C, h, w]."""
-    pixels, _ = video_input.read_video(image, 1, channels=4 if ours.video_channels == 4 else 3)
-    x = torch.from_numpy(pixels[0]).permute(2, 0, 1)[None].float() / 127.5 - 1.0
+    frames, _ = video_input.read_video(image, 1, channels=4 if ours.video_channels == 4 else 3)
+    x = pixels.from_uint8(torch.from_numpy(frames[0]).permute(2, 0, 1)[None], ours._family, 1)
     check_input(x, ours, "encode", f"image {image}")
     compile_seconds, calls, stats = precompile(ours, "encode", tuple(x.shape))
     start = time.perf_counter()

@@ -47,7 +47,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
     `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
-    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderKLHunyuanImageRefiner` (its one-frame videos), `AutoencoderTiny`, `AsymmetricAutoencoderKL` (SD inpainting), `ConsistencyDecoderVAE` (the consistency decoder), `AutoencoderKLKVAE` (KVAE), `VQModel` (Kandinsky's MoVQ) and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
+    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderKLHunyuanImageRefiner` (its one-frame videos), `AutoencoderTiny`, `AsymmetricAutoencoderKL` (SD inpainting), `ConsistencyDecoderVAE` (the consistency decoder), `AutoencoderKLKVAE` (KVAE), `VQModel` (Kandinsky's MoVQ), `AutoencoderRAE` (RAE: [0, 1] pixels) and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
     `AutoencoderKLCosmos`, `AutoencoderKLMagvit` or `Kandinsky6SRVAE` (Kandinsky 6's video super-resolution), `AutoencoderKLKVAEVideo` (KVAE video); and
@@ -133,6 +133,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         self._children.update({name: False for name, value in vars(vae).items()
                                if value is None and not name.startswith("_") and name not in self._children})
         self._stochastic = [name for name in weights.stochastic_layers(vae) if name.split(".")[0] not in self._family.not_run]
+        self._stochastic += self._family.training_differences(vae)
         self.train(vae.training)
         # a modular pipeline's loading spec (`ComponentSpec.load` tags what it loads): kept, so that
         # `pipe.update_components(vae=TorchaxVAE(pipe.vae))` keeps the VAE's repository and subfolder

@@ -178,11 +178,19 @@ def _torchax_pipeline_vae(request):
         yield
 
 
+# model test files whose tests build their model from the class they imported, not `model_class` (RAE's
+# `_make_model`): that class builds TorchaxVAEs too while their tests run
+MODULE_CLASSES_WRAPPED = ("test_models_autoencoder_rae.py",)
+
+
 @pytest.fixture(autouse=True)
 def _torchax_module_vae_classes(request):
     """diffusers' pipeline tests written as plain functions (LTX-2's diffusion decode builds its pipeline in a module
-    helper): the served VAE classes the test module imported build TorchaxVAEs while the test runs."""
-    if PLAIN or request.cls is not None or "tests/pipelines/" not in request.node.nodeid:
+    helper), and the model test files of MODULE_CLASSES_WRAPPED: the served VAE classes the test module imported
+    build TorchaxVAEs while the test runs."""
+    model_file = request.node.path.name in MODULE_CLASSES_WRAPPED
+    if PLAIN or (request.cls is not None and not model_file) or ("tests/pipelines/" not in request.node.nodeid
+                                                                 and not model_file):
         yield
         return
     served = served_vae_classes()
@@ -232,6 +240,22 @@ def pytest_configure(config):
     text = (HERE / "tests" / "testing_utils.py").read_text()
     for mark in sorted(set(re.findall(r"pytest\.mark\.(\w+)\(", text)) - {"skipif", "xfail", "parametrize"}):
         config.addinivalue_line("markers", f"{mark}: a mark of diffusers' own tests (tests/diffusers)")
+
+
+# vendored files that import torchvision at their top for tests this environment skips anyway: collected with
+# torchvision_standin.py's `to_tensor` where torchvision does not import (it does not beside the CPU torch 2.13)
+TORCHVISION_AT_THE_TOP = ("test_models_autoencoder_rae.py",)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    if not (isinstance(collector, pytest.Module) and collector.path.name in TORCHVISION_AT_THE_TOP) \
+            or imports("torchvision"):
+        return (yield)
+    import torchvision_standin
+
+    with torchvision_standin.standin():
+        return (yield)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -134,6 +134,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (Kandinsky6SRVAEModel,)
+try:  # diffusers has AutoencoderRAE from 0.37 on
+    from .rae import RAEVAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (RAEVAE,)
 
 
 def supported() -> str:
