@@ -133,13 +133,16 @@ class RAE(Family):
     # ----- encode / decode: one program each -----
 
     def encode(self, source, tiled: bool | None = None) -> jax.Array:
-        return self._run("encoder", self.lowered.encode_step, source)
+        return self._run("encoder", self.lowered.encode_step, source, unused="decoder")
 
     def decode(self, source, tiled: bool | None = None) -> jax.Array:
-        return self._run("decoder", self.lowered.decode_step, source)
+        return self._run("decoder", self.lowered.decode_step, source, unused="encoder")
 
-    def _run(self, name: str, step, source) -> jax.Array:
-        out = self.engine.programs.run(name, step, self.engine.weights, source.take())
+    def _run(self, name: str, step, source, unused: str) -> jax.Array:
+        """One program of `step` with the weights it reads: all but the other half's (the statistics buffers are
+        both halves')."""
+        weights = {child: group for child, group in self.engine.weights.items() if child != unused}
+        out = self.engine.programs.run(name, step, weights, source.take())
         self.engine.ran_batch(out)
         return out
 
