@@ -127,6 +127,15 @@ def table(state: dict) -> tuple[str, dict]:
     return "\n".join(lines), summary
 
 
+def readme_sentence(summary: dict, total: int) -> str:
+    """README's counts, from the table: the sentence README must hold (tests/test_scripts.py checks that it does)."""
+    wrapped, plain = summary["wrapped"], summary["plain"]
+    clean = min(wrapped["files_without_failures"], plain["files_without_failures"] + wrapped["files"] - plain["files"])
+    return (f"{wrapped['files']} of the {total} vendored test files have run both ways so far, {clean} of them "
+            f"without a failure on either side (wrapped {wrapped['passed']} passed, {wrapped['xfailed']} expected "
+            f"failures; plain {plain['passed']} passed, {plain['xfailed']} expected failures)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", nargs="*", help="test files or folders (default: every vendored one)")
@@ -151,6 +160,7 @@ def main() -> None:
     text, summary = table(state)
     write_atomically(args.markdown, text + "\n")
     print("\n".join(line for line in text.splitlines()[-3:] if line))
+    print(f"README: {readme_sentence(summary, len(test_files([])))}.")
 
 
 if __name__ == "__main__":
