@@ -390,3 +390,13 @@ def test_released_sound_sizes_agree_with_their_models():
         if vocoder in cases and vae in cases:
             family = TorchaxVAE(meta_vae(RELEASED_SOUND[vae][0]))._family
             assert tuple(family.latent_shape(cases[vocoder][2])) == cases[vae][2], (vocoder, vae)
+
+
+def test_readme_counts_come_from_the_both_ways_table():
+    """README's counts of diffusers' vendored files run both ways are the table's (scripts/diffusers_both_ways.py
+    writes docs/diffusers_both_ways.json and prints the sentence): a table run that README does not follow fails."""
+    both_ways = load("diffusers_both_ways")
+    _, summary = both_ways.table(json.loads(both_ways.STATE.read_text()))
+    sentence = both_ways.readme_sentence(summary, len(both_ways.test_files([])))
+    readme = " ".join((SCRIPTS.parent / "README.md").read_text().split())
+    assert sentence in readme, f"README should say: {sentence}"
