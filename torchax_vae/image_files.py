@@ -68,27 +68,27 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
         if ours.decode_draws_noise:  # the consistency decoder: its noise from this call's generator
             conditioned["generator"] = torch.Generator().manual_seed(seed)
         images = ours.decode(_on_device(z, ours.dtype), *decode_args, **conditioned).sample
-        pixels = np.asarray(jax.device_get(_to_uint8(images._elem, ours._family)))
+        levels = np.asarray(jax.device_get(_to_uint8(images._elem, ours._family)))
     seconds = time.perf_counter() - start
     if ours.batch_is_frames and len(paths) == 1 and paths[0].suffix.lower() != ".png":  # one video [F, H, W, C]
         if paths[0].suffix.lower() == ".npy":
-            files.write_frames(paths[0], pixels)
+            files.write_frames(paths[0], levels)
         else:
-            files.write_mp4(paths[0], pixels, fps=fps)
+            files.write_mp4(paths[0], levels, fps=fps)
     else:
-        for path, image in zip(paths, pixels):
+        for path, image in zip(paths, levels):
             if path.suffix.lower() == ".npy":
                 files.write_frames(path, image[None])
             else:
                 files.write_image(path, image)
     return {
         "outputs": [str(p) for p in paths],
-        "images": pixels.shape[0],
-        "size": f"{pixels.shape[1]}x{pixels.shape[2]}",  # height x width, as everywhere
+        "images": levels.shape[0],
+        "size": f"{levels.shape[1]}x{levels.shape[2]}",  # height x width, as everywhere
         "programs": len(stats if stats is not None else ours.compile_stats()),
         "compile_seconds": compile_seconds,
         "decode_seconds": seconds,
-        "images_per_second": pixels.shape[0] / seconds,
+        "images_per_second": levels.shape[0] / seconds,
     }
 
 
