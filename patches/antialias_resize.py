@@ -3,6 +3,7 @@
 Upstream: torchax 0.0.13 lowers `aten._upsample_bilinear2d_aa` and `aten._upsample_bicubic2d_aa` through its copy
 of JAX's `scale_and_translate`, and both fail before computing anything: `TypeError: 'tuple' object is not
 callable` in `compute_weight_mat` with an output size, `'float' object is not subscriptable` with scale factors.
+The 0.0.14 nightlies (2026-10-26) lower the output-size form (within 4.8e-6 of torch) but still fail with scale factors.
 Transformers' DINOv2 resizes its position embeddings with antialiased bicubic interpolation
 (`interpolate_pos_encoding`), so diffusers' `AutoencoderRAE` could not encode on JAX (docs/limits.md).
 

@@ -687,7 +687,7 @@ def test_antialias_resize_equals_torch(mode):
     """F.interpolate(antialias=True) inside a trace (DINOv2's position embeddings: AutoencoderRAE's encoder) equals
     torch's kernel: down and up, by size and by scale factors (which set the scale themselves), align_corners both
     ways, in float32 within 1e-5 and in bf16 within one bf16 step of the float32 result; an environment without the
-    patch still fails, so the patch is needed."""
+    patch still fails with scale factors (torchax 0.0.13 and the 0.0.14 nightlies), so the patch is needed."""
     import jax
 
     from torchax_vae.patches import antialias_resize
@@ -707,9 +707,9 @@ def test_antialias_resize_equals_torch(mode):
             assert got.shape == tuple(want.shape) and str(got.dtype) == str(dtype).removeprefix("torch."), kwargs
             delta = np.abs(np.asarray(got, np.float32) - want.numpy()).max()
             assert delta <= tolerance, f"{kwargs} {dtype}: max |Δ| {delta:.2e} > {tolerance:.1e}"
-    bare = torchax.tensor.Environment()
+    bare = torchax.tensor.Environment()  # 0.0.14's nightlies lower the output-size form; scale factors fail in both
     with bare, pytest.raises(TypeError):
-        nn.functional.interpolate(x.to("jax"), size=(16, 16), mode=mode, antialias=True)
+        nn.functional.interpolate(x.to("jax"), scale_factor=(0.5, 0.75), mode=mode, antialias=True)
 
 
 # ----- attention_split -----
