@@ -41,6 +41,9 @@ def pytest_unconfigure(config):
 NODES = {  # node -> what its failure must say
     "tests/diffusers/tests/pipelines/stable_diffusion/test_stable_diffusion.py::TestStableDiffusionPipeline::"
     "test_stable_diffusion_ddim": "not the expected failure",
+    # judged by the float64 referee (plain diffusers' float32 VAE is 0.013 off exact arithmetic on its masked image)
+    "tests/diffusers/tests/pipelines/stable_diffusion/test_stable_diffusion_inpaint.py::"
+    "TestStableDiffusionInpaintPipeline::test_stable_diffusion_inpaint": "against plain diffusers' with its VAE in float64",
     "tests/diffusers/test_pipeline_outputs.py::test_output_equals_plain_diffusers[TestStableDiffusionPipeline]":
         "max |delta|",
     "tests/diffusers/test_pipeline_outputs.py::test_output_equals_plain_diffusers[TestStableDiffusionImg2ImgPipeline]":
