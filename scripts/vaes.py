@@ -579,6 +579,15 @@ RAE_CONFIGS = {
             "decoder_hidden_size": 1152, "decoder_num_hidden_layers": 28, "decoder_num_attention_heads": 16,
             "decoder_intermediate_size": 4096},
 }
+# AutoencoderVidTok: two tiny models (causal with KL latents; non-causal with FSQ's 8 levels on each of 4 channels),
+# and diffusers' defaults, VidTok's released causal KL model at 4x8x8 ("vidtok_kl_causal_488_4chn": 128 wide, levels
+# 1, 2, 4, 4, 4 latent channels)
+VIDTOK_CONFIGS = {
+    "vidtok-tiny": {"ch": 16, "ch_mult": [1, 2, 2, 2], "num_res_blocks": 1, "z_channels": 4},
+    "vidtok-tiny-fsq": {"ch": 16, "ch_mult": [1, 2, 2, 2], "num_res_blocks": 1, "z_channels": 4, "double_z": False,
+                        "regularizer": "fsq", "codebook_size": 8 ** 4, "is_causal": False},
+    "vidtok": {},
+}
 MODELS = {
     **{name: (AutoencoderKLCogVideoX, kwargs) for name, kwargs in CONFIGS.items()},
     **{name: (AutoencoderKLWan, kwargs) for name, kwargs in WAN_CONFIGS.items()},
@@ -621,7 +630,7 @@ NEWER_CLASSES = (("AutoencoderKLLTX2Video", (0, 37), LTX2_CONFIGS),
                  ("AutoencoderSAME", (0, 42), SAME_CONFIGS),
                  ("AutoencoderKLHunyuanImageRefiner", (0, 36), HUNYUANIMAGE_REFINER_CONFIGS),
                  ("Kandinsky6SRVAE", (0, 42), KANDINSKY6_SR_CONFIGS),
-                 ("AutoencoderRAE", (0, 37), RAE_CONFIGS))
+                 ("AutoencoderRAE", (0, 37), RAE_CONFIGS), ("AutoencoderVidTok", (0, 38), VIDTOK_CONFIGS))
 def _newer_class(name: str) -> type:
     """A class of NEWER_CLASSES from the installed diffusers (LTX-2's vocoders live in its pipeline's module)."""
     if name.startswith("LTX2Vocoder"):
@@ -706,6 +715,8 @@ RELEASED = {
     **({"hunyuanimage-refiner": ("hunyuanimage-refiner", 1, 1024, 1024)} if "hunyuanimage-refiner" in MODELS else {}),
     # RAE (DINOv2 base, ViT-XL decoder): no pipeline; its 256x256 images (the encoder takes them at 224); >= 0.37
     **({"rae-256": ("rae", 1, 256, 256)} if "rae" in MODELS else {}),
+    # VidTok (causal KL, 4x8x8): no pipeline; 16 frames of 256x256 (4 latent frames); diffusers >= 0.38
+    **({"vidtok-256": ("vidtok", 16, 256, 256)} if "vidtok" in MODELS else {}),
 }
 
 

@@ -117,14 +117,19 @@ def posterior_mode(model, x):
     return model.encode(x).latent_dist.mode()
 
 
-def fp32_reference(vae, x, decode_args=(), latents=posterior_mode) -> dict:
-    """PyTorch fp32's latents (`latents(vae, x)`: the posterior mean) of `x` and its decode of them:
-    {"encode": ..., "decode": ...}."""
+def decoded_sample(model, z, *decode_args):
+    return model.decode(z, *decode_args).sample
+
+
+def fp32_reference(vae, x, decode_args=(), latents=posterior_mode, decoded=decoded_sample) -> dict:
+    """PyTorch fp32's latents (`latents(vae, x)`: the posterior mean) of `x` and its decode of them
+    (`decoded(vae, z, *decode_args)`): {"encode": ..., "decode": ...}."""
     latents = latents(vae, x)
-    return {"encode": latents, "decode": vae.decode(latents, *decode_args).sample}
+    return {"encode": latents, "decode": decoded(vae, latents, *decode_args)}
 
 
-def bf16_errors(vae, x, reference: dict, decode_args=(), fp32_sums: bool = True, latents=posterior_mode) -> dict:
+def bf16_errors(vae, x, reference: dict, decode_args=(), fp32_sums: bool = True, latents=posterior_mode,
+                decoded=decoded_sample) -> dict:
     """PyTorch bf16's own max |Δ| against `reference` (fp32_reference): {"encode": ..., "decode": ...}.
 
     fp32_sums: the bf16 copy's convolutions run under Bf16ConvsWithFp32Sums (torch's bf16 CPU kernels are too
@@ -133,21 +138,22 @@ def bf16_errors(vae, x, reference: dict, decode_args=(), fp32_sums: bool = True,
     torch_bf16 = copy.deepcopy(vae).to(torch.bfloat16)
     with Bf16ConvsWithFp32Sums() if fp32_sums else contextlib.nullcontext():
         encoded = latents(torch_bf16, x.bfloat16())
-        decoded = torch_bf16.decode(reference["encode"].bfloat16(), *decode_args).sample
-    return {"encode": max_abs_diff(encoded, reference["encode"]), "decode": max_abs_diff(decoded, reference["decode"])}
+        frames = decoded(torch_bf16, reference["encode"].bfloat16(), *decode_args)
+    return {"encode": max_abs_diff(encoded, reference["encode"]), "decode": max_abs_diff(frames, reference["decode"])}
 
 
-def bf16_check(vae, ours_bf16, x, what, decode_args=(), latents=posterior_mode):
+def bf16_check(vae, ours_bf16, x, what, decode_args=(), latents=posterior_mode, decoded=decoded_sample):
     """Our bf16 error against fp32 PyTorch is at most BF16_ERROR_RATIO x PyTorch bf16's own (bf16_errors).
 
     decode_args: the decoder's further arguments (LTX's timestep); latents: what the class's `encode` gives as
-    latents (AutoencoderDC: `.latent`, no posterior).
+    latents (AutoencoderDC: `.latent`, no posterior); decoded: what its `decode` gives as frames (AutoencoderVidTok:
+    the tensor itself).
     """
-    reference = fp32_reference(vae, x, decode_args, latents)
-    theirs = bf16_errors(vae, x, reference, decode_args, latents=latents)
+    reference = fp32_reference(vae, x, decode_args, latents, decoded)
+    theirs = bf16_errors(vae, x, reference, decode_args, latents=latents, decoded=decoded)
     # inputs in bf16, as PyTorch bf16's (and as diffusers' pipelines cast them to vae.dtype)
     ours = {"encode": max_abs_diff(latents(ours_bf16, x.bfloat16()), reference["encode"]),
-            "decode": max_abs_diff(ours_bf16.decode(reference["encode"].bfloat16(), *decode_args).sample,
+            "decode": max_abs_diff(decoded(ours_bf16, reference["encode"].bfloat16(), *decode_args),
                                    reference["decode"])}
     for stage in ("encode", "decode"):
         assert ours[stage] <= BF16_ERROR_RATIO * theirs[stage], (

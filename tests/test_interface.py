@@ -233,8 +233,10 @@ def test_family_lists_agree():
     optional = {"AutoencoderKLLTX2Video", "AutoencoderKLLTX2Audio", "LTX2Vocoder", "LTX2VocoderWithBWE",
                 "AutoencoderKLQwenImage21", "AutoencoderKLMiniMaxH3", "AutoencoderKLMiniMaxH3Audio", "MMAudioVAE",
                 "MMAudioVocoder", "LongCatAudioDiTVae", "Cosmos3AVAEAudioTokenizer",
-                "AutoencoderSAME", "AutoencoderKLHunyuanImageRefiner", "Kandinsky6SRVAE"}
-    # (diffusers >= 0.37: LTX-2 and its sound; >= 0.42 only: Qwen-Image 2.1, MiniMax H3, Kandinsky 6's sound)
+                "AutoencoderSAME", "AutoencoderKLHunyuanImageRefiner", "Kandinsky6SRVAE", "AutoencoderRAE",
+                "AutoencoderVidTok"}
+    # (diffusers >= 0.37: LTX-2 and its sound, RAE; >= 0.38: VidTok; >= 0.42 only: Qwen-Image 2.1, MiniMax H3,
+    # Kandinsky 6's sound)
     assert served <= set(torchax_vae.FAMILIES) and set(torchax_vae.FAMILIES) - served <= optional
     root = pathlib.Path(__file__).resolve().parent.parent
     readme_opening = root.joinpath("README.md").read_text().split("```")[0]

@@ -1,4 +1,4 @@
-"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, SD inpainting, the consistency decoder, Kandinsky's MoVQ and KVAE, Flux.2, Sana, HunyuanImage 2.1, the HunyuanImage 2.1 refiner, TAESD, Stable Video Diffusion, RAE, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2 with its sound (the LTX-2 audio VAE and LTX-2 vocoders), MiniMax H3 (and the MiniMax H3 audio VAE), Allegro, Mochi, Cosmos, EasyAnimate, Kandinsky 6 SR (video super-resolution), KVAE video; Kandinsky 6's sound (the Kandinsky 6 audio VAE and Kandinsky 6 vocoder); the Cosmos 3 sound tokenizer; Stable Audio's, Stable Audio 3's and LongCat audio's audio VAEs, KVAE-Audio; MiniMax Music 3's vocoder) on JAX devices through torchax, unmodified.
+"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, SD inpainting, the consistency decoder, Kandinsky's MoVQ and KVAE, Flux.2, Sana, HunyuanImage 2.1, the HunyuanImage 2.1 refiner, TAESD, Stable Video Diffusion, RAE, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2 with its sound (the LTX-2 audio VAE and LTX-2 vocoders), MiniMax H3 (and the MiniMax H3 audio VAE), Allegro, Mochi, Cosmos, EasyAnimate, Kandinsky 6 SR (video super-resolution), KVAE video, VidTok; Kandinsky 6's sound (the Kandinsky 6 audio VAE and Kandinsky 6 vocoder); the Cosmos 3 sound tokenizer; Stable Audio's, Stable Audio 3's and LongCat audio's audio VAEs, KVAE-Audio; MiniMax Music 3's vocoder) on JAX devices through torchax, unmodified.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
@@ -59,6 +59,7 @@ FAMILIES = {
     "MiniMaxMusic3Vocoder": "MiniMax Music 3",  # sound alone: latents -> stereo waveforms; diffusers >= 0.42
     "Kandinsky6SRVAE": "Kandinsky 6 SR",  # video segments carrying their paddings; diffusers >= 0.42
     "AutoencoderRAE": "RAE",  # images: a DINOv2/SigLIP2/MAE encoder, a ViT decoder (no pipeline); diffusers >= 0.37
+    "AutoencoderVidTok": "VidTok",  # Microsoft's video tokenizer, KL or FSQ latents (no pipeline); diffusers >= 0.38
 }
 
 _LAZY = {"TorchaxVAE": ("vae", "TorchaxVAE"), "make_mesh": ("mesh", "make_mesh"), "clear_compiled": ("programs", "clear_shared")}

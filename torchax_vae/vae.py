@@ -50,7 +50,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderKLHunyuanImageRefiner` (its one-frame videos), `AutoencoderTiny`, `AsymmetricAutoencoderKL` (SD inpainting), `ConsistencyDecoderVAE` (the consistency decoder), `AutoencoderKLKVAE` (KVAE), `VQModel` (Kandinsky's MoVQ), `AutoencoderRAE` (RAE: [0, 1] pixels) and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
     `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
     `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
-    `AutoencoderKLCosmos`, `AutoencoderKLMagvit` or `Kandinsky6SRVAE` (Kandinsky 6's video super-resolution), `AutoencoderKLKVAEVideo` (KVAE video); and
+    `AutoencoderKLCosmos`, `AutoencoderKLMagvit` or `Kandinsky6SRVAE` (Kandinsky 6's video super-resolution), `AutoencoderKLKVAEVideo` (KVAE video), `AutoencoderVidTok` (VidTok: KL or FSQ latents); and
     LTX-2's sound, `AutoencoderKLLTX2Audio` (`pipe.audio_vae`) and
     its vocoders `LTX2Vocoder` and `LTX2VocoderWithBWE` (`pipe.vocoder`: called as diffusers' module is); MiniMax H3's
     `AutoencoderKLMiniMaxH3` and `AutoencoderKLMiniMaxH3Audio` (mono waveforms [B, 1, samples]); Stable Audio's

@@ -140,6 +140,12 @@ except ImportError:
     pass
 else:
     WRAPPERS += (RAEVAE,)
+try:  # ... and AutoencoderVidTok from 0.38 on
+    from .vidtok import VidTokVAE
+except ImportError:
+    pass
+else:
+    WRAPPERS += (VidTokVAE,)
 
 
 def supported() -> str:
