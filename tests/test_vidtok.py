@@ -57,7 +57,7 @@ def test_causal_kl_matches_pytorch(causal):
 
 
 @torch.no_grad()
-def test_fsq_matches_pytorch(fsq):
+def test_fsq_matches_pytorch(fsq, tmp_path):
     """The non-causal FSQ model: `encode` gives diffusers' quantized latents and the same int32 indices; decoding
     them, and from the indices, matches; forward too (frames padded to whole batches of 16)."""
     vae, ours = fsq
@@ -78,6 +78,16 @@ def test_fsq_matches_pytorch(fsq):
         ours.decode(torch.tensor([0, 4096], dtype=torch.int32).reshape(1, 1, 1, 2), decode_from_indices=True)
     with pytest.raises(ValueError, match="3 latent frames .* whole groups of 4"):
         ours.decode(torch.zeros(1, 4, 3, 4, 4))
+    # FSQ's constructor computes with its tensors (`.item()`), so it cannot be built on the meta device as is: the
+    # saved folder, the diffusers model a TorchaxVAE rebuilds (its non-persistent levels real) and a planning twin
+    from diffusers import AutoencoderVidTok
+
+    from torchax_vae.models import load_meta
+
+    ours.save_pretrained(tmp_path)
+    assert torch.equal(AutoencoderVidTok.from_pretrained(tmp_path).decode(quant_z), expected)
+    assert torch.equal(ours.diffusers_model().decode(quant_z), expected)
+    assert all(t.is_meta for t in load_meta(tmp_path, subfolder=None).parameters())
 
 
 @torch.no_grad()

@@ -8,8 +8,6 @@ with this one's settings, built for another platform or program cache instead of
 import contextvars
 import dataclasses
 
-import torch
-
 from . import weights
 from .programs import LoweredOnly
 
@@ -73,8 +71,7 @@ class AheadOfTime:
         platform: the JAX platform its programs are traced for (default: the mesh's, or this machine's);
         programs: the program cache it compiles into (`LoweredOnly`, `plan.PlannedPrograms`).
         """
-        with torch.device("meta"):
-            model = weights.rebuilt(self.model_class, self.config).eval()
+        model = weights.rebuilt_on_meta(self.model_class, self.config).eval()
         token = _TWIN.set({"platform": platform, "programs": programs})
         try:
             twin = type(self)(model, dtype=self.dtype, mesh=mesh, memory_budget=memory_budget)

@@ -71,11 +71,15 @@ class ConfigFacade:
 
     def diffusers_model(self) -> nn.Module:
         """A new diffusers model of the wrapped class on the CPU, holding copies of this TorchaxVAE's weights."""
-        with torch.device("meta"):
-            model = weights.rebuilt(self.model_class, self.config)
+        model = weights.rebuilt_on_meta(self.model_class, self.config)
         # the wrapped model's own names (top-level buffers too: LTX's latents_mean), copies the user owns
-        state = weights.state_dict(self._engine.weights, self._entries, torch.device("cpu"))
-        model.load_state_dict(state, strict=True, assign=True)
+        cpu = torch.device("cpu")
+        model.load_state_dict(weights.state_dict(self._engine.weights, self._entries, cpu), strict=True, assign=True)
+        saved = {entry.name for entry in self._entries if entry.persistent}
+        for name, tensor in weights.named(self._engine.weights, self._entries, cpu, parameters=False):
+            if name not in saved:  # non-persistent buffers (VidTok's FSQ levels), which load_state_dict leaves on meta
+                parent, _, leaf = name.rpartition(".")
+                model.get_submodule(parent).register_buffer(leaf, tensor, persistent=False)
         return model.eval()
 
 

@@ -217,6 +217,18 @@ def stochastic_layers(model: nn.Module) -> list[str]:
     ]
 
 
+def rebuilt_on_meta(model_class, config) -> nn.Module:
+    """`rebuilt` on the meta device (no memory). A class whose constructor computes with its own tensors (VidTok's
+    FSQ: `.item()` of its levels, its implicit codebook) is built on the CPU and then moved there."""
+    try:
+        with torch.device("meta"):
+            return rebuilt(model_class, config)
+    except (RuntimeError, NotImplementedError) as error:
+        if "meta" not in str(error):
+            raise
+    return rebuilt(model_class, config).to("meta")
+
+
 def rebuilt(model_class, config) -> nn.Module:
     """A new `model_class` model from a model's `config`, as `from_config` builds it, without the keys its own
     `__init__` registers beyond its arguments (AsymmetricAutoencoderKL's `block_out_channels` and `force_upcast`,

@@ -68,7 +68,8 @@ from wrapping import float64, paused, served_vae_classes, wrap, wrap_served_vaes
 
 # which tests are expected to fail, and which pipeline files run in CI: expectations.py
 from expectations import (  # noqa: E402
-    EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, PIPELINE_FILES_IN_CI, PLAIN_RAISES, RAISES,
+    EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, MODEL_FILES_HEAVY, PIPELINE_FILES_IN_CI, PLAIN_RAISES,
+    RAISES,
     SECOND_ENVIRONMENT, imports,
 )
 
@@ -261,6 +262,8 @@ def pytest_collection_modifyitems(config, items):
         node = _node(item)
         pipeline_file = node.split("::")[0].removeprefix("tests/pipelines/")
         if node.startswith("tests/pipelines/") and pipeline_file not in PIPELINE_FILES_IN_CI:
+            item.add_marker(pytest.mark.heavy)
+        if path.name in MODEL_FILES_HEAVY:
             item.add_marker(pytest.mark.heavy)
         if node.startswith(modular_expectations.PREFIX):
             _modular_marks(item, node.removeprefix(modular_expectations.PREFIX))

@@ -7,7 +7,8 @@
 - `FAIL_ON_PLAIN_DIFFUSERS`: pipeline tests that fail on plain diffusers here and pass wrapped: strict xfails in the
   plain run.
 - `PIPELINE_FILES_IN_CI`: the pipeline test files CI's slow set runs; every other vendored pipeline test file (the
-  batches in batches.py, SOURCE.md) is `heavy`, run both ways by hand before each stop.
+  batches in batches.py, SOURCE.md) is `heavy`, run both ways by hand before each stop. `MODEL_FILES_HEAVY`: the
+  model test files that are `heavy` too.
 
 conftest.py applies them; the one function, `imports`, says whether a second-environment file can run here.
 """
@@ -31,6 +32,7 @@ _TRAINING = {  # file stem -> the test classes of its training tests
     "same": ["TestAutoencoderSAMETraining"],
     "ltx_video": ["TestAutoencoderKLLTXVideo090Training", "TestAutoencoderKLLTXVideo091Training"],
     "wan": ["TestAutoencoderKLWanTraining"],
+    "vidtok": ["TestAutoencoderVidTokTraining"],
 }
 EXPECTED_FAILURES: dict[str, str] = {}
 for _stem, _classes in _TRAINING.items():
@@ -414,6 +416,10 @@ PLAIN_RAISES = {
 }
 _PLAIN_LISTED = set(FAIL_IN_BOTH_RUNS.values()) | set(FAIL_ON_PLAIN_DIFFUSERS.values())
 assert _PLAIN_LISTED <= set(PLAIN_RAISES), _PLAIN_LISTED - set(PLAIN_RAISES)
+
+# diffusers' model test files CI's slow set leaves to the runs by hand (`heavy`): VidTok's tests build its 128-wide
+# five-level model on 4 videos of 16 x 32 x 32, about 6 minutes on plain diffusers and 11 wrapped on 2 cores
+MODEL_FILES_HEAVY = ("test_models_autoencoder_vidtok.py",)
 
 # diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
 # Allegro's and SanaVideo's, which once failed wrapped): the first 22 files take about 20 minutes wrapped and 15 on

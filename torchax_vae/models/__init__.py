@@ -210,9 +210,7 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
     name_or_path: a config.json file, a folder holding one (the VAE's, or a pipeline's with `subfolder`), or a
     hub id (its config only). ValueError for a class no adapter serves.
     """
-    import torch
-
-    from ..weights import rebuilt
+    from ..weights import rebuilt_on_meta
 
     path = pathlib.Path(str(name_or_path)).expanduser()
     if path.is_file():
@@ -221,8 +219,8 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
         subfolder = vae_subfolder(name_or_path, subfolder)
         config = WRAPPERS[0].model_class.load_config(str(name_or_path), subfolder=subfolder, **hub)
     model_class = wrapper_for_config(config.get("_class_name", "")).model_class
-    with torch.device("meta"), _quiet_construction():
-        return rebuilt(model_class, config).eval()  # (from_config leaves dropout layers training)
+    with _quiet_construction():
+        return rebuilt_on_meta(model_class, config).eval()  # (from_config leaves dropout layers training)
 
 
 def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[int, ...]:
