@@ -46,6 +46,7 @@ SMALL_CONFIGS = {
     "taesd": "tiny-tiny", "taef1": "tiny-tiny", "svd": "svd-tiny",
     "asym-kl-x1.5": "asym-kl-tiny", "movq": "movq-tiny", "hunyuanimage-refiner": "hunyuanimage-refiner-tiny",
     "consistency": "consistency-tiny", "kvae": "kvae-tiny", "kvae-video": "kvae-video-tiny", "rae": "rae-tiny",
+    "vidtok": "vidtok-tiny",
 }
 SMALL_SIZES = {"mochi-tiny": (7, 32, 64), "allegro-tiny": (24, 128, 128),
                "minimaxh3-tiny": (22, 32, 64)}  # (MiniMax H3 decodes 3 latent frames or more: 22 frames make 7)
