@@ -315,6 +315,12 @@ BATCH_AMPLIFIED = ("a batch of two and single calls differ by 3.9e-4 with the VA
 EXPECTED_FAILURES["tests/pipelines/skyreels_v2/test_skyreels_v2_df_video_to_video.py::"
                   "SkyReelsV2DiffusionForcingVideoToVideoPipelineFastTests::test_inference_batch_single_identical"] = (
     BATCH_AMPLIFIED)
+UINT8_FLIP = ("the combined pipeline hands its first stage's output to the second as a PIL image; saved and loaded "
+              "again, the wrapped pipeline's first stage lands one pixel one uint8 step (2/255) apart (torch's CPU run "
+              "to run differences, 1.9e-5, cross a rounding boundary; both VAEs give equal outputs on every input), so "
+              "the outputs differ by 1.03e-3 against the test's 1e-3; on plain diffusers 9.6e-6 (no pixel crossed)")
+EXPECTED_FAILURES["tests/pipelines/visualcloze/test_pipeline_visualcloze_combined.py::VisualClozePipelineFastTests::"
+                  "test_save_load_local"] = UINT8_FLIP
 OFFLOAD_TOLERANCE = ("with model CPU offload the inpainting output differs from the one without by 9.1e-4 on plain "
                      "diffusers here (the test allows 8e-4); with the VAE wrapped they agree within it")
 FAIL_ON_PLAIN_DIFFUSERS["tests/pipelines/kandinsky2_2/test_kandinsky_inpaint.py::KandinskyV22InpaintPipelineFastTests::"
@@ -394,6 +400,8 @@ RAISES = {
     FROM_PIPE: ((ValueError,), r"expected \[.*'vae'.*\], but only \{.*\} were passed"),
     BATCH_AMPLIFIED: ((AssertionError,), r"assert np\.float32\(0\.000[1-9]\d*\) < 0\.0001"),
     RAE_NOISE: ((ValueError,), r"layers that differ in training mode \(its encoder's noise \(noise_tau=0\.5\)\)"),
+    # one uint8 step at one pixel moves the output by about 1e-3: a difference from 1e-3 up to 1.2e-3, no more
+    UINT8_FLIP: ((AssertionError,), r"np\.float32\(0\.001[01]\d*\) not less than 0\.001"),
 }
 assert set(EXPECTED_FAILURES.values()) <= set(RAISES), set(EXPECTED_FAILURES.values()) - set(RAISES)
 
