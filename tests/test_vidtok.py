@@ -91,6 +91,7 @@ def test_fsq_matches_pytorch(fsq, tmp_path):
 
 
 @torch.no_grad()
+@pytest.mark.slow  # (about 45 s each on 2 cores, most of it compiling the chunk programs: CI's slow set runs them)
 @pytest.mark.parametrize("which", ["causal", "fsq"])
 def test_tiling_matches_pytorch(which, request):
     """diffusers' tiling, 32-pixel tiles a quarter overlapped over 24 frames of 32x48 (2 x 2 tiles, blended) in frame
