@@ -222,7 +222,7 @@ class VidTok(Family):
     def unscale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         return latents
 
-    # ----- encode / decode: one program each -----
+    # ----- encode / decode: one program each untiled; tiled, chunk programs (vidtok_tiles.py) -----
 
     def _tiles(self, kind: str, source, tiled, weights, step) -> bool:
         """Whether to tile: diffusers tiles every input when tiling is on; "auto" tiles one larger than a tile that
