@@ -24,7 +24,6 @@ How diffusers runs it, and how this adapter does:
 
 import jax
 import torch
-from torch import nn
 # ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.rae", "RAEVAE"] entry by looking the base class
 # up in this module.
 from diffusers import AutoencoderRAE, ModelMixin  # noqa: F401
@@ -34,20 +33,9 @@ from ..family import Family
 from ..lowering import Lowered
 from ..vae import TorchaxVAE
 from .kl import _where_diffusers_has
+from .vidtok import Method
 
 __all__ = ["RAE", "RAEVAE"]
-
-
-class _Method(nn.Module):
-    """One method of a model as a module's forward, so that `torch.func.functional_call` can run it with given
-    weights (diffusers' `_encode` and `_decode` read buffers and children across the whole model)."""
-
-    def __init__(self, model: nn.Module, name: str):
-        super().__init__()
-        self.model, self.name = model, name
-
-    def forward(self, *args):
-        return getattr(self.model, self.name)(*args)
 
 
 class RAELowered(Lowered):
@@ -65,7 +53,7 @@ class RAELowered(Lowered):
         flat = {f"model.{child}" + (f".{rest}" if rest else ""): t
                 for child, group in weights.items() for rest, t in group.items()}
         with self._tracing(dtype, x.shape, 1):
-            out = torch.func.functional_call(_Method(self.model, method), flat, (x,))
+            out = torch.func.functional_call(Method(self.model, lambda model, a: getattr(model, method)(a)), flat, (x,))
         return self.env.t2j_iso(out)
 
 

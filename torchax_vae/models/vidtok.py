@@ -68,9 +68,9 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
     return (batch, config.z_channels, frames // temporal, height // spatial, width // spatial)
 
 
-class _Method(nn.Module):
+class Method(nn.Module):
     """A function of the model as a module's forward, so that `torch.func.functional_call` runs it with given
-    weights (diffusers' `_encode` and `_decode` read children across the whole model)."""
+    weights (diffusers' `_encode` and `_decode` read children across the whole model; RAE's and VidTok's)."""
 
     def __init__(self, model: nn.Module, fn):
         super().__init__()
@@ -120,7 +120,7 @@ class VidTokLowered(Lowered):
         model.use_tiling = model.use_slicing = False
         try:
             with self._tracing(dtype, x.shape, ratio):
-                out = torch.func.functional_call(_Method(model, fn), flat, (x,))
+                out = torch.func.functional_call(Method(model, fn), flat, (x,))
         finally:
             self._reset(model)
         return self.env.t2j_iso(out)
