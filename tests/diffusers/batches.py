@@ -162,7 +162,7 @@ SIXTH_BATCH = (
     "pag/test_pag_kolors.py",
     # with the RoBERTa, CLAP feature extractor and T5Model tokenizer stand-ins
     "audioldm2/test_audioldm2.py",
-    # their pipelines import torchvision: run in the second environment of SOURCE.md (expectations.SECOND_ENVIRONMENT)
+    # their pipelines import torchvision: run in the second environment of SOURCE.md (file_sets.SECOND_ENVIRONMENT)
     "cosmos/test_cosmos.py",
     "cosmos/test_cosmos_video2world.py",
     "cosmos/test_cosmos2_text2image.py",
@@ -172,7 +172,7 @@ SIXTH_BATCH = (
 
 # diffusers' pipeline test files vendored seventh (SOURCE.md): they load the Qwen2-VL stand-in's processor
 # (hub_standins.py), whose video processor needs torchvision, so all run in the second environment
-# (expectations.SECOND_ENVIRONMENT). Made possible by giving the stand-in tokenizer Qwen's real special-token ids.
+# (file_sets.SECOND_ENVIRONMENT). Made possible by giving the stand-in tokenizer Qwen's real special-token ids.
 SEVENTH_BATCH = (
     "cosmos/test_cosmos2_5_predict.py",
     "cosmos/test_cosmos2_5_transfer.py",

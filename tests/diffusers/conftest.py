@@ -66,12 +66,11 @@ import failures  # noqa: E402
 import modular_expectations  # noqa: E402
 from wrapping import float64, paused, served_vae_classes, wrap, wrap_served_vaes  # noqa: E402
 
-# which tests are expected to fail, and which pipeline files run in CI: expectations.py
+# which tests are expected to fail (expectations.py), and which files run where (file_sets.py)
 from expectations import (  # noqa: E402
-    EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, MODEL_FILES_HEAVY, PIPELINE_FILES_IN_CI, PLAIN_RAISES,
-    RAISES,
-    SECOND_ENVIRONMENT, imports,
+    EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, PLAIN_RAISES, RAISES,
 )
+from file_sets import MODEL_FILES_HEAVY, PIPELINE_FILES_IN_CI, SECOND_ENVIRONMENT, imports  # noqa: E402
 
 FAIL_IN_BOTH_RUNS = {**FAIL_IN_BOTH_RUNS, **modular_expectations.FAIL_IN_BOTH_RUNS}  # (modular_expectations.py)
 

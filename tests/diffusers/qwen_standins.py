@@ -13,7 +13,7 @@ import pathlib
 
 import torch
 
-from expectations import TORCHVISION, imports
+from file_sets import TORCHVISION, imports
 from hub_standins import absent, bpe_tokenizer, snapshot
 
 # Qwen2's chat format (text messages)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from expectations import imports
+from file_sets import imports
 from modular_expectations import SECOND_ENVIRONMENT_CLASSES
 from test_pipeline_outputs import _as_array, decode_tolerance
 from torchax_vae import TorchaxVAE

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import torch
 
-from expectations import SECOND_ENVIRONMENT, imports
+from file_sets import SECOND_ENVIRONMENT, imports
 from torchax_vae import TorchaxVAE
 from wrapping import wrap_served_vaes
 
@@ -265,7 +265,7 @@ ELEVENTH = [
     ("kandinsky.test_kandinsky_inpaint", "KandinskyInpaintPipelineFastTests"),
     ("kandinsky.test_kandinsky_combined", "KandinskyPipelineCombinedFastTests"),
 ]
-# Pipelines of expectations.SECOND_ENVIRONMENT's files: heavy, and run in the second environment of SOURCE.md.
+# Pipelines of file_sets.SECOND_ENVIRONMENT's files: heavy, and run in the second environment of SOURCE.md.
 SECOND_ENVIRONMENT_CASES = [
     ("cosmos.test_cosmos", "CosmosTextToWorldPipelineFastTests"),
     ("cosmos.test_cosmos_video2world", "CosmosVideoToWorldPipelineFastTests"),
