@@ -253,11 +253,7 @@ def _released():
     # keeps three whole ones (docs/limits.md); strict, so the fix shows
     one_more_buffer = pytest.mark.xfail(strict=True, raises=AssertionError, reason="two GPUs hold 2.00 GiB max temp each against 3.00 on "
                                         "one (0.667x): one more buffer of the 2048x2048 stage live (docs/limits.md)")
-    # VidTok's temporal blocks run on [B x H x W, C, T] (its 1-D causal convolutions), which merges the split width
-    # into the batch: the two GPUs' programs regather there (docs/limits.md); strict, so a fix shows
-    regathers = pytest.mark.xfail(strict=True, raises=AssertionError, reason="two GPUs hold 1.03 GiB max temp each "
-                                  "against 1.51 on one (0.684x): the temporal blocks' [B*H*W, C, T] (docs/limits.md)")
-    marks = {"hunyuanimage": one_more_buffer, "vidtok-256": regathers}
+    marks = {"hunyuanimage": one_more_buffer}
     return [pytest.param(case, marks=marks[case]) if case in marks else case for case in sorted(RELEASED)]
 
 

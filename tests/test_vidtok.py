@@ -195,3 +195,19 @@ print(json.dumps(rows))
 @pytest.mark.slow  # a second process on 8 virtual devices
 def test_on_8_devices_matches_pytorch():
     deltas_on_8_devices(MESH_SCRIPT, ATOL)
+
+
+@pytest.mark.slow  # the released config's encode compiled for one and two H100s: about 25 s on 2 cores
+def test_two_gpus_split_the_encoders_rows():
+    """The encoder's temporal blocks fold the width into their first axis ([B x H x W, C, T]): with the width split
+    two H100s each held the whole of one's temp (1.00x); a height split keeps each device's block (0.50x)."""
+    from vaes import RELEASED, meta_vae
+
+    from torchax_vae.plan import plan
+
+    config, frames, height, width = RELEASED["vidtok-256"]
+    ours = TorchaxVAE(meta_vae(config), dtype=torch.bfloat16)
+    one, two = (plan(ours, "encode", (1, 3, frames, height, width), target) for target in ("h100", "h100x2"))
+    temp = [max(p.temp_bytes for p in result.programs) for result in (one, two)]
+    assert temp[1] <= 0.6 * temp[0], f"max temp per GPU {temp[1]} B on two H100s, {temp[0]} B on one: {temp[1] / temp[0]:.3f}x"
+    assert "2 x 1 grid" in two.sharding, two.sharding

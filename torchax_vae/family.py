@@ -76,6 +76,9 @@ class Family:
     not_run: tuple = ()
     # The layers whose activations get sharding marks on a mesh (patches/sharding_marks.py).
     marked: tuple = ()
+    # Whether its programs split the height alone on a mesh (`torchax_vae.mesh.program_grid`): its layers fold the
+    # width into another axis, where only a height split stays a contiguous block (VidTok).
+    rows_only: bool = False
 
     def __init__(self, vae: nn.Module, engine: Engine | None = None):
         self.config = vae.config

@@ -68,13 +68,14 @@ def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax
     return grouped
 
 
-def grid_for(mesh, shape, ratio: int):
+def grid_for(mesh, shape, ratio: int, rows_only: bool = False):
     """The height x width split (`torchax_vae.mesh.program_grid`) of a program whose input has `shape`
     (N, C, [T,] H, W); ratio: what divides that input's height and width down to the program's smallest
-    level, the latents (the encoder's spatial compression; 1 for a decoder, whose input is the latents)."""
+    level, the latents (the encoder's spatial compression; 1 for a decoder, whose input is the latents);
+    rows_only: the family's programs split the height alone."""
     from .mesh import program_grid
 
-    return program_grid(mesh, shape[0], shape[-2] // ratio, shape[-1] // ratio)
+    return program_grid(mesh, shape[0], shape[-2] // ratio, shape[-1] // ratio, rows_only)
 
 
 @contextlib.contextmanager
@@ -105,6 +106,7 @@ class Lowered:
         marked: the family's layers whose activations get sharding marks.
         spatial_ratio: the encoder's spatial compression (a program's sharding grid).
         rank: of the family's activations: 5 video, 4 images (what the sharding marks mark).
+        rows_only: the programs split the height alone (`torchax_vae.mesh.program_grid`).
     """
 
     # Per-frame convolutions (patches/frame_conv.py, the CPU backend's `cpu_kernels`) in fp32 programs too. They
@@ -118,7 +120,7 @@ class Lowered:
     dot_statistics = False
 
     def __init__(self, vae: nn.Module, mesh=None, platform: str | None = None, marked: tuple = (),
-                 spatial_ratio: int = 1, rank: int = 5):
+                 spatial_ratio: int = 1, rank: int = 5, rows_only: bool = False):
         self.model = private_copy(vae)
         self.patch_counts = patches.apply(self.model, marked)
         self.env = patches.import_torchax().default_env()
@@ -126,6 +128,7 @@ class Lowered:
         self.platform = platform or jax.default_backend()
         self.spatial_ratio = spatial_ratio
         self.rank = rank
+        self.rows_only = rows_only
 
     def _tracing(self, dtype, shape, ratio: int, **options):
         """The trace context of a program whose input (a JAX dtype, a shape) is divided by `ratio` down to the
@@ -136,7 +139,7 @@ class Lowered:
             self.platform,
             cpu_kernels=frame_conv,
             mesh=self.mesh,
-            grid=grid_for(self.mesh, shape, ratio),
+            grid=grid_for(self.mesh, shape, ratio, self.rows_only),
             dot_statistics=self.dot_statistics and row.groupnorm_as_dots,
             rank=self.rank,
             **options,

@@ -187,8 +187,12 @@ def keeps_width(mesh: Mesh) -> bool:
     return backend(mesh.devices.flat[0].platform).height_splits_first
 
 
-def program_grid(mesh: Mesh | None, batch: int, height: int, width: int) -> tuple[int, int] | None:
+def program_grid(mesh: Mesh | None, batch: int, height: int, width: int,
+                 rows_only: bool = False) -> tuple[int, int] | None:
     """The (a, b) height x width grid of a program whose smallest level (its latents) is height x width.
+
+    rows_only: split the height alone (b = 1), for a family whose layers fold the width into the batch
+    (VidTok's temporal blocks run on [B * H * W, C, T]: only a height split keeps a contiguous block of that).
 
     The first level (the smallest, then twice, four and eight times its size: the decoder's and encoder's
     levels) that some grid of all the group's devices divides gives it; every larger level is a multiple,
@@ -201,7 +205,7 @@ def program_grid(mesh: Mesh | None, batch: int, height: int, width: int) -> tupl
     _, _, size = _batch_and_group(mesh, batch)
     grid, whole_width = (1, 1), keeps_width(mesh)
     for k in range(4):
-        grid = plane_split(height << k, width << k, size, whole_width)
+        grid = plane_split(height << k, 1 if rows_only else width << k, size, whole_width)
         if grid[0] * grid[1] == size:
             break
     return grid
@@ -280,8 +284,9 @@ def attention_axes(mesh: Mesh, batch: int) -> tuple:
 class Placement:
     """Shardings for TorchaxVAE's arrays on one device (mesh None) or on a mesh."""
 
-    def __init__(self, mesh: Mesh | None, device=None, platform: str | None = None):
+    def __init__(self, mesh: Mesh | None, device=None, platform: str | None = None, rows_only: bool = False):
         self.mesh = mesh
+        self.rows_only = rows_only  # the family's programs split the height alone (`program_grid`)
         if mesh is None:
             self.replicated = SingleDeviceSharding(device or jax.devices()[0])
         else:
@@ -297,7 +302,11 @@ class Placement:
             fine = fine_mesh(self.mesh)
             batch_axis = _batch_and_group(self.mesh, shape[0])[0]
             return NamedSharding(fine, PartitionSpec(_spec_axes(_fine_axes(fine, batch_axis)), None, None))
-        return sharding_for(self.mesh, shape)
+        return sharding_for(self.mesh, shape, self.grid(shape[0], shape[-2], shape[-1]))
+
+    def grid(self, batch: int, height: int, width: int) -> tuple[int, int] | None:
+        """The height x width grid (`program_grid`) of a program whose latents are batch x height x width."""
+        return program_grid(self.mesh, batch, height, width, self.rows_only)
 
     def local_device(self):
         """A device of this process (for memory queries)."""

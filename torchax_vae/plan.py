@@ -145,7 +145,7 @@ def _time(seconds: float) -> str:
     return f"{seconds:.3f} s" if seconds >= 1 else f"{seconds * 1e3:.3f} ms"
 
 
-def describe_sharding(mesh, kind: str, input_shape, output_shape) -> str:
+def describe_sharding(mesh, kind: str, input_shape, output_shape, rows_only: bool = False) -> str:
     """How a call's activations split over the mesh, by the rule every program follows (torchax_vae/mesh.py):
     the batch over 'dp' where it divides it, height x width in one grid over the rest, chosen at the latents."""
     from .mesh import _batch_and_group, program_grid
@@ -156,7 +156,7 @@ def describe_sharding(mesh, kind: str, input_shape, output_shape) -> str:
     latents = input_shape if kind == "decode" else output_shape
     batch, height, width = latents[0], latents[-2], latents[-1]
     batch_axis, group, size = _batch_and_group(mesh, batch)
-    grid = program_grid(mesh, batch, height, width)
+    grid = program_grid(mesh, batch, height, width, rows_only)
     parts = [f"batch {batch} over 'dp' ({mesh.shape['dp']} rows)"] if batch_axis else []
     axes = "'tp'" if group == "tp" else "'dp' x 'tp'"
     used = grid[0] * grid[1]
@@ -352,7 +352,7 @@ def plan(vae, kind: str, shape, target: str | Target = "v6e-8", *, dp: int = 1, 
         compile_seconds=sum(stats.compile_seconds for stats in used), programs=rows,
         texts=dict(programs.texts) if keep_texts else None,
         reference_compile_seconds=reference_seconds,
-        sharding=describe_sharding(mesh, kind, tuple(shape), tuple(out.shape)),
+        sharding=describe_sharding(mesh, kind, tuple(shape), tuple(out.shape), vae._engine.placement.rows_only),
         streamed_peak_bytes_per_chip=streamed_peak,
     )
 

@@ -115,7 +115,8 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         self._device = vae.device
         self._internal_dict = vae.config  # ConfigMixin's `config`: the wrapped model's (register_to_config copies)
         twin = _TWIN.get()  # what `_twin` builds this one for: another platform, its own program cache
-        placement = Placement(None if mesh is None else check_mesh(mesh), platform=twin.get("platform"))
+        placement = Placement(None if mesh is None else check_mesh(mesh), platform=twin.get("platform"),
+                              rows_only=self.family.rows_only)
         # compiled programs, and (unless the caches are off) traced programs kept on disk for the next process
         programs = twin.get("programs")  # (an empty cache is falsy: it has a __len__)
         if programs is None:

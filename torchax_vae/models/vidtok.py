@@ -32,6 +32,10 @@ from torch import nn
 # ModelMixin: diffusers loads a saved pipeline's ["torchax_vae.models.vidtok", "VidTokVAE"] entry by looking the base
 # class up in this module.
 from diffusers import AutoencoderVidTok, ModelMixin  # noqa: F401
+from diffusers.models.autoencoders.autoencoder_vidtok import (
+    VidTokAttnBlock, VidTokCausalConv1d, VidTokCausalConv3d, VidTokDownsample2D, VidTokDownsample3D, VidTokLayerNorm,
+    VidTokResnetBlock, VidTokUpsample2D, VidTokUpsample3D,
+)
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution, IdentityDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
@@ -170,6 +174,13 @@ class VidTok(Family):
     settings = TILE_SETTINGS
     # "kl"; an "fsq" model's facade reports IdentityDistribution (its encode's latents are the quantized ones)
     posterior_class = DiagonalGaussianDistribution
+    # the layers whose activations get sharding marks on a mesh: those on the video [B, C, T, H, W], on its frames
+    # [B * T, C, H, W] and on its pixels' time series [B * H * W, C, T] (patches/sharding_marks.py)
+    marked = (VidTokCausalConv3d, VidTokDownsample3D, VidTokUpsample3D, VidTokAttnBlock, VidTokResnetBlock,
+              VidTokLayerNorm, VidTokDownsample2D, VidTokUpsample2D, VidTokCausalConv1d)
+    # the time series fold the width into their first axis, which stays one contiguous block per device only where
+    # the width is whole: a height split (with the width split, each of two H100s held 1.00x of one's encoder temp)
+    rows_only = True
 
     def __init__(self, vae, engine=None):
         super().__init__(vae, engine)
@@ -178,7 +189,8 @@ class VidTok(Family):
 
     def lower(self, vae):
         placement = self.engine.placement
-        return VidTokLowered(vae, placement.mesh, placement.platform, (), self.spatial_compression_ratio)
+        return VidTokLowered(vae, placement.mesh, placement.platform, self.marked, self.spatial_compression_ratio,
+                             rows_only=placement.rows_only)
 
     # ----- what the family says -----
 
