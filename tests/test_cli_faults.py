@@ -435,7 +435,8 @@ def test_progress_lines_count_frames_written(model_dir, tmp_path):
     assert len(steps) == 10 and steps[-1] - steps[0] >= 0.5 * decode_seconds, (steps, decode_seconds)
 
 
-@pytest.mark.slow  # 25 s on 2 cores: a subprocess that compiles, then the interrupt
+@pytest.mark.slow  # 50 s on 2 cores: a subprocess that compiles, then the interrupt
+@pytest.mark.heavy  # out of CI's time: the default suite's Ctrl-C tests (one line, exit 130; during start-up) stay
 def test_ctrl_c_while_decoding_exits_130_at_once_and_writes_nothing(model_dir, tmp_path):
     import signal
 

@@ -295,5 +295,6 @@ print(json.dumps(rows))
 
 
 @pytest.mark.slow  # 36 s on 2 cores: CI's slow set (the default suite under 20 minutes)
+@pytest.mark.heavy  # CI keeps one family per kind on the mesh: asym_kl, oobleck (sound), kvae_video, vidtok
 def test_on_8_devices_matches_pytorch():
     deltas_on_8_devices(MESH_SCRIPT, ATOL)

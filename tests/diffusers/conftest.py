@@ -70,7 +70,7 @@ from wrapping import float64, paused, served_vae_classes, wrap, wrap_served_vaes
 from expectations import (  # noqa: E402
     EXPECTED_FAILURES, FAIL_IN_BOTH_RUNS, FAIL_ON_PLAIN_DIFFUSERS, PLAIN_RAISES, RAISES,
 )
-from file_sets import MODEL_FILES_HEAVY, PIPELINE_FILES_IN_CI, SECOND_ENVIRONMENT, imports  # noqa: E402
+from file_sets import FILES_HEAVY, PIPELINE_FILES_IN_CI, SECOND_ENVIRONMENT, imports  # noqa: E402
 
 FAIL_IN_BOTH_RUNS = {**FAIL_IN_BOTH_RUNS, **modular_expectations.FAIL_IN_BOTH_RUNS}  # (modular_expectations.py)
 
@@ -262,7 +262,7 @@ def pytest_collection_modifyitems(config, items):
         pipeline_file = node.split("::")[0].removeprefix("tests/pipelines/")
         if node.startswith("tests/pipelines/") and pipeline_file not in PIPELINE_FILES_IN_CI:
             item.add_marker(pytest.mark.heavy)
-        if path.name in MODEL_FILES_HEAVY:
+        if path.name in FILES_HEAVY:
             item.add_marker(pytest.mark.heavy)
         if node.startswith(modular_expectations.PREFIX):
             _modular_marks(item, node.removeprefix(modular_expectations.PREFIX))

@@ -2,16 +2,23 @@
 
 - `PIPELINE_FILES_IN_CI`: the pipeline test files CI's slow set runs; every other vendored pipeline test file (the
   batches in batches.py, SOURCE.md) is `heavy`, run both ways by hand before each stop.
-- `MODEL_FILES_HEAVY`: the model test files that are `heavy` too.
+- `FILES_HEAVY`: the model and remote-VAE test files that are `heavy` too.
 - `SECOND_ENVIRONMENT`: the pipeline test files that need modules this environment lacks; `imports` says whether
   they are here.
 """
 
 import functools
 
-# diffusers' model test files CI's slow set leaves to the runs by hand (`heavy`): VidTok's tests build its 128-wide
-# five-level model on 4 videos of 16 x 32 x 32, about 6 minutes on plain diffusers and 11 wrapped on 2 cores
-MODEL_FILES_HEAVY = ("test_models_autoencoder_vidtok.py",)
+# diffusers' model and remote-VAE test files CI's slow set leaves to the table's runs by hand (`heavy`;
+# scripts/diffusers_both_ways.py), out of CI's time (minutes wrapped on 2 cores, 2026-11-30): VidTok's (its 128-wide
+# five-level model on 4 videos of 16 x 32 x 32, 11 minutes wrapped and 6 plain); CogVideoX's (1.9), LTX's (1.0),
+# KVAE video's (0.9), HunyuanVideo's (0.8), MiniMax H3 audio's (0.8) and KVAE's (0.7), whose families' own tests are
+# the most; the remote decode tests (3.6: AutoencoderKL's and HunyuanVideo's endpoints of the service, which
+# tests/test_serve*.py call through diffusers' `remote_decode` too)
+FILES_HEAVY = ("test_models_autoencoder_vidtok.py", "test_models_autoencoder_kl_cogvideox.py",
+               "test_models_autoencoder_ltx_video.py", "test_models_autoencoder_kl_kvae_video.py",
+               "test_models_autoencoder_hunyuan_video.py", "test_models_autoencoder_kl_minimax_h3_audio.py",
+               "test_models_autoencoder_kl_kvae.py", "test_remote_decode.py")
 
 # diffusers' pipeline test files run by CI's slow set (AutoencoderKL's and the temporal decoder's, new in issue 39;
 # Allegro's and SanaVideo's, which once failed wrapped): the first 22 files take about 20 minutes wrapped and 15 on
