@@ -33,8 +33,7 @@ from torch import nn
 # class up in this module.
 from diffusers import AutoencoderVidTok, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_vidtok import (
-    VidTokAttnBlock, VidTokCausalConv1d, VidTokCausalConv3d, VidTokDownsample2D, VidTokDownsample3D, VidTokLayerNorm,
-    VidTokResnetBlock, VidTokUpsample2D, VidTokUpsample3D,
+    VidTokAttnBlock, VidTokCausalConv3d, VidTokDownsample3D, VidTokLayerNorm, VidTokResnetBlock, VidTokUpsample3D,
 )
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution, IdentityDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
@@ -174,10 +173,11 @@ class VidTok(Family):
     settings = TILE_SETTINGS
     # "kl"; an "fsq" model's facade reports IdentityDistribution (its encode's latents are the quantized ones)
     posterior_class = DiagonalGaussianDistribution
-    # the layers whose activations get sharding marks on a mesh: those on the video [B, C, T, H, W], on its frames
-    # [B * T, C, H, W] and on its pixels' time series [B * H * W, C, T] (patches/sharding_marks.py)
+    # the layers whose activations get sharding marks on a mesh (patches/sharding_marks.py marks the video's
+    # [B, C, T, H, W]; marking the frames [B * T, C, H, W] and the time series [B * H * W, C, T] too, tried
+    # 2026-11-30, changed no figure below)
     marked = (VidTokCausalConv3d, VidTokDownsample3D, VidTokUpsample3D, VidTokAttnBlock, VidTokResnetBlock,
-              VidTokLayerNorm, VidTokDownsample2D, VidTokUpsample2D, VidTokCausalConv1d)
+              VidTokLayerNorm)
     # the time series fold the width into their first axis, which stays one contiguous block per device only where
     # the width is whole: a height split (with the width split, each of two H100s held 1.00x of one's encoder temp)
     rows_only = True
