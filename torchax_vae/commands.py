@@ -15,14 +15,14 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
-from . import (convert, files, image_files, inpainting, patches, pixels, sound, sound_encode, streamed_encode,
+from . import (convert, files, image_files, inpainting, patches, pixels, registry, sound, sound_encode, streamed_encode,
                video_input)
 from . import progress as progress_of
 from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from .files import InputError
 from .frame_progress import batches_finished, frames_written, progress_mode
 from .input_checks import check_input, check_output_fits, check_video_shape, smallest_output
-from .models import vae_subfolder
+from .checks import vae_subfolder
 from .vae import TorchaxVAE
 
 __all__ = ["load_vae", "decode_file", "encode_file", "psnr"]
@@ -54,9 +54,8 @@ def check_served(vae, audio: bool = False) -> None:
     audio VAE, whose sound is decoded beside its video's from the pipeline folder, and the VAEs of audio pipelines
     (Stable Audio), whose sound is written to a .wav (torchax_vae/sound.py) or, with `audio`, served alone."""
     from . import sound
-    from .models import wrapper_for
 
-    family = wrapper_for(vae).family
+    family = registry.facade_for(vae).family
     name = family.model_class.__name__
     if name in sound.AUDIO_ONLY and not audio:
         raise InputError(f"{name} ({sound.AUDIO_ONLY[name]}) decodes sound alone: write its latents' sound with "

@@ -8,7 +8,7 @@ import torch
 from diffusers import ConfigMixin
 from torch import nn
 
-from . import weights
+from . import registry, weights
 
 
 class ConfigFacade:
@@ -19,13 +19,11 @@ class ConfigFacade:
         """The diffusers class a config is for: this wrapper's, or (on TorchaxVAE) the one its `_class_name` names."""
         if cls.model_class is not None:
             return cls.model_class
-        from .models import wrapper_for_config
-
         name = dict(config).get("_class_name")
         if not name:
             raise ValueError("this config has no `_class_name` (a saved config.json has one) to say which VAE it is "
                              "for: call this on the family's class, e.g. type(vae), or add the name")
-        return wrapper_for_config(name).model_class
+        return registry.facade_for_class_name(name).model_class
 
     @classmethod
     def from_config(cls, config=None, return_unused_kwargs: bool = False, **kwargs):

@@ -27,16 +27,14 @@ import threading
 import jax.numpy as jnp
 import torch
 
-from . import convert, validation
+from . import convert, registry, validation
 
 __all__ = ["DecodeSession", "EncodeSession"]
 
 
 def families_with_state() -> str:
     """The diffusers classes whose encode and decode carry state between chunks (a session's families), as words."""
-    from .models import WRAPPERS
-
-    return ", ".join(w.model_class.__name__ for w in WRAPPERS if w.family.carries_state)
+    return ", ".join(row.diffusers_class for row in registry.served() if registry.facade(row).family.carries_state)
 
 
 class _Session:

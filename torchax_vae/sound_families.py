@@ -29,6 +29,7 @@ import dataclasses
 
 import torch
 
+from . import registry
 from .files import InputError
 
 __all__ = ["AUDIO_ONLY", "DECODE_ONLY", "FAMILIES", "WITH_SOUND", "Kandinsky6Sound", "LTX2Sound", "MiniMaxH3Sound",
@@ -241,12 +242,10 @@ class MusicSound(VAESound):
 
 
 # The audio VAEs (and MiniMax Music 3's vocoder) that decode a pipeline's sound alone (the pipeline folder's vae/;
-# MiniMax Music 3's vocoder/), and their pipelines.
-AUDIO_ONLY = {"AutoencoderOobleck": "Stable Audio", "LongCatAudioDiTVae": "LongCat audio",
-              "AutoencoderSAME": "Stable Audio 3", "MiniMaxMusic3Vocoder": "MiniMax Music 3",
-              "AutoencoderKLKVAEAudio": "KVAE-Audio"}  # (KVAE-Audio: no diffusers pipeline; its VAE is its sound)
+# MiniMax Music 3's vocoder/), and their labels (torchax_vae/registry.py: `sound`).
+AUDIO_ONLY = {row.diffusers_class: row.label for row in registry.ROWS if row.sound}
 # Of those, the ones that encode nothing (MiniMax Music 3's Flow-VAE encoder is not in diffusers).
-DECODE_ONLY = {"MiniMaxMusic3Vocoder"}
+DECODE_ONLY = {row.diffusers_class for row in registry.ROWS if row.sound == "decode only"}
 
 
 def audio_only(ours) -> VAESound:

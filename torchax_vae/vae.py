@@ -21,7 +21,7 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import cache, convert, gradients, process, stream, validation, weights
+from . import cache, convert, gradients, process, registry, stream, validation, weights
 from .ahead import _TWIN, AheadOfTime
 from .engine import Engine
 from .facade import ConfigFacade
@@ -95,9 +95,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         if isinstance(vae, TorchaxVAE):
             raise TypeError(f"vae is a TorchaxVAE already (of a {vae.model_class.__name__}): use it as it is")
         if cls is TorchaxVAE:
-            from .models import wrapper_for
-
-            cls = wrapper_for(vae)
+            cls = registry.facade_for(vae)
         return super().__new__(cls)
 
     def __init__(

@@ -9,8 +9,8 @@ gives), with what diffusers' class differs in at its interface. The engine
 (torchax_vae.vae, engine, programs, sources, tiling, mesh) names no model class.
 
 Adding a family: docs/families.md (a module here with its `Family`, often of a
-shared scheme: `feat_cache.FeatCache`, `windows.Windows`; its facade class,
-listed in `WRAPPERS`; its tests).
+shared scheme: `feat_cache.FeatCache`, `windows.Windows`; its facade class;
+its row in torchax_vae/registry.py; its tests).
 """
 
 import contextlib
@@ -18,154 +18,20 @@ import json
 import pathlib
 import warnings
 
+from diffusers import AutoencoderKL  # (any diffusers model class reads any config.json)
+
+from .. import registry
 from ..checks import vae_subfolder  # noqa: F401 (where the VAE is in a folder: the command's and the loaders')
-from .allegro import AllegroVAE
-from .asym_kl import AsymmetricKLVAE
-from .cogvideox import CogVideoXVAE
-from .consistency import ConsistencyDecoderVAEModel
-from .cosmos import CosmosVAE
-from .dc import DCVAE
-from .flux2 import Flux2VAE
-from .hunyuanvideo import HunyuanVideoVAE
-from .hunyuanimage import HunyuanImageVAE
-from .hunyuanvideo15 import HunyuanVideo15VAE
-from .kl import KLVAE
-from .ltx import LTXVideoVAE
-from .magvit import MagvitVAE
-from .mochi import MochiVAE
-from .oobleck import OobleckVAE
-from .qwenimage import QwenImageVAE
-from .temporal_decoder import TemporalDecoderVAE
-from .tiny import TinyVAE
-from .vq import VQVAE
-from .wan import WanVAE
+from ..vae import TorchaxVAE
 
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
-WRAPPERS = (CogVideoXVAE, WanVAE, QwenImageVAE, HunyuanVideoVAE, HunyuanVideo15VAE, LTXVideoVAE, AllegroVAE, MochiVAE, CosmosVAE,
-            MagvitVAE, KLVAE, Flux2VAE, DCVAE, HunyuanImageVAE, TinyVAE, TemporalDecoderVAE, AsymmetricKLVAE, VQVAE,
-            OobleckVAE, ConsistencyDecoderVAEModel)
-try:  # diffusers has AutoencoderKLLTX2Video from 0.37 on; with an older one it is not served
-    from .ltx2 import LTX2VideoVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (LTX2VideoVAE,)
-try:  # ... and its audio VAE and vocoders (LTX-2.3's LTX2VocoderWithBWE came later)
-    from .ltx2_audio import LTX2AudioVAE
-    from .ltx2_vocoder import LTX2VocoderModel
-except ImportError:
-    pass
-else:
-    WRAPPERS += (LTX2AudioVAE, LTX2VocoderModel)
-    try:
-        from .ltx2_vocoder import LTX2VocoderWithBWEModel
-    except ImportError:
-        pass
-    else:
-        WRAPPERS += (LTX2VocoderWithBWEModel,)
-try:  # diffusers has AutoencoderKLQwenImage21 from 0.42 on
-    from .qwenimage21 import QwenImage21VAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (QwenImage21VAE,)
-
-
-try:  # diffusers has AutoencoderKLMiniMaxH3 from 0.42 on
-    from .minimax_h3 import MiniMaxH3VAE
-    from .minimax_h3_audio import MiniMaxH3AudioVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (MiniMaxH3VAE, MiniMaxH3AudioVAE)
-try:  # ... and Kandinsky 6's sound (MMAudioVAE, MMAudioVocoder) from 0.42 on
-    from .mmaudio import MMAudioVAEModel, MMAudioVocoderModel
-except ImportError:
-    pass
-else:
-    WRAPPERS += (MMAudioVAEModel, MMAudioVocoderModel)
-try:  # ... and LongCat's audio VAE
-    from .longcat_audio import LongCatAudioVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (LongCatAudioVAE,)
-try:  # ... and Cosmos 3's sound tokenizer
-    from .cosmos3_audio import Cosmos3AudioVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (Cosmos3AudioVAE,)
-try:  # ... and Stable Audio 3's
-    from .same import SAMEVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (SAMEVAE,)
-try:  # ... and Kandinsky's image and audio VAEs (KVAE 2D, KVAE-Audio)
-    from .kvae import KVAEModel
-    from .kvae_audio import KVAEAudioVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (KVAEModel, KVAEAudioVAE)
-try:  # ... and Kandinsky's video VAE (KVAE 3D), built on Kandinsky 6 SR's segments
-    from .kvae_video import KVAEVideoVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (KVAEVideoVAE,)
-try:  # ... and MiniMax Music 3's vocoder
-    from .minimax_music3 import MiniMaxMusic3VocoderModel
-except ImportError:
-    pass
-else:
-    WRAPPERS += (MiniMaxMusic3VocoderModel,)
-try:  # ... and HunyuanImage 2.1's refiner VAE
-    from .hunyuanimage_refiner import HunyuanImageRefinerVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (HunyuanImageRefinerVAE,)
-try:  # ... and Kandinsky 6's SR VAE
-    from .kandinsky6_sr import Kandinsky6SRVAEModel
-except ImportError:
-    pass
-else:
-    WRAPPERS += (Kandinsky6SRVAEModel,)
-try:  # diffusers has AutoencoderRAE from 0.37 on
-    from .rae import RAEVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (RAEVAE,)
-try:  # ... and AutoencoderVidTok from 0.38 on
-    from .vidtok import VidTokVAE
-except ImportError:
-    pass
-else:
-    WRAPPERS += (VidTokVAE,)
-
-
-def supported() -> str:
-    return ", ".join(w.model_class.__name__ for w in WRAPPERS)
-
-
-def wrapper_for(vae) -> type:
-    """The TorchaxVAE subclass for a diffusers model instance; TypeError for anything else."""
-    for wrapper in WRAPPERS:
-        if isinstance(vae, wrapper.model_class):
-            return wrapper
-    raise TypeError(f"vae must be one of diffusers' {supported()}, got {type(vae).__name__}")
-
-
-def wrapper_for_config(class_name: str) -> type:
-    """The TorchaxVAE subclass for a saved model's `_class_name`; ValueError for anything else."""
-    for wrapper in WRAPPERS:
-        if wrapper.model_class.__name__ == class_name:
-            return wrapper
-    raise ValueError(f"the model is a {class_name}; supported VAEs: {supported()}")
+# The facade classes of every class the installed diffusers has, in the registry's order (torchax_vae/registry.py:
+# the one list; each family module is imported from its row by name).
+WRAPPERS = tuple(registry.facade(row) for row in registry.ROWS if registry.served_here(row))
+supported = registry.supported
+wrapper_for = registry.facade_for  # the TorchaxVAE subclass for a diffusers model instance; TypeError for others
+wrapper_for_config = registry.facade_for_class_name  # ... for a saved model's `_class_name`; ValueError for others
 
 
 _HUB_OPTIONS = ("cache_dir", "force_download", "local_files_only", "proxies", "revision", "token")
@@ -181,8 +47,7 @@ def load_diffusers(name_or_path, subfolder: str | None = "vae", expected: type |
     subfolder = vae_subfolder(name_or_path, subfolder)
     name_or_path = str(name_or_path)  # a pathlib.Path too
     hub = {key: kwargs[key] for key in _HUB_OPTIONS if key in kwargs}
-    config = WRAPPERS[0].model_class.load_config(  # any diffusers model class reads any config.json
-        name_or_path, subfolder=subfolder, **hub)
+    config = AutoencoderKL.load_config(name_or_path, subfolder=subfolder, **hub)
     model_class = wrapper_for_config(config.get("_class_name", "")).model_class
     if expected is not None and model_class is not expected:
         raise ValueError(f"the model is a {model_class.__name__}, not a {expected.__name__}")
@@ -217,7 +82,7 @@ def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
         config = json.loads(path.read_text())
     else:
         subfolder = vae_subfolder(name_or_path, subfolder)
-        config = WRAPPERS[0].model_class.load_config(str(name_or_path), subfolder=subfolder, **hub)
+        config = AutoencoderKL.load_config(str(name_or_path), subfolder=subfolder, **hub)
     model_class = wrapper_for_config(config.get("_class_name", "")).model_class
     with _quiet_construction():
         return rebuilt_on_meta(model_class, config).eval()  # (from_config leaves dropout layers training)
@@ -231,7 +96,7 @@ def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[i
     The one place outside the adapters that turns a video size into a call's input: the CLI's warm-up,
     bench, speed and the training script use it, through the family's `video_channels` and `latent_shape`.
     """
-    if isinstance(vae, WRAPPERS):  # a TorchaxVAE: its family
+    if isinstance(vae, TorchaxVAE):  # a TorchaxVAE: its family
         family = vae._family
     else:  # diffusers' model: its family's facts alone
         family = wrapper_for(vae).family(vae)

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from .. import registry
 from . import bodies, conditions, outputs, protocol, server, sounds, streams
 from .bodies import BodyBudget, body_size, read_body
 from .metrics import Metrics
@@ -88,7 +89,6 @@ class Service:
         """Loads and wraps every model, then compiles the warm-up shapes (on the worker's thread)."""
         from .. import sound
         from ..commands import check_served, load_vae, summary
-        from ..models import wrapper_for
         from ..vae import TorchaxVAE
 
         try:
@@ -97,7 +97,7 @@ class Service:
                     folder, spec = spec, load_vae(str(spec))
                     if sound.has_sound(folder, spec):  # a pipeline folder of LTX-2 or MiniMax H3: its audio models
                         self.sounds[name] = sound.load(str(folder), type(spec).__name__, self.dtype, self.mesh)
-                if wrapper_for(spec).model_class.__name__ in sound.AUDIO_ONLY:  # Stable Audio's: its sound alone
+                if registry.facade_for(spec).model_class.__name__ in sound.AUDIO_ONLY:  # Stable Audio's: its sound alone
                     spec = spec if isinstance(spec, TorchaxVAE) else TorchaxVAE(spec, dtype=self.dtype, mesh=self.mesh)
                     self.sounds[name] = sound.audio_only(spec)
                 check_served(spec, audio=True)  # (a TorchaxVAE passes for its diffusers class)

@@ -1,0 +1,148 @@
+"""The house: what a user's saved pipelines and imports rely on stays as it was, and one registry names the classes.
+
+The facade classes' modules and names are written out here as they were on 5562f22 (before the package was
+rebuilt): diffusers writes them into a saved pipeline's model_index.json, so a move would break what an older
+install saved. The registry (torchax_vae/registry.py) is the one list of served classes.
+"""
+
+import importlib
+import pathlib
+import tomllib
+
+import pytest
+
+from torchax_vae import registry
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# (diffusers class, facade module, facade class) as on 5562f22: what saved pipelines name
+SAVED_NAMES = [
+    ("AutoencoderKL", "torchax_vae.models.kl", "KLVAE"),
+    ("AutoencoderKLFlux2", "torchax_vae.models.flux2", "Flux2VAE"),
+    ("AutoencoderDC", "torchax_vae.models.dc", "DCVAE"),
+    ("AutoencoderKLHunyuanImage", "torchax_vae.models.hunyuanimage", "HunyuanImageVAE"),
+    ("AutoencoderKLHunyuanImageRefiner", "torchax_vae.models.hunyuanimage_refiner", "HunyuanImageRefinerVAE"),
+    ("AutoencoderTiny", "torchax_vae.models.tiny", "TinyVAE"),
+    ("AsymmetricAutoencoderKL", "torchax_vae.models.asym_kl", "AsymmetricKLVAE"),
+    ("VQModel", "torchax_vae.models.vq", "VQVAE"),
+    ("AutoencoderKLTemporalDecoder", "torchax_vae.models.temporal_decoder", "TemporalDecoderVAE"),
+    ("ConsistencyDecoderVAE", "torchax_vae.models.consistency", "ConsistencyDecoderVAEModel"),
+    ("AutoencoderKLKVAE", "torchax_vae.models.kvae", "KVAEModel"),
+    ("AutoencoderRAE", "torchax_vae.models.rae", "RAEVAE"),
+    ("AutoencoderKLCogVideoX", "torchax_vae.models.cogvideox", "CogVideoXVAE"),
+    ("AutoencoderKLWan", "torchax_vae.models.wan", "WanVAE"),
+    ("AutoencoderKLQwenImage", "torchax_vae.models.qwenimage", "QwenImageVAE"),
+    ("AutoencoderKLQwenImage21", "torchax_vae.models.qwenimage21", "QwenImage21VAE"),
+    ("AutoencoderKLHunyuanVideo", "torchax_vae.models.hunyuanvideo", "HunyuanVideoVAE"),
+    ("AutoencoderKLHunyuanVideo15", "torchax_vae.models.hunyuanvideo15", "HunyuanVideo15VAE"),
+    ("AutoencoderKLLTXVideo", "torchax_vae.models.ltx", "LTXVideoVAE"),
+    ("AutoencoderKLLTX2Video", "torchax_vae.models.ltx2", "LTX2VideoVAE"),
+    ("AutoencoderKLMiniMaxH3", "torchax_vae.models.minimax_h3", "MiniMaxH3VAE"),
+    ("AutoencoderKLAllegro", "torchax_vae.models.allegro", "AllegroVAE"),
+    ("AutoencoderKLMochi", "torchax_vae.models.mochi", "MochiVAE"),
+    ("AutoencoderKLCosmos", "torchax_vae.models.cosmos", "CosmosVAE"),
+    ("AutoencoderKLMagvit", "torchax_vae.models.magvit", "MagvitVAE"),
+    ("Kandinsky6SRVAE", "torchax_vae.models.kandinsky6_sr", "Kandinsky6SRVAEModel"),
+    ("AutoencoderKLKVAEVideo", "torchax_vae.models.kvae_video", "KVAEVideoVAE"),
+    ("AutoencoderVidTok", "torchax_vae.models.vidtok", "VidTokVAE"),
+    ("AutoencoderKLLTX2Audio", "torchax_vae.models.ltx2_audio", "LTX2AudioVAE"),
+    ("LTX2Vocoder", "torchax_vae.models.ltx2_vocoder", "LTX2VocoderModel"),
+    ("LTX2VocoderWithBWE", "torchax_vae.models.ltx2_vocoder", "LTX2VocoderWithBWEModel"),
+    ("AutoencoderKLMiniMaxH3Audio", "torchax_vae.models.minimax_h3_audio", "MiniMaxH3AudioVAE"),
+    ("MMAudioVAE", "torchax_vae.models.mmaudio", "MMAudioVAEModel"),
+    ("MMAudioVocoder", "torchax_vae.models.mmaudio", "MMAudioVocoderModel"),
+    ("Cosmos3AVAEAudioTokenizer", "torchax_vae.models.cosmos3_audio", "Cosmos3AudioVAE"),
+    ("AutoencoderOobleck", "torchax_vae.models.oobleck", "OobleckVAE"),
+    ("AutoencoderSAME", "torchax_vae.models.same", "SAMEVAE"),
+    ("LongCatAudioDiTVae", "torchax_vae.models.longcat_audio", "LongCatAudioVAE"),
+    ("AutoencoderKLKVAEAudio", "torchax_vae.models.kvae_audio", "KVAEAudioVAE"),
+    ("MiniMaxMusic3Vocoder", "torchax_vae.models.minimax_music3", "MiniMaxMusic3VocoderModel"),
+]
+
+# Import paths the docs (README, docs/api.md, docs/cli.md, docs/serve.md) and pyproject name
+DOCUMENTED_PATHS = [
+    ("torchax_vae", "TorchaxVAE"), ("torchax_vae", "make_mesh"), ("torchax_vae", "clear_compiled"),
+    ("torchax_vae.cli", "main"), ("torchax_vae.serve", "create_app"), ("torchax_vae.serve.client", "stream_frames"),
+    ("torchax_vae.serve.client", "decode_with_sound"), ("torchax_vae.serve.client", "decode_with_condition"),
+    ("torchax_vae.serve.ray_serve", "deployment"), ("torchax_vae.progress", "reporting"),
+    ("torchax_vae.cache", "enable"), ("torchax_vae.patches", "apply"),
+]
+
+
+@pytest.mark.parametrize("diffusers_class,module,name", SAVED_NAMES, ids=[row[0] for row in SAVED_NAMES])
+def test_facade_classes_keep_their_module_and_name(diffusers_class, module, name):
+    """Every facade class is where saved pipelines say it is, and the registry says the same."""
+    row = registry.by_class(diffusers_class)
+    assert row is not None, f"{diffusers_class} left the registry"
+    assert (row.module, row.facade) == (module, name)
+    if not registry.served_here(row):
+        pytest.skip(f"the installed diffusers has no {diffusers_class}")
+    facade = getattr(importlib.import_module(module), name)
+    assert (facade.__module__, facade.__name__, facade.model_class.__name__) == (module, name, diffusers_class)
+
+
+def test_the_registry_is_every_served_class():
+    """The registry has exactly the classes saved pipelines name, and `models.WRAPPERS` is its served rows."""
+    from torchax_vae.models import WRAPPERS
+
+    assert [row.diffusers_class for row in registry.ROWS] == [name for name, _, _ in SAVED_NAMES]
+    assert WRAPPERS == tuple(registry.facade(row) for row in registry.served())
+
+
+@pytest.mark.parametrize("module,name", DOCUMENTED_PATHS, ids=[f"{m}.{n}" for m, n in DOCUMENTED_PATHS])
+def test_documented_import_paths(module, name):
+    assert callable(getattr(importlib.import_module(module), name))
+
+
+def test_the_entry_point():
+    scripts = tomllib.loads(ROOT.joinpath("pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"torchax-vae": "torchax_vae.cli:main"}
+
+
+def test_a_second_family_for_a_class_fails_naming_both():
+    row = registry.ROWS[0]
+    other = registry.Row(row.diffusers_class, "elsewhere.module", "OtherVAE", "other", row.kind)
+    with pytest.raises(ValueError) as caught:
+        registry.register(other)
+    message = str(caught.value)
+    assert f"{row.module}.{row.facade}" in message and "elsewhere.module.OtherVAE" in message
+    assert registry.by_class(row.diffusers_class) is row
+
+
+def test_version_gates_come_from_the_registry():
+    """scripts/vaes.py builds a class newer than the oldest supported diffusers where the registry says it is."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import vaes
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    for name, since, _ in vaes.NEWER_CLASSES:
+        assert registry.by_class(name).since == since, name
+    newer = {row.diffusers_class for row in registry.ROWS if row.since > registry.FLOOR}
+    assert {name for name, _, _ in vaes.NEWER_CLASSES} >= newer
+
+
+def test_places_that_list_the_classes_agree_with_the_registry():
+    """Every place that names the served classes' labels names all of them (the registry's)."""
+    import torchax_vae
+    from torchax_vae import cli
+    from torchax_vae.vae import TorchaxVAE
+
+    assert torchax_vae.FAMILIES == {row.diffusers_class: row.label for row in registry.ROWS}
+    readme_opening = ROOT.joinpath("README.md").read_text().split("```")[0]
+    parser = cli.parser()
+    decode = parser._subparsers._group_actions[0].choices["decode"]
+    model_help = next(action.help for action in decode._actions if "--model" in action.option_strings)
+    places = {
+        "package docstring": torchax_vae.__doc__.splitlines()[0],
+        "README's opening": readme_opening,
+        "torchax-vae --help": parser.description,
+        "--model help": model_help,
+    }
+    for place, text in places.items():
+        missing = [label for label in registry.labels() if label not in text]
+        assert not missing, f"{place} leaves out {missing}: {text[:200]!r}"
+    missing = [row.diffusers_class for row in registry.ROWS if row.diffusers_class not in TorchaxVAE.__doc__]
+    assert not missing, f"TorchaxVAE's docstring leaves out {missing}"

@@ -1,0 +1,213 @@
+"""The one list of what TorchaxVAE serves: each diffusers class, the module that serves it, and its label.
+
+Plain data, read before torch loads (the command's fast errors and `--help` need it). Everything else that names the
+served classes comes from here: the public class list (`torchax_vae.FAMILIES`), `models.WRAPPERS` and the command's
+and the service's model lookup (`torchax_vae.models`), the sound tables, the version gates of scripts/vaes.py, and
+the README's table (tests/test_registry.py holds the README to it).
+
+A family module under `torchax_vae.models` (or a user's own, docs/api.md: "Your own VAE") is imported from its row
+by name, only where the installed diffusers has the class (`since`).
+"""
+
+import dataclasses
+import importlib.metadata
+
+from packaging.version import Version
+
+__all__ = ["FLOOR", "ROWS", "Row", "by_class", "facade", "facade_for", "facade_for_class_name", "installed_diffusers", "labels",
+           "register", "rows", "served", "served_here", "supported"]
+
+# The oldest diffusers this package supports (pyproject's range): a class older than it says FLOOR as its `since`.
+FLOOR = (0, 36)
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One served class.
+
+    diffusers_class: the class's name in diffusers.
+    module: the module holding its family and facade class (a facade's `__module__`, which saved pipelines'
+        model_index.json names: never to change for a served class).
+    facade: the facade class's name in `module`.
+    label: what users call it (the command's help, README's table).
+    kind: "image", "video" or "sound": what `encode` takes and `decode` gives.
+    since: the oldest diffusers that has the class (the version that added it, or FLOOR where that is older).
+    pipelines: the pipelines (or the place) that use it, as README's table says.
+    sound: "" for a picture VAE; "alone" for a VAE that is its pipeline's whole sound (the command writes a WAV);
+        "decode only" for such a one that encodes nothing.
+    """
+
+    diffusers_class: str
+    module: str
+    facade: str
+    label: str
+    kind: str
+    since: tuple = FLOOR
+    pipelines: str = ""
+    sound: str = ""
+
+
+def _models(name: str) -> str:
+    return f"torchax_vae.models.{name}"
+
+
+ROWS: tuple[Row, ...] = (
+    # images
+    Row("AutoencoderKL", _models("kl"), "KLVAE", "SD/SDXL/SD3/Flux", "image",
+        pipelines="Stable Diffusion 1-3, SDXL, Flux, PixArt, AuraFlow, Lumina, Kolors, HiDream, ..."),
+    Row("AutoencoderKLFlux2", _models("flux2"), "Flux2VAE", "Flux.2", "image", pipelines="Flux2Pipeline"),
+    Row("AutoencoderDC", _models("dc"), "DCVAE", "Sana", "image", pipelines="Sana, Sana Sprint"),
+    Row("AutoencoderKLHunyuanImage", _models("hunyuanimage"), "HunyuanImageVAE", "HunyuanImage 2.1", "image",
+        pipelines="HunyuanImagePipeline"),
+    Row("AutoencoderKLHunyuanImageRefiner", _models("hunyuanimage_refiner"), "HunyuanImageRefinerVAE",
+        "HunyuanImage 2.1 refiner", "video", pipelines="HunyuanImageRefinerPipeline (one-frame videos)"),
+    Row("AutoencoderTiny", _models("tiny"), "TinyVAE", "TAESD", "image", pipelines="any SD/SDXL/Flux pipeline's `vae=`"),
+    Row("AsymmetricAutoencoderKL", _models("asym_kl"), "AsymmetricKLVAE", "SD inpainting", "image",
+        pipelines="StableDiffusionInpaintPipeline's `vae=`"),
+    Row("VQModel", _models("vq"), "VQVAE", "Kandinsky's MoVQ", "image", pipelines="Kandinsky 2.1, 2.2, 3; LDM"),
+    Row("AutoencoderKLTemporalDecoder", _models("temporal_decoder"), "TemporalDecoderVAE", "Stable Video Diffusion",
+        "image", pipelines="StableVideoDiffusionPipeline"),
+    Row("ConsistencyDecoderVAE", _models("consistency"), "ConsistencyDecoderVAEModel", "the consistency decoder", "image",
+        pipelines="SD 1.x's `vae=`"),
+    Row("AutoencoderKLKVAE", _models("kvae"), "KVAEModel", "KVAE", "image", (0, 42), pipelines="none (Kandinsky's)"),
+    Row("AutoencoderRAE", _models("rae"), "RAEVAE", "RAE", "image", (0, 37), pipelines="none ([0, 1] pixels)"),
+    # videos
+    Row("AutoencoderKLCogVideoX", _models("cogvideox"), "CogVideoXVAE", "CogVideoX", "video",
+        pipelines="CogVideoX, CogView3/4, ConsisID"),
+    Row("AutoencoderKLWan", _models("wan"), "WanVAE", "Wan", "video",
+        pipelines="Wan 2.1/2.2, SkyReels-V2, Sana Video, ChronoEdit"),
+    Row("AutoencoderKLQwenImage", _models("qwenimage"), "QwenImageVAE", "Qwen-Image", "video",
+        pipelines="Qwen-Image (edit, layered, ControlNet)"),
+    Row("AutoencoderKLQwenImage21", _models("qwenimage21"), "QwenImage21VAE", "Qwen-Image 2.1", "video", (0, 42),
+        pipelines="QwenImage21Pipeline"),
+    Row("AutoencoderKLHunyuanVideo", _models("hunyuanvideo"), "HunyuanVideoVAE", "HunyuanVideo", "video",
+        pipelines="HunyuanVideo, Framepack, Kandinsky 6"),
+    Row("AutoencoderKLHunyuanVideo15", _models("hunyuanvideo15"), "HunyuanVideo15VAE", "HunyuanVideo 1.5", "video",
+        pipelines="HunyuanVideo 1.5"),
+    Row("AutoencoderKLLTXVideo", _models("ltx"), "LTXVideoVAE", "LTX-Video", "video", pipelines="LTX-Video 0.9.x"),
+    Row("AutoencoderKLLTX2Video", _models("ltx2"), "LTX2VideoVAE", "LTX-2", "video", (0, 37), pipelines="LTX-2"),
+    Row("AutoencoderKLMiniMaxH3", _models("minimax_h3"), "MiniMaxH3VAE", "MiniMax H3", "video", (0, 42),
+        pipelines="MiniMax H3 (modular)"),
+    Row("AutoencoderKLAllegro", _models("allegro"), "AllegroVAE", "Allegro", "video", pipelines="AllegroPipeline"),
+    Row("AutoencoderKLMochi", _models("mochi"), "MochiVAE", "Mochi", "video", pipelines="MochiPipeline"),
+    Row("AutoencoderKLCosmos", _models("cosmos"), "CosmosVAE", "Cosmos", "video", pipelines="Cosmos 1.0"),
+    Row("AutoencoderKLMagvit", _models("magvit"), "MagvitVAE", "EasyAnimate", "video", pipelines="EasyAnimate"),
+    Row("Kandinsky6SRVAE", _models("kandinsky6_sr"), "Kandinsky6SRVAEModel", "Kandinsky 6 SR", "video", (0, 42),
+        pipelines="Kandinsky 6's video super-resolution"),
+    Row("AutoencoderKLKVAEVideo", _models("kvae_video"), "KVAEVideoVAE", "KVAE video", "video", (0, 42),
+        pipelines="none (Kandinsky's)"),
+    Row("AutoencoderVidTok", _models("vidtok"), "VidTokVAE", "VidTok", "video", (0, 38),
+        pipelines="none (KL or FSQ latents)"),
+    # sound
+    Row("AutoencoderKLLTX2Audio", _models("ltx2_audio"), "LTX2AudioVAE", "LTX-2 audio VAE", "sound", (0, 37),
+        pipelines="LTX-2's `audio_vae`"),
+    Row("LTX2Vocoder", _models("ltx2_vocoder"), "LTX2VocoderModel", "LTX-2 vocoders", "sound", (0, 37),
+        pipelines="LTX-2's `vocoder`"),
+    Row("LTX2VocoderWithBWE", _models("ltx2_vocoder"), "LTX2VocoderWithBWEModel", "LTX-2 vocoders", "sound", (0, 38),
+        pipelines="LTX-2.3's `vocoder`"),
+    Row("AutoencoderKLMiniMaxH3Audio", _models("minimax_h3_audio"), "MiniMaxH3AudioVAE", "MiniMax H3 audio VAE",
+        "sound", (0, 42), pipelines="MiniMax H3's `audio_vae`"),
+    Row("MMAudioVAE", _models("mmaudio"), "MMAudioVAEModel", "Kandinsky 6 audio VAE", "sound", (0, 42),
+        pipelines="Kandinsky 6's `audio_vae`"),
+    Row("MMAudioVocoder", _models("mmaudio"), "MMAudioVocoderModel", "Kandinsky 6 vocoder", "sound", (0, 42),
+        pipelines="Kandinsky 6's `vocoder`"),
+    Row("Cosmos3AVAEAudioTokenizer", _models("cosmos3_audio"), "Cosmos3AudioVAE", "Cosmos 3 sound tokenizer", "sound",
+        (0, 42), pipelines="Cosmos 3's sound"),
+    Row("AutoencoderOobleck", _models("oobleck"), "OobleckVAE", "Stable Audio", "sound",
+        pipelines="StableAudioPipeline", sound="alone"),
+    Row("AutoencoderSAME", _models("same"), "SAMEVAE", "Stable Audio 3", "sound", (0, 42),
+        pipelines="Stable Audio 3", sound="alone"),
+    Row("LongCatAudioDiTVae", _models("longcat_audio"), "LongCatAudioVAE", "LongCat audio", "sound", (0, 42),
+        pipelines="LongCatAudioDiTPipeline", sound="alone"),
+    Row("AutoencoderKLKVAEAudio", _models("kvae_audio"), "KVAEAudioVAE", "KVAE-Audio", "sound", (0, 42),
+        pipelines="none (Kandinsky's)", sound="alone"),
+    Row("MiniMaxMusic3Vocoder", _models("minimax_music3"), "MiniMaxMusic3VocoderModel", "MiniMax Music 3", "sound",
+        (0, 42), pipelines="MiniMax Music 3 (modular)", sound="decode only"),
+)
+
+# Rows a user adds at run time (`register`): their own VAEs, served as the package's own are.
+_ADDED: list[Row] = []
+
+
+def _check_unique(table) -> None:
+    seen: dict[str, Row] = {}
+    for row in table:
+        other = seen.setdefault(row.diffusers_class, row)
+        if other is not row:
+            raise ValueError(f"two families claim {row.diffusers_class}: {other.module}.{other.facade} and "
+                             f"{row.module}.{row.facade}")
+
+
+_check_unique(ROWS)
+
+
+def register(row: Row) -> Row:
+    """Adds a family of a user's own (docs/api.md); ValueError where another row claims its class already."""
+    _check_unique((*ROWS, *_ADDED, row))
+    _ADDED.append(row)
+    return row
+
+
+def rows() -> tuple[Row, ...]:
+    """Every row: the package's, then those `register` added."""
+    return (*ROWS, *_ADDED)
+
+
+def by_class(name: str) -> Row | None:
+    """The row serving the diffusers class named `name`, or None."""
+    return next((row for row in rows() if row.diffusers_class == name), None)
+
+
+def labels() -> list[str]:
+    """The served classes' labels, each once, in the table's order (the command's help)."""
+    return list(dict.fromkeys(row.label for row in ROWS))
+
+
+def installed_diffusers() -> tuple[int, ...] | None:
+    """The installed diffusers' release (0.42.0.dev0 counts as 0.42), read without importing it; None where it is
+    not installed."""
+    try:
+        return Version(importlib.metadata.version("diffusers")).release
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def served_here(row: Row) -> bool:
+    """Whether the installed diffusers has the row's class (its release is `since` or later)."""
+    release = installed_diffusers()
+    return release is not None and release[:2] >= row.since
+
+
+def facade(row: Row) -> type:
+    """The facade class (a TorchaxVAE subclass) of a row, its module imported by name."""
+    return getattr(importlib.import_module(row.module), row.facade)
+
+
+def served() -> tuple[Row, ...]:
+    """The rows the installed diffusers has the classes of."""
+    return tuple(row for row in rows() if served_here(row))
+
+
+def supported() -> str:
+    """The served classes' names, as words for an error."""
+    return ", ".join(row.diffusers_class for row in served())
+
+
+def facade_for(model) -> type:
+    """The facade class for a model instance (of a served class, or a subclass of one); TypeError for anything
+    else."""
+    for cls in type(model).__mro__:
+        row = by_class(cls.__name__)
+        if row is not None and served_here(row):
+            found = facade(row)
+            if found.model_class is cls:
+                return found
+    raise TypeError(f"vae must be one of diffusers' {supported()}, got {type(model).__name__}")
+
+
+def facade_for_class_name(name: str) -> type:
+    """The facade class for a saved model's `_class_name`; ValueError for a class not served here."""
+    row = by_class(name)
+    if row is None or not served_here(row):
+        raise ValueError(f"the model is a {name}; supported VAEs: {supported()}")
+    return facade(row)
