@@ -20,7 +20,8 @@ import torch
 from diffusers.models.autoencoders.vae import DiagonalGaussianDistribution
 from torch import nn
 
-from . import convert, stream
+from . import convert
+from .arrays import join_chunks
 from .engine import Engine
 
 
@@ -177,21 +178,23 @@ class Family:
         """The decoded batch, a JAX array (or its shape); conditioning: the decoder's further inputs (LTX's
         timestep, Stable Video Diffusion's num_frames).
 
-        Families whose loop yields frame chunks (`decode_chunks`) get it here, joined on the frame axis; in a
-        stream (torchax_vae/stream.py: `chunked()`) the generator itself. Families with one call override it.
+        Families whose loop yields frame chunks (`decode_chunks`) get it here, joined on the frame axis. Families
+        with one call override it (and get `decode_chunks` as its one chunk).
         """
-        chunks = self.decode_chunks(source, tiled, **conditioning)
-        return chunks if stream.is_chunked() else stream.join_chunks(chunks, self.frame_axis)
+        return join_chunks(self.decode_chunks(source, tiled, **conditioning), self.frame_axis)
 
     def decode_chunks(self, source, tiled: bool | None = None, **conditioning):
         """The decoded batch as a generator of frame chunks (JAX arrays or shapes), each yielded once final: what
-        `decode` joins and `decode_stream` hands out. Only what the next chunk needs stays referenced."""
-        raise NotImplementedError
+        the facade's `decode` joins and `decode_stream` hands out. Only what the next chunk needs stays referenced.
+        A family whose decode is one call (it overrides `decode`) gives that call's output as one chunk."""
+        if type(self).decode is Family.decode:
+            raise NotImplementedError(f"{type(self).__name__} defines neither decode nor decode_chunks")
+        yield self.decode(source, tiled, **conditioning)
 
     @property
-    def frame_axis(self) -> int:
-        """The frame axis of `decode`'s output (`decoded_layout`)."""
-        return self.decoded_layout.index("F")
+    def frame_axis(self) -> int | None:
+        """The frame axis of `decode`'s output (`decoded_layout`); None for an output without frames."""
+        return self.decoded_layout.index("F") if "F" in self.decoded_layout else None
 
     # ----- sessions: latents (or video frames) fed chunk by chunk (torchax_vae/session.py) -----
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from . import convert, weights
-from .sources import is_abstract
+from .arrays import is_abstract
 
 if TYPE_CHECKING:
     from .vae import TorchaxVAE

@@ -34,6 +34,7 @@ import jax
 import numpy as np
 
 from . import stream
+from .arrays import chunks_of
 from .mesh import make_mesh
 from .programs import Programs
 from .targets import Target, TargetError, target as parse_target
@@ -265,9 +266,9 @@ def _compile_call(vae, mesh, budget, kind, shape, platform, observer, tiling_mod
     if tiling_mode is not None:
         planned.tiling_mode = tiling_mode
     source = planned._shape_source(kind, shape)
-    with programs.recording() as used, stream.chunked():  # a decode as its stream's chunks (a list)
+    with programs.recording() as used:  # a decode as its stream's chunks (a list)
         out = planned._planned_run(kind, source)
-        out = list(stream.chunks_of(out)) if kind == "decode" else out
+        out = list(chunks_of(out)) if kind == "decode" else out
     return out, used, programs
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import jax
 
-from .sources import is_abstract
+from .arrays import is_abstract
 
 logger = logging.getLogger(__name__)
 

@@ -194,9 +194,9 @@ def supported() -> str:
 
 
 def facade_for(model) -> type:
-    """The facade class for a model instance (of a served class, or a subclass of one); TypeError for anything
-    else."""
-    for cls in type(model).__mro__:
+    """The facade class for a model instance (of a served class, or a subclass of one; a TorchaxVAE passes for the
+    class it wraps); TypeError for anything else."""
+    for cls in model.__class__.__mro__:  # (`__class__`, as isinstance asks: a TorchaxVAE reports its diffusers class)
         row = by_class(cls.__name__)
         if row is not None and served_here(row):
             found = facade(row)

@@ -119,5 +119,3 @@ class ShapeSource(HostSource):
         return jax.ShapeDtypeStruct((len(values),), jnp.int32, sharding=self._placement.replicated)
 
 
-def is_abstract(tree) -> bool:
-    return any(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in jax.tree.leaves(tree))

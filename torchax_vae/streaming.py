@@ -1,20 +1,21 @@
 """TorchaxVAE's streamed decode and its sessions, as methods of the facade (a mixin of `TorchaxVAE`).
 
-`decode_stream` runs the facade's own `decode` as far as its checks and captures the loop it would run
-(torchax_vae/stream.py), so every family's arguments and checks are `decode`'s; the sessions are in
-torchax_vae/session.py.
+`decode_stream` takes the facade's own prepared decode (`_decode_call`: `decode`'s arguments and checks) and hands
+out the chunks `decode` would join (torchax_vae/stream.py); the sessions are in torchax_vae/session.py.
 """
 
 import torch
 
 from . import convert, pixels, stream
+from .arrays import chunks_of
 
 
 class Streaming:
     """decode_stream, decode_session and encode_session of a TorchaxVAE (`self` is the facade)."""
 
     def decode_stream(self, z: torch.Tensor, *args, frames: str = "float", **kwargs) -> stream.DecodeStream:
-        """`decode(z, *args, **kwargs)` as an iterator over frame chunks, each as soon as it is final.
+        """`decode(z, *args, **kwargs)` (its arguments less `return_dict`) as an iterator over frame chunks, each as
+        soon as it is final.
 
         The chunks are tensors in `decoded_layout`, like `decode`'s output; joined on the frame axis they are
         `decode(z, *args, **kwargs).sample`, bit for bit (the same programs). Only the chunks in flight stay
@@ -29,15 +30,9 @@ class Streaming:
         if z.requires_grad and torch.is_grad_enabled():
             raise ValueError("decode_stream yields no gradients: call decode for a differentiable output, or "
                              "pass z detached (torch.no_grad())")
-        try:
-            with stream.capturing():
-                self.decode(z, *args, **kwargs)
-        except stream.Captured as captured:
-            run, x = captured.run, captured.x
-        else:  # a facade whose decode runs without `_compute` would have decoded already
-            raise NotImplementedError(f"{type(self).__name__}.decode does not run through _compute")
-        with stream.chunked():
-            chunks = stream.chunks_of(run(self._source(x)))
+        call = self._decode_call(z, *args, **kwargs)
+        x = call.x
+        chunks = chunks_of(call.chunks(self._source(x)))
 
         def as_tensor(chunk):
             if frames == "uint8":  # the family's pixels (torchax_vae/pixels.py), rounded on the device

@@ -9,11 +9,12 @@ it holds and adds only where diffusers' class differs at its interface; `Torchax
 of `vae`.
 """
 
+import dataclasses
 import functools
 import logging
+from collections.abc import Callable
 
 import jax
-import jax.numpy as jnp
 import torch
 from diffusers import ConfigMixin, ModelMixin
 from diffusers.models.autoencoders.vae import DecoderOutput
@@ -21,7 +22,8 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import cache, convert, gradients, process, registry, stream, validation, weights
+from . import cache, convert, gradients, process, registry, validation, weights
+from .arrays import apply, is_abstract, join, join_chunks, side_by_side
 from .ahead import _TWIN, AheadOfTime
 from .engine import Engine
 from .facade import ConfigFacade
@@ -33,7 +35,7 @@ from .policy import Policy
 from .mesh import Placement, check_mesh
 from .programs import Programs
 from .stored import ProgramStore
-from .sources import DeviceSource, HostSource, is_abstract
+from .sources import DeviceSource, HostSource
 
 logger = logging.getLogger(__name__)
 
@@ -220,10 +222,31 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
 
     def decode(self, z: torch.Tensor, return_dict: bool = True):
         """Decodes latents [B, C, F, H, W] into videos, as diffusers does; differentiable like `encode`."""
+        return self._decoder_output(self._decode_call(z), return_dict)
+
+    def _decode_call(self, z: torch.Tensor) -> "DecodeCall":
+        """`decode`'s checks, and the loop it runs (`decode` joins its chunks, `decode_stream` hands them out).
+
+        Each facade class whose `decode` takes other arguments has a `_decode_call` of the same arguments (less
+        `return_dict`), which is what `decode_stream(z, *args, **kwargs)` calls."""
         validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank,
                                   dtype=self._input_dtype)
         self._family.check_latents(tuple(z.shape), "decode input")
-        sample = self._compute(functools.partial(self._per_sample, self._family.decode), z)
+        return self._prepare(functools.partial(self._per_sample, self._family.decode_chunks), z)
+
+    def _prepare(self, chunks, x: torch.Tensor) -> "DecodeCall":
+        """A decode whose input has passed its checks: the model's own checks, then the call as a value."""
+        self._check_weights()
+        self._family.check_training()
+        return DecodeCall(chunks, x)
+
+    def _joined(self, call: "DecodeCall") -> torch.Tensor:
+        """A prepared decode run: its chunks joined on the frame axis, a tensor like its input (differentiable)."""
+        axis = self._family.frame_axis
+        return self._compute(lambda source: join_chunks(call.chunks(source), axis), call.x)
+
+    def _decoder_output(self, call: "DecodeCall", return_dict: bool):
+        sample = self._joined(call)
         return DecoderOutput(sample=sample) if return_dict else (sample,)
 
     def tiled_encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -249,8 +272,8 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         validation.check_video(z, name="tiled_decode input", channels=self.latent_channels, role="decoder", rank=self.rank,
                                   dtype=self._input_dtype)
         self._family.check_latents(tuple(z.shape), "tiled_decode input")
-        sample = self._compute(functools.partial(self._family.decode, tiled=True), z)
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
+        return self._decoder_output(self._prepare(functools.partial(self._family.decode_chunks, tiled=True), z),
+                                    return_dict)
 
     def forward(self, sample: torch.Tensor, sample_posterior: bool = False, return_dict: bool = True, generator=None):
         """Encode then decode, as diffusers' VAEs' `forward`."""
@@ -262,14 +285,18 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     __call__ = forward
 
     def _run_kind(self, kind: str, source):
-        """encode's or decode's loop over a source (sliced as `encode` and `decode` slice): what precompile, lower
-        and plan run on shapes."""
-        return self._per_sample(self._family.encode if kind == "encode" else self._family.decode, source)
+        """encode's or decode's loop over a source, run to its end (decode's chunks joined): what precompile, lower
+        and output_shape run on shapes."""
+        return join_chunks(self._kind_chunks(kind, source), self._family.frame_axis)
+
+    def _kind_chunks(self, kind: str, source):
+        """encode's output or decode's chunks (sliced as `encode` and `decode` slice), as `_run_kind` runs them."""
+        return self._per_sample(self._family.encode if kind == "encode" else self._family.decode_chunks, source)
 
     def _planned_run(self, kind: str, source):
-        """What `plan` compiles for a job of `kind`: `_run_kind`, unless a family's pipelines always run another
-        call (AsymmetricAutoencoderKL's conditioned decode)."""
-        return self._run_kind(kind, source)
+        """What `plan` compiles for a job of `kind` (decode: its chunks): `_kind_chunks`, unless a family's
+        pipelines always run another call (AsymmetricAutoencoderKL's conditioned decode)."""
+        return self._kind_chunks(kind, source)
 
     def _shape_source(self, kind: str, shape):
         """The shape-only source of an encode or decode input of `shape`, checked as a real input would be."""
@@ -288,8 +315,6 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         """run (over a source of x) as a tensor like x; differentiable with respect to x when x requires grad."""
         self._check_weights()
         self._family.check_training()
-        if stream.is_capturing():  # decode_stream: every check of the call has run; it runs `run` itself
-            raise stream.Captured(run, x)
         if not (x.requires_grad and torch.is_grad_enabled()):
             return convert.like(run(self._source(x)), x, own_dtype=self._family.casts_inputs)
         if convert.is_torchax(x):
@@ -315,21 +340,19 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
         return HostSource(x, engine.jax_dtype, engine.placement)
 
     def _per_sample(self, fn, source, **per_sample):
-        """Runs `fn` on the whole batch, or per batch element when slicing; a JAX array (or its shape).
+        """Runs `fn` on the whole batch, or per batch element when slicing: a JAX array (or its shape), or, where
+        `fn` gives chunks (a decode's), the chunks of each video side by side, joined on the batch axis.
 
         per_sample: further arguments of `fn` with the batch as their first axis (LTX's timesteps),
         split with the source when slicing; None passes through.
         """
         if not (getattr(self, "use_slicing", False) and source.shape[0] > 1):
             return fn(source, **per_sample)
-        pieces = [(piece, {k: None if v is None else v[i : i + 1] for k, v in per_sample.items()})
-                  for i, piece in enumerate(source.split())]
-        if stream.is_chunked():  # a stream: each video's chunks side by side, joined on the batch axis
-            return stream.side_by_side([fn(piece, **kwargs) for piece, kwargs in pieces])  # (now: chunked mode)
-        outputs = [fn(piece, **kwargs) for piece, kwargs in pieces]
-        if len(outputs) == 1:
-            return outputs[0]
-        return apply(join, outputs, axis=0)
+        outputs = [fn(piece, **{k: None if v is None else v[i : i + 1] for k, v in per_sample.items()})
+                   for i, piece in enumerate(source.split())]
+        if not all(isinstance(out, (jax.Array, jax.ShapeDtypeStruct)) for out in outputs):
+            return side_by_side(outputs)  # (generators: nothing has run yet)
+        return outputs[0] if len(outputs) == 1 else apply(join, outputs, axis=0)
 
     # ----- the family's facts, as diffusers' classes and this package's command and service read them -----
 
@@ -387,12 +410,10 @@ def _reported_class(adapter: type) -> type:
     return type(adapter.__name__, (adapter, adapter.model_class), namespace)
 
 
-def join(arrays, *, axis):
-    return jnp.concatenate(arrays, axis=axis)
+@dataclasses.dataclass(frozen=True)
+class DecodeCall:
+    """A decode whose arguments have passed every check (`TorchaxVAE._decode_call`): `chunks(source)` is its loop
+    over a source of `x`, a generator of final frame chunks; `decode` joins them, `decode_stream` hands them out."""
 
-
-def apply(fn, *args, **static):
-    """fn(*args, **static) on arrays, or its output's shape when args are jax.ShapeDtypeStruct."""
-    if is_abstract(args):
-        return jax.eval_shape(functools.partial(fn, **static), *args)
-    return fn(*args, **static)
+    chunks: Callable
+    x: torch.Tensor

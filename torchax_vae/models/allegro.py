@@ -37,7 +37,8 @@ from diffusers.models.upsampling import Upsample2D
 from ..family import Family
 from ..sources import ShapeSource
 from ..validation import ZeroOutputWarning
-from ..vae import TorchaxVAE, apply
+from ..arrays import apply
+from ..vae import TorchaxVAE
 from .windows import WindowLowered
 
 __all__ = ["Allegro", "AllegroVAE", "latent_shape", "video_channels"]

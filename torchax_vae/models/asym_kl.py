@@ -27,7 +27,7 @@ from diffusers import AsymmetricAutoencoderKL, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput
 
 from .. import convert, validation
-from ..sources import is_abstract
+from ..arrays import is_abstract
 from ..vae import TorchaxVAE
 from .kl import KL, KLVAE, _where_diffusers_has
 
@@ -75,6 +75,10 @@ class AsymmetricKLVAE(KLVAE):
                mask: torch.Tensor | None = None, return_dict: bool = True):
         """Decodes latents [B, C, H, W] into images, conditioned on the inpainted `image` [B, 3, H x 8, W x 8] and
         its `mask` [B, 1, H x 8, W x 8] where both are given, as diffusers' `decode(z, generator, image, mask)`."""
+        return self._decoder_output(self._decode_call(z, generator, image, mask), return_dict)
+
+    def _decode_call(self, z: torch.Tensor, generator=None, image: torch.Tensor | None = None,
+                     mask: torch.Tensor | None = None):
         validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=4,
                                dtype=self.dtype)
         condition = {}
@@ -86,8 +90,7 @@ class AsymmetricKLVAE(KLVAE):
                     raise ValueError(f"decode's {name} must be a tensor [{z.shape[0]}, {channels}, {size[0]}, "
                                      f"{size[1]}] for latents {tuple(z.shape)}, got {shape}")
             condition = {"image": image.to(self.dtype), "mask": mask.to(self.dtype)}
-        sample = self._compute(functools.partial(self._per_sample, self._family.decode, **condition), z)
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
+        return self._prepare(functools.partial(self._per_sample, self._family.decode_chunks, **condition), z)
 
     def forward(self, sample: torch.Tensor, mask: torch.Tensor | None = None, sample_posterior: bool = False,
                 return_dict: bool = True, generator=None):

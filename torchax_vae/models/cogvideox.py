@@ -22,12 +22,13 @@ from diffusers.models.upsampling import CogVideoXUpsample3D
 from torch import nn
 
 from ..backends import backend
-from .. import memory, staging, stream, tiling
+from .. import memory, staging, tiling
 from ..family import Family
 from ..lowering import Lowered
 from ..patches.group_norm import TorchaxGroupNorm
 from ..patches.safe_conv3d import PlainConv3d
-from ..vae import TorchaxVAE, apply, join
+from ..arrays import apply, join, run_out
+from ..vae import TorchaxVAE
 
 # The layers whose activations get sharding marks on a mesh (patches/sharding_marks.py): every convolution
 # inside a CogVideoXCausalConv3d (a PlainConv3d after safe_conv3d), every GroupNorm, the samplers.
@@ -165,7 +166,7 @@ class CogVideoX(Family):
         frames = source.shape[2]
         batches = frame_batches(frames, size) if state is None else [(k, k + size) for k in range(0, frames, size)]
         name, step = ("decoder", self.lowered.decode_step) if kind == "decode" else ("encoder", self.lowered.encode_step)
-        outputs, state = stream.run_out(self._frames(name, step, source, size, conv_cache=state, first=batches))
+        outputs, state = run_out(self._frames(name, step, source, size, conv_cache=state, first=batches))
         return apply(join, outputs, axis=2), state
 
     def _batch_size(self, kind: str) -> int:

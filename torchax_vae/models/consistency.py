@@ -29,7 +29,7 @@ from diffusers.models.autoencoders.vae import DecoderOutput
 from diffusers.utils.torch_utils import randn_tensor
 
 from .. import convert, validation
-from ..sources import is_abstract
+from ..arrays import is_abstract
 from .kl import KL, KLVAE, _where_diffusers_has
 from .windows import WindowLowered
 
@@ -130,13 +130,16 @@ class ConsistencyDecoderVAEModel(KLVAE):
                num_inference_steps: int = STEPS):
         """Images [B, 3, H, W] of latents [B, C, h, w], their noise from `generator` (torch's global one without),
         as diffusers' two-step decode (the module docstring)."""
+        return self._decoder_output(self._decode_call(z, generator, num_inference_steps=num_inference_steps),
+                                    return_dict)
+
+    def _decode_call(self, z: torch.Tensor, generator: torch.Generator | None = None, num_inference_steps: int = STEPS):
         if num_inference_steps != STEPS:
             raise ValueError(f"num_inference_steps must be {STEPS}, got {num_inference_steps}: diffusers' "
                              "ConsistencyDecoderScheduler supports 2 steps only")
         validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=4,
                                dtype=self.dtype)
-        sample = self._compute(functools.partial(self._family.decode, generator=generator), z)
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
+        return self._prepare(functools.partial(self._family.decode_chunks, generator=generator), z)
 
     def forward(self, sample: torch.Tensor, sample_posterior: bool = False, return_dict: bool = True,
                 generator: torch.Generator | None = None):
@@ -148,11 +151,11 @@ class ConsistencyDecoderVAEModel(KLVAE):
 
     __call__ = forward
 
-    def _run_kind(self, kind: str, source):
+    def _kind_chunks(self, kind: str, source):
         """decode: the whole batch, never sliced (diffusers' decode has no slicing); its noise as shapes."""
         if kind == "decode":
             return self._family.decode(source)
-        return super()._run_kind(kind, source)
+        return super()._kind_chunks(kind, source)
 
     tiled_decode = _where_diffusers_has(KLVAE.tiled_decode)
     unpack_latents = _where_diffusers_has(KLVAE.unpack_latents)

@@ -46,10 +46,11 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchify
 from jax.sharding import Mesh
 
-from .. import memory, patches, stream, tiling
+from .. import memory, patches, tiling
 from ..family import Family, whole_groups
 from ..lowering import Lowered
-from ..vae import TorchaxVAE, apply, join
+from ..arrays import apply, join, run_out
+from ..vae import TorchaxVAE
 
 # diffusers' encoder chunking: the first frame, then this many frames per call
 ENCODE_CHUNK = 4
@@ -274,7 +275,7 @@ class FeatCache(Family):
             ranges = encode_chunks(frames) if state is None else [(k, k + ENCODE_CHUNK) for k in range(0, frames, ENCODE_CHUNK)]
         else:
             ranges = [(k, k + 1) for k in range(frames)]
-        outputs, state = stream.run_out(self._steps(kind, source, state=state, alone=False, ranges=ranges))
+        outputs, state = run_out(self._steps(kind, source, state=state, alone=False, ranges=ranges))
         return apply(join, outputs, axis=2), state
 
     def _untiled_bytes(self, kind: str, source) -> int:

@@ -45,10 +45,11 @@ from diffusers.models.autoencoders.autoencoder_kandinsky6_sr import (SEGMENT_FRA
                                                                      Kandinsky6SRDownsample, Kandinsky6SRResnetBlock3D,
                                                                      Kandinsky6SRUpsample)
 
-from .. import patches, stream
+from .. import patches
 from ..family import Family, whole_groups
 from ..lowering import Lowered
-from ..vae import TorchaxVAE, apply, join
+from ..arrays import apply, join, run_out
+from ..vae import TorchaxVAE
 from .kl import _where_diffusers_has
 
 __all__ = ["Kandinsky6SR", "Kandinsky6SRVAEModel", "decode_segments", "encode_segments"]
@@ -176,7 +177,7 @@ class Kandinsky6SR(Family):
             raise ValueError(f"the video has {frames} frames (shape {tuple(source.shape)}); Kandinsky6SRVAE encodes "
                              f"1 + {temporal}k frames (1, {1 + temporal}, {1 + 2 * temporal}, ...), as its pipeline "
                              f"requires")
-        moments, _ = stream.run_out(self._segments("encoder", source, encode_segments(source.shape[2])))
+        moments, _ = run_out(self._segments("encoder", source, encode_segments(source.shape[2])))
         return apply(join, moments, axis=2)
 
     def decode_chunks(self, source, tiled: bool | None = None):
@@ -222,7 +223,7 @@ class Kandinsky6SR(Family):
             child, size = "encoder", SEGMENT_FRAMES
             ranges = encode_segments(frames) if state is None else None
         ranges = ranges or [(k, min(k + size, frames)) for k in range(0, frames, size)]
-        outputs, state = stream.run_out(self._segments(child, source, ranges, state))
+        outputs, state = run_out(self._segments(child, source, ranges, state))
         return apply(join, outputs, axis=2), state
 
 

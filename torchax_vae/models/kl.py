@@ -35,7 +35,8 @@ from diffusers.models.resnet import Downsample2D, ResnetBlock2D, Upsample2D
 from .. import memory, tiling, validation
 from ..family import Family
 from ..patches.group_norm import TorchaxGroupNorm
-from ..vae import TorchaxVAE, apply
+from ..arrays import apply
+from ..vae import TorchaxVAE
 from .windows import WindowLowered
 
 __all__ = ["KL", "KLVAE", "latent_shape", "video_channels"]

@@ -31,7 +31,8 @@ from diffusers.models.autoencoders.autoencoder_kl_kvae_video import (KVAECachedC
                                                                      KVAECachedPXSUpsample, KVAECachedResnetBlock3D)
 
 from .. import patches
-from ..vae import TorchaxVAE, apply
+from ..arrays import apply
+from ..vae import TorchaxVAE
 from .kandinsky6_sr import SEGMENT_FRAMES, Kandinsky6SR, Kandinsky6SRLowered
 from .kl import _where_diffusers_has
 

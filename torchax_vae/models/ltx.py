@@ -206,14 +206,17 @@ class TimestepWindowVAE(LatentStatistics, WindowVAE):
         generator: a CPU `torch.Generator` the injected noise is drawn from (this call's own: calls from
         several threads each get theirs); None: torch's global generator, as diffusers' decoder draws it.
         """
-        sample = self._decode_with(z, temb, "decode", generator=generator)
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
+        return self._decoder_output(self._decode_call(z, temb, generator=generator), return_dict)
+
+    def _decode_call(self, z: torch.Tensor, temb: torch.Tensor | None = None, *,
+                     generator: torch.Generator | None = None):
+        return self._decode_with(z, temb, "decode", generator=generator)
 
     def tiled_decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, return_dict: bool = True, *,
                      generator: torch.Generator | None = None):
         """diffusers' `tiled_decode(z, temb)`: decoded in tiles whatever its size or the settings (no slicing)."""
-        sample = self._decode_with(z, temb, "tiled_decode", tiled=True, generator=generator)
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
+        return self._decoder_output(self._decode_with(z, temb, "tiled_decode", tiled=True, generator=generator),
+                                    return_dict)
 
     def forward(self, sample, temb=None, sample_posterior: bool = False, return_dict: bool = True, generator=None):
         """Encode then decode, as diffusers' `AutoencoderKLLTXVideo.forward(sample, temb, ...)`."""
@@ -225,20 +228,20 @@ class TimestepWindowVAE(LatentStatistics, WindowVAE):
     __call__ = forward
 
     def _decode_with(self, z: torch.Tensor, temb, name: str, tiled: bool | None = None, generator=None,
-                     **options) -> torch.Tensor:
-        """The video of `z` at timestep `temb` (checked first), sliced per video unless `tiled` (as diffusers'
-        tiled_decode), its noise drawn from `generator` (None: torch's global one); options: the decoder's
-        program options (LTX-2's `causal`)."""
+                     **options):
+        """The prepared decode (`DecodeCall`) of `z` at timestep `temb` (checked first), sliced per video unless
+        `tiled` (as diffusers' tiled_decode), its noise drawn from `generator` (None: torch's global one); options:
+        the decoder's program options (LTX-2's `causal`)."""
         validation.check_video(z, name=f"{name} input", channels=self.latent_channels, role="decoder", rank=self.rank,
                                   dtype=self.dtype)
         if generator is not None and not (isinstance(generator, torch.Generator) and generator.device.type == "cpu"):
             raise TypeError(f"generator must be a CPU torch.Generator (the noise is drawn on the host, as PyTorch "
                             f"draws it on the CPU), got {generator!r}")
         timestep = self._timestep(temb, z.shape[0])
-        decode = functools.partial(self._family.decode, generator=generator, **options)
+        decode = functools.partial(self._family.decode_chunks, generator=generator, **options)
         if tiled:
-            return self._compute(functools.partial(decode, tiled=True, timestep=timestep), z)
-        return self._compute(functools.partial(self._per_sample, decode, timestep=timestep), z)
+            return self._prepare(functools.partial(decode, tiled=True, timestep=timestep), z)
+        return self._prepare(functools.partial(self._per_sample, decode, timestep=timestep), z)
 
     def _timestep(self, temb, batch: int) -> torch.Tensor | None:
         """temb checked at the boundary: a floating tensor of `batch` values on the CPU, or None when unused."""

@@ -108,14 +108,17 @@ class LTX2VideoVAE(TimestepWindowVAE):
                return_dict: bool = True, *, generator: torch.Generator | None = None):
         """As diffusers' `decode(z, temb=None, causal=None)`: `temb` as LTX-Video's (one timestep per video,
         required when the decoder is timestep-conditioned); causal as `encode`'s, with `decoder_causal`."""
-        sample = self._decode_with(z, temb, "decode", generator=generator, **self._causal("decode", causal))
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
+        return self._decoder_output(self._decode_call(z, temb, causal, generator=generator), return_dict)
+
+    def _decode_call(self, z: torch.Tensor, temb: torch.Tensor | None = None, causal: bool | None = None, *,
+                     generator: torch.Generator | None = None):
+        return self._decode_with(z, temb, "decode", generator=generator, **self._causal("decode", causal))
 
     def tiled_decode(self, z: torch.Tensor, temb: torch.Tensor | None = None, causal: bool | None = None,
                      return_dict: bool = True, *, generator: torch.Generator | None = None):
-        sample = self._decode_with(z, temb, "tiled_decode", tiled=True, generator=generator,
-                                   **self._causal("decode", causal))
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
+        call = self._decode_with(z, temb, "tiled_decode", tiled=True, generator=generator,
+                                 **self._causal("decode", causal))
+        return self._decoder_output(call, return_dict)
 
     def forward(self, sample, temb=None, sample_posterior: bool = False, encoder_causal: bool | None = None,
                 decoder_causal: bool | None = None, return_dict: bool = True, generator=None):

@@ -37,7 +37,7 @@ from diffusers.models.autoencoders.autoencoder_kl_magvit import (
 from .. import tiling
 from ..patches.group_norm import TorchaxGroupNorm
 from ..patches.sharding_marks import mark
-from ..vae import apply, join
+from ..arrays import apply, join
 from .windows import WindowLowered, Windows, WindowVAE
 
 __all__ = ["MagvitVAE", "frame_batches", "latent_shape", "video_channels"]

@@ -47,10 +47,12 @@ import torch
 from diffusers import AutoencoderKLMiniMaxH3, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import MiniMaxH3VideoCausalConv3d
 
-from .. import memory, stream, tiling
+from .. import memory, tiling
 from ..family import Family
-from ..sources import DeviceSource, is_abstract
-from ..vae import TorchaxVAE, apply, join
+from ..arrays import is_abstract
+from ..sources import DeviceSource
+from ..arrays import apply, join, run_out
+from ..vae import TorchaxVAE
 from . import minimax_h3_tiles as tiles_of_clips
 from .kl import _where_diffusers_has
 from .windows import WindowLowered
@@ -234,7 +236,7 @@ class MiniMaxH3(Family):
             size, overlap = self._clip_tokens[:2]
             ready = range(state.done, max(state.done, (state.total - overlap) // size))
             # a clip whose latents have all come keeps all its frames, whatever the video's length (_decode_plan)
-            outputs, (before, _) = stream.run_out(
+            outputs, (before, _) = run_out(
                 self._decode_clips(source, ready, math.inf, state.before, state.base, None))
             state = state.moved(len(ready), len(ready) * size, before=before)
         else:
@@ -263,7 +265,7 @@ class MiniMaxH3(Family):
         clips, frames = self._decode_plan(state.total)
         size, _, pre, _ = self._clip_tokens
         left = frames - state.done * (size * self.temporal_compression_ratio - pre)
-        outputs, (before, left) = stream.run_out(
+        outputs, (before, left) = run_out(
             self._decode_clips(source, range(state.done, clips), left, state.before, state.base, None))
         if before is not None and left > 0:
             outputs.append(apply(_frames, before, start=0, stop=min(left, before.shape[2])))

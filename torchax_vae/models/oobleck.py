@@ -39,7 +39,8 @@ from diffusers.models.autoencoders.autoencoder_oobleck import (
 from .. import memory
 from ..family import Family
 from ..lowering import OneChildLowered
-from ..vae import TorchaxVAE, apply
+from ..arrays import apply
+from ..vae import TorchaxVAE
 from .kl import _where_diffusers_has
 
 __all__ = ["Oobleck", "OobleckVAE", "latent_length"]

@@ -74,11 +74,13 @@ class TemporalDecoderVAE(KLVAE):
     def decode(self, z: torch.Tensor, num_frames: int, return_dict: bool = True):
         """Decodes latents [B x num_frames, C, h, w], each run of `num_frames` one video, into frames
         [B x num_frames, C, H, W], as diffusers does."""
+        return self._decoder_output(self._decode_call(z, num_frames), return_dict)
+
+    def _decode_call(self, z: torch.Tensor, num_frames: int):
         validation.check_video(z, name="decode input", channels=self.latent_channels, role="decoder", rank=self.rank,
                                   dtype=self.dtype)
         frames = self._num_frames(num_frames, z.shape[0])
-        sample = self._compute(functools.partial(self._family.decode, num_frames=frames), z)
-        return DecoderOutput(sample=sample) if return_dict else (sample,)
+        return self._prepare(functools.partial(self._family.decode_chunks, num_frames=frames), z)
 
     def forward(self, sample: torch.Tensor, sample_posterior: bool = False, return_dict: bool = True, generator=None,
                 num_frames: int = 1):

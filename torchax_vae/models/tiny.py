@@ -37,7 +37,8 @@ from diffusers.models.autoencoders.autoencoder_tiny import AutoencoderTinyOutput
 from diffusers.models.autoencoders.vae import DecoderOutput, IdentityDistribution
 from diffusers.models.unets.unet_2d_blocks import AutoencoderTinyBlock
 
-from ..vae import TorchaxVAE, apply
+from ..arrays import apply
+from ..vae import TorchaxVAE
 from .kl import KL, KLVAE
 
 __all__ = ["Tiny", "TinyVAE", "latent_shape", "video_channels"]

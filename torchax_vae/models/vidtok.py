@@ -41,7 +41,8 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from .. import convert, memory, validation
 from ..family import Family
 from ..lowering import Lowered
-from ..vae import TorchaxVAE, apply
+from ..arrays import apply
+from ..vae import TorchaxVAE
 from . import vidtok_tiles
 
 __all__ = ["VidTok", "VidTokVAE", "latent_shape", "video_channels"]
@@ -324,9 +325,10 @@ class VidTokVAE(TorchaxVAE):
     def decode(self, z: torch.Tensor, decode_from_indices: bool = False) -> torch.Tensor:
         """The frames of latents [B, C, f, h, w] (or, `decode_from_indices`, of FSQ indices [B, f, h, w]), as a
         tensor, as diffusers' decode returns them."""
-        if decode_from_indices:
-            z = self._latents_of(z)
-        return super().decode(z, return_dict=False)[0]
+        return self._joined(self._decode_call(z, decode_from_indices))
+
+    def _decode_call(self, z: torch.Tensor, decode_from_indices: bool = False):
+        return super()._decode_call(self._latents_of(z) if decode_from_indices else z)
 
     def tiled_decode(self, z: torch.Tensor) -> torch.Tensor:
         """diffusers' `tiled_decode`: the tiled decoder's frames, before `decode`'s causal crop (a tensor)."""

@@ -55,6 +55,10 @@ class VocoderFacade:
     disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
     disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
 
+    def _decode_call(self, *args, **kwargs):
+        """A vocoder is called, not decoded: no `decode`, so no `decode_stream`."""
+        raise AttributeError(f"'{type(self).model_class.__name__}' object has no attribute 'decode'")
+
     @property
     def use_tiling(self) -> bool:  # diffusers' vocoder has no such flag
         raise AttributeError(f"{type(self).model_class.__name__} has no use_tiling (no tiling)")

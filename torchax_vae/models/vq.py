@@ -102,12 +102,12 @@ class VQVAE(KLVAE):
 
     family = VQ
 
-    def _run_kind(self, kind: str, source):
+    def _kind_chunks(self, kind: str, source):
         """`precompile`, `lower` and `plan` of a decode follow the Kandinsky pipelines' stage 3
         (`force_not_quantize=True`: the "decoder" program), which the command and the service run too; a quantized
         `decode(z)` compiles its own program when called."""
         if kind != "decode":
-            return super()._run_kind(kind, source)
+            return super()._kind_chunks(kind, source)
         return self._per_sample(functools.partial(self._family.decode, quantize=False), source)
 
     def encode(self, x: torch.Tensor, return_dict: bool = True):
@@ -118,16 +118,18 @@ class VQVAE(KLVAE):
     def decode(self, h: torch.Tensor, force_not_quantize: bool = False, return_dict: bool = True, shape=None):
         """Decodes latents [B, C, H, W] into images (`DecoderOutput(sample, commit_loss)`), quantized first unless
         `force_not_quantize`, as diffusers does."""
-        indices = None
+        call = self._decode_call(h, force_not_quantize, shape)
+        sample, latents, quantize = self._joined(call), call.x, not force_not_quantize
+        like = h  # diffusers' zero loss takes the input's dtype, codebook indices' too
+        loss = self._commit_loss(latents) if quantize else _zeros(latents.shape[0], like)
+        return DecoderOutput(sample=sample, commit_loss=loss) if return_dict else (sample, loss)
+
+    def _decode_call(self, h: torch.Tensor, force_not_quantize: bool = False, shape=None):
         if not h.is_floating_point() or shape is not None:  # codebook indices (aMUSEd's integer latents)
-            indices, h = h, self._codebook_entries(h, shape, force_not_quantize)
+            h = self._codebook_entries(h, shape, force_not_quantize)
         validation.check_video(h, name="decode input", channels=self.latent_channels, role="decoder", rank=4,
                                dtype=self.dtype)
-        quantize = not force_not_quantize
-        sample = self._compute(functools.partial(self._family.decode, quantize=quantize), h)
-        like = h if indices is None else indices  # diffusers' zero loss takes the input's dtype, the indices' too
-        loss = self._commit_loss(h) if quantize else _zeros(h.shape[0], like)
-        return DecoderOutput(sample=sample, commit_loss=loss) if return_dict else (sample, loss)
+        return self._prepare(functools.partial(self._family.decode_chunks, quantize=not force_not_quantize), h)
 
     def _codebook_entries(self, indices: torch.Tensor, shape, force_not_quantize: bool) -> torch.Tensor:
         """diffusers' `VectorQuantizer.get_codebook_entry(indices, shape)`, looked up on the device: the codebook rows

@@ -36,7 +36,8 @@ import jax
 from .. import memory, tiling
 from ..family import Family
 from ..lowering import Lowered
-from ..vae import TorchaxVAE, apply
+from ..arrays import apply
+from ..vae import TorchaxVAE
 
 
 def windows(frames: int, size: int, stride: int) -> list[tuple[int, int]]:
