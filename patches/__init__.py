@@ -53,7 +53,7 @@ Which layers carry sharding marks is the family's knowledge, so its adapter pass
 
 from torch import nn
 
-from . import (
+from torchax_vae.patches import (
     antialias_resize,
     attention_split,
     causal_mask,
@@ -75,7 +75,7 @@ from . import (
     wan_upsample,
     zero_history,
 )
-from .torchax_torch213 import import_torchax
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 __all__ = ["apply", "import_torchax"]
 

@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from .torchax_torch213 import import_torchax
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 # op name -> (the filter's width in input pixels at scale 1, the filter)
 FILTERS = {

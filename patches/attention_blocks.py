@@ -31,8 +31,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .options import current
-from .torchax_torch213 import import_torchax
+from torchax_vae.patches.options import current
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 
 def block_rows(shape_q, keys: int, itemsize: int, limit: int | None) -> int | None:

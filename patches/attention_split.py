@@ -40,10 +40,10 @@ import jax
 import torch
 from jax.sharding import NamedSharding, PartitionSpec
 
-from ..mesh import attention_axes, fine_mesh
-from .attention_blocks import blockable_rows, in_blocks, run_blocked
-from .options import current
-from .torchax_torch213 import import_torchax
+from torchax_vae.mesh import attention_axes, fine_mesh
+from torchax_vae.patches.attention_blocks import blockable_rows, in_blocks, run_blocked
+from torchax_vae.patches.options import current
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 # the two registrations of torchax's lowering (torchax/ops/jtorch.py)
 KEYS = (torch.nn.functional.scaled_dot_product_attention, torch.ops.aten.scaled_dot_product_attention)

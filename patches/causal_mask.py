@@ -19,7 +19,7 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import HunyuanVideo15AttnBlock
 from torch import nn
 
-from .refine import refine
+from torchax_vae.patches.refine import refine
 
 CLASSES = (HunyuanVideo15AttnBlock,)
 

@@ -28,10 +28,10 @@ import jax.numpy as jnp
 import torch
 from torch import nn
 
-from . import cpu_conv
-from .options import current
-from .safe_conv3d import PlainConv3d
-from .torchax_torch213 import import_torchax
+from torchax_vae.patches import cpu_conv
+from torchax_vae.patches.options import current
+from torchax_vae.patches.safe_conv3d import PlainConv3d
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 def conv3d_reference(x, w, b=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1):
     """F.conv3d of NCTHW x and OITHW w, as torchax lowers it: one 3-D convolution."""

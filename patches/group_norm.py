@@ -31,8 +31,8 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_mochi import MochiChunkedGroupNorm3D
 from torch import nn
 
-from . import options, tile_mask
-from .torchax_torch213 import import_torchax
+from torchax_vae.patches import options, tile_mask
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, mask=None, per_frame=False):

@@ -56,10 +56,11 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import HunyuanV
 from jax.sharding import PartitionSpec
 from torch import nn
 
-from ..mesh import sharding_for
-from .options import current
-from .refine import refine
-from .torchax_torch213 import import_torchax
+from torchax_vae.patches import conv_rules
+from torchax_vae.mesh import sharding_for
+from torchax_vae.patches.options import current
+from torchax_vae.patches.refine import refine
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 # replicate padding, then a Conv3d: HunyuanVideo's, and CogVideoX's class in Mochi (pad_mode "replicate"); and
 # HunyuanImage 2.1's refiner's (diffusers >= 0.42), the same layer: its one frame, padded to three, was split by
@@ -262,10 +263,8 @@ def replicate_conv(x, w, b, stride, padding, dilation, groups):
 
 def _replicate_spatial(x, w, b, stride, pairs, dilation, groups):
     """`replicate_conv` of symmetric padding `pairs`: split on the trace's mesh where it can be, else `jnp.pad`."""
-    from . import gpu_conv  # gpu_conv routes torchax's convolutions here: imported when first used
-
     options = current()
-    local = functools.partial(gpu_conv.gpu_conv, limit=options.gpu_conv_limit)
+    local = functools.partial(conv_rules.gpu_conv, limit=options.gpu_conv_limit)
     if options.mesh is not None:
         split = sharded(local, x, w, b, stride, pairs, dilation, groups, options.mesh, options.grid, mode="edge")
         if split is not None:

@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from .torchax_torch213 import import_torchax
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 
 def hann_window(window_length: int, periodic: bool = True, *, dtype=None, layout=None, device=None,

@@ -11,7 +11,7 @@ import dataclasses
 
 import torch
 
-from .torchax_torch213 import import_torchax
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 
 def _with_torch_keywords(stock):

@@ -27,7 +27,7 @@ import math
 
 import torch
 
-from .torchax_torch213 import import_torchax
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 OPS = ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
        "_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d")

@@ -32,7 +32,7 @@ import contextvars
 import dataclasses
 from typing import Any
 
-from ..backends import backend  # the per-platform choices: one table (torchax_vae/backends.py)
+from torchax_vae.backends import backend  # the per-platform choices: one table (torchax_vae/backends.py)
 
 
 

@@ -26,9 +26,9 @@ import functools
 import jax
 from torch import nn
 
-from ..mesh import sharding_for
-from .options import current
-from .torchax_torch213 import import_torchax
+from torchax_vae.mesh import sharding_for
+from torchax_vae.patches.options import current
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 def constrain(x, uneven: bool = True):
     """x with its sharding fixed to `torchax_vae.mesh.sharding_for` (arrays of the trace's rank, 5-D video or 4-D

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXSpatialNorm3D
 from torch import nn
 
-from .pointwise_conv_cache import PointwiseCausalConv3d
+from torchax_vae.patches.pointwise_conv_cache import PointwiseCausalConv3d
 
 
 def _nearest(x: torch.Tensor, size) -> torch.Tensor:

@@ -35,12 +35,12 @@ import torch
 from diffusers.models.upsampling import CogVideoXUpsample3D
 from torch import nn
 
-from ..tiling import extent_at
-from .frame_conv import FrameConv3d
-from .options import current
-from .safe_conv3d import PlainConv3d
-from .time_pool import TimePooledDownsample3D
-from .torchax_torch213 import import_torchax
+from torchax_vae.tiling import extent_at
+from torchax_vae.patches.frame_conv import FrameConv3d
+from torchax_vae.patches.options import current
+from torchax_vae.patches.safe_conv3d import PlainConv3d
+from torchax_vae.patches.time_pool import TimePooledDownsample3D
+from torchax_vae.patches.torchax_torch213 import import_torchax
 
 def spatial_mask(height: int, width: int):
     """(height, width) booleans, True inside the valid region; None without a tile extent."""

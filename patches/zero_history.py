@@ -30,8 +30,8 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
 from torch import nn
 from torch.nn import functional as F
 
-from .options import current
-from .refine import refine
+from torchax_vae.patches.options import current
+from torchax_vae.patches.refine import refine
 
 try:  # diffusers >= 0.42: Qwen-Image 2.1's one-frame specialization
     from diffusers.models.autoencoders.autoencoder_kl_qwenimage21 import QwenImage21CausalConv3d

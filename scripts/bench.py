@@ -64,7 +64,7 @@ def compile_only(case: Case) -> dict:
     import jax
 
     from torchax_vae import cache, process
-    from torchax_vae.mesh import make_mesh
+    from torchax_vae import make_mesh
     from torchax_vae.vae import TorchaxVAE
 
     process.start()  # before the device count below: quiet where no accelerator is visible

@@ -146,3 +146,70 @@ def test_places_that_list_the_classes_agree_with_the_registry():
         assert not missing, f"{place} leaves out {missing}: {text[:200]!r}"
     missing = [row.diffusers_class for row in registry.ROWS if row.diffusers_class not in TorchaxVAE.__doc__]
     assert not missing, f"TorchaxVAE's docstring leaves out {missing}"
+
+
+def _package_modules() -> dict[str, pathlib.Path]:
+    """Every module of the package by dotted name (patches/ as torchax_vae.patches where it sits outside)."""
+    files = {}
+    for base, prefix in ((ROOT / "torchax_vae", "torchax_vae"), (ROOT / "patches", "torchax_vae.patches")):
+        for path in base.rglob("*.py"):
+            parts = path.relative_to(base).with_suffix("").parts
+            name = ".".join((prefix, *parts))
+            files.setdefault(name.removesuffix(".__init__"), path)
+    return files
+
+
+def _imports(name: str, path: pathlib.Path, files) -> set[str]:
+    """The package modules `name` imports, at any depth (functions included)."""
+    import ast
+
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[: len(package) - node.level + 1] + [node.module or ""]).strip(".") \
+                if node.level else (node.module or "")
+            targets = [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in files and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target in files and target != name:
+                found.add(target)
+    return found
+
+
+def test_no_import_cycle_in_the_package():
+    """No module of the package reaches itself through imports, counting those inside functions."""
+    files = _package_modules()
+    edges = {name: _imports(name, path, files) for name, path in files.items()}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node):  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in edges[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for name in sorted(files):
+        if name not in index:
+            visit(name)
+    assert not cycles, f"{len(cycles)} import cycles: {cycles}"

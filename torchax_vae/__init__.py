@@ -13,7 +13,7 @@ import importlib
 import warnings
 from pathlib import Path
 
-from . import registry
+from torchax_vae import registry
 
 __version__ = "0.1.0"
 __all__ = ["TorchaxVAE", "clear_compiled", "make_mesh", "__version__"]
@@ -22,7 +22,7 @@ __all__ = ["TorchaxVAE", "clear_compiled", "make_mesh", "__version__"]
 # help is made from it, and tests/test_registry.py holds the docstrings, pyproject and the README to it.
 FAMILIES = {row.diffusers_class: row.label for row in registry.ROWS}
 
-_LAZY = {"TorchaxVAE": ("vae", "TorchaxVAE"), "make_mesh": ("mesh", "make_mesh"), "clear_compiled": ("programs", "clear_shared")}
+_LAZY = {"TorchaxVAE": ("vae", "TorchaxVAE"), "make_mesh": ("process", "make_mesh"), "clear_compiled": ("programs", "clear_shared")}
 
 # In a source checkout `patches/` sits beside this folder and is installed as torchax_vae.patches; when
 # Python imports this folder itself (run from the repository after a non-editable install), find it there.

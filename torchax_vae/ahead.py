@@ -8,8 +8,8 @@ with this one's settings, built for another platform or program cache instead of
 import contextvars
 import dataclasses
 
-from . import weights
-from .programs import LoweredOnly
+from torchax_vae import weights
+from torchax_vae.programs import LoweredOnly
 
 # Set only while `_twin` constructs: the platform and program cache of the twin being built.
 _TWIN: contextvars.ContextVar = contextvars.ContextVar("torchax_vae_twin", default={})
@@ -99,7 +99,7 @@ class AheadOfTime:
             dp (`int`): the mesh's 'dp' rows, a divisor of the target's device count.
             observer: called (program name, None) before and (name, stats) after each compile.
         """
-        from .plan import plan
+        from torchax_vae.plan import plan
 
         return plan(self, kind, shape, target, dp=dp, observer=observer)
 

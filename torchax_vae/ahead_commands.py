@@ -6,10 +6,10 @@ import json
 import pathlib
 import sys
 
-from . import files
-from .commands import _cached_snapshot, _make_vae, _precompile, load_vae, summary
-from .files import InputError
-from .vae import TorchaxVAE
+from torchax_vae import files
+from torchax_vae.commands import _cached_snapshot, _make_vae, _precompile, load_vae, summary
+from torchax_vae.files import InputError
+from torchax_vae.vae import TorchaxVAE
 
 
 def warmup(model: str, shape, *, subfolder: str | None = "vae", dtype: str = "fp32", tiling: bool = False,
@@ -77,11 +77,11 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
     A plan is stored in the cache folder (plans/), keyed by the code, the model's config, the shape, target and
     settings: the same plan again is read back, not compiled.
     """
-    from . import cache
-    from .models import load_meta
-    from .plan import Plan, ProgramPlan
-    from .plan import plan as make_plan
-    from .targets import TargetError, target as parse_target
+    from torchax_vae import cache
+    from torchax_vae.loading import load_meta
+    from torchax_vae.plan import Plan, ProgramPlan
+    from torchax_vae.plan import plan as make_plan
+    from torchax_vae.targets import TargetError, target as parse_target
 
     try:
         chosen = parse_target(target)
@@ -150,7 +150,7 @@ def _plan_path(folder: pathlib.Path, meta, kind, shape, target: str, dp: int, dt
     """Where the plan of this model, call and target is kept: keyed by everything that changes it."""
     import hashlib
 
-    from .stored import code_digest, model_digest
+    from torchax_vae.stored import code_digest, model_digest
 
     key = json.dumps([code_digest(), model_digest(meta), kind, list(shape), target, dp, dtype, tiling])
     return folder / "plans" / (hashlib.sha256(key.encode()).hexdigest() + ".json")

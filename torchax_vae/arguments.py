@@ -5,7 +5,7 @@ diffusers are imported)."""
 import argparse
 import math
 
-from .checks import MAX_FPS
+from torchax_vae.checks import MAX_FPS
 
 __all__ = ["fps", "plan_shape", "positive", "shape", "size"]
 

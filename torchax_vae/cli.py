@@ -17,8 +17,8 @@ import signal
 import sys
 import threading
 
-from . import FAMILIES, __version__, arguments, quiet_diffusers_import
-from .checks import (IMAGE_SUFFIXES, LATENT_SUFFIXES, MAX_FPS, SOUND_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError,
+from torchax_vae import FAMILIES, __version__, arguments, quiet_diffusers_import
+from torchax_vae.checks import (IMAGE_SUFFIXES, LATENT_SUFFIXES, MAX_FPS, SOUND_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError,
                      check_distinct, check_readable, check_writable, vae_subfolder)
 
 __all__ = ["main"]
@@ -135,7 +135,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.add_argument("--verbose", action="store_true", help="also one line per compiled program")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    from .serve import server
+    from torchax_vae.serve import server
 
     server.add_parser(sub)
     return top
@@ -182,7 +182,7 @@ def preflight(args) -> None:
     elif args.command == "demo":
         check_writable(args.output, (".mp4",))
     elif args.command == "plan":
-        from .targets import TargetError, target
+        from torchax_vae.targets import TargetError, target
 
         try:
             target(args.target)
@@ -204,12 +204,12 @@ def preflight(args) -> None:
 def _run(args) -> dict:
     preflight(args)
     if args.command == "serve":  # runs until SIGTERM or Ctrl-C, which it handles itself (serve/server.py)
-        from .serve import server
+        from torchax_vae.serve import server
 
         return {"status": server.run(args)}
     if args.command == "plan":  # compiles for abstract devices: no backend of this machine is needed or held
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
-        from . import ahead_commands
+        from torchax_vae import ahead_commands
 
         return ahead_commands.plan(args.model, args.shape, target=args.target, kind=args.kind, subfolder=args.subfolder or None,
                              dtype=args.dtype, tiling=args.tiling, dp=args.dp, progress=not args.no_progress,
@@ -218,7 +218,7 @@ def _run(args) -> dict:
     progress = None if args.no_progress else "bar" if sys.stderr.isatty() else "log"
     if progress == "bar":  # the imports and the model take seconds before the progress bar appears
         print("loading torch, JAX and the model ...", file=sys.stderr, flush=True)
-    from . import ahead_commands, cache, commands, process
+    from torchax_vae import ahead_commands, cache, commands, process
 
     process.start()  # before any JAX device query: a machine without an accelerator stays quiet
     folder = cache.resolve(args.cache_dir, args.no_cache)
@@ -243,7 +243,7 @@ def _run(args) -> dict:
             max_frames=args.frames, progress=progress,
         )
     if args.command == "demo":
-        from .demo import demo
+        from torchax_vae.demo import demo
 
         return demo(args.output, progress=progress)
     kinds = ("decode", "encode") if args.kind == "both" else (args.kind,)

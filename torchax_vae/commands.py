@@ -15,105 +15,29 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
-from . import (convert, files, image_files, inpainting, patches, pixels, registry, sound, sound_encode, streamed_encode,
+from torchax_vae import (convert, files, image_files, inpainting, patches, pixels, registry, sound, sound_encode, streamed_encode,
                video_input)
-from . import progress as progress_of
-from .checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
-from .files import InputError
-from .frame_progress import batches_finished, frames_written, progress_mode
-from .input_checks import check_input, check_output_fits, check_video_shape, smallest_output
-from .checks import vae_subfolder
-from .vae import TorchaxVAE
+from torchax_vae import progress as progress_of
+from torchax_vae.checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
+from torchax_vae.files import InputError
+from torchax_vae.frame_progress import batches_finished, frames_written, progress_mode
+from torchax_vae.input_checks import check_input, check_output_fits, check_video_shape, smallest_output
+from torchax_vae.checks import vae_subfolder
+from torchax_vae.convert import on_device as _on_device
+from torchax_vae.frame_progress import precompile_counting as _precompile
+from torchax_vae.input_checks import unpacked_latents as _unpacked
+from torchax_vae.loading import _cached_snapshot, check_served, load_vae, summary  # noqa: F401 (the service's, the sounds')
+from torchax_vae.pixels import video_to_uint8 as _to_uint8
+from torchax_vae.vae import TorchaxVAE
 
 __all__ = ["load_vae", "decode_file", "encode_file", "psnr"]
 
-
-
-def load_vae(model: str, subfolder: str | None = "vae"):
-    """A supported diffusers VAE from a local folder or a hub id (diffusers' cache, no download offline).
-
-    The class (AutoencoderKLCogVideoX, AutoencoderKLWan) is the one the folder's
-    config.json names. A local folder that holds the VAE itself (config.json at
-    its top) works with or without `subfolder`.
-    """
-    from .models import load_diffusers
-
-    local = pathlib.Path(model).expanduser()
-    if not local.exists():  # a hub id: its cached snapshot, or say at once that it cannot be had
-        local = _cached_snapshot(model, subfolder)
-    subfolder = vae_subfolder(local, subfolder)
-    where = f"{model} (subfolder {subfolder!r})" if subfolder else model
-    try:
-        return load_diffusers(local, subfolder)
-    except Exception as e:
-        raise InputError(f"cannot load a VAE from {where}: {summary(e)}") from e
-
-
-def check_served(vae, audio: bool = False) -> None:
-    """InputError for a class the command and the service do not serve as a video or image model: MiniMax H3's
-    audio VAE, whose sound is decoded beside its video's from the pipeline folder, and the VAEs of audio pipelines
-    (Stable Audio), whose sound is written to a .wav (torchax_vae/sound.py) or, with `audio`, served alone."""
-    from . import sound
-
-    family = registry.facade_for(vae).family
-    name = family.model_class.__name__
-    if name in sound.AUDIO_ONLY and not audio:
-        raise InputError(f"{name} ({sound.AUDIO_ONLY[name]}) decodes sound alone: write its latents' sound with "
-                         "`torchax-vae decode LATENTS -o NAME.wav` (docs/cli.md); it makes no video or image")
-    if family.rank == 3 and name not in sound.AUDIO_ONLY:
-        raise InputError(f"{name} decodes waveforms alone: give the pipeline folder (vae/ and "
-                         "audio_vae/) as the model, and its audio latents beside the video's (docs/cli.md), or use "
-                         "TorchaxVAE in Python")
-
-
-def summary(error: Exception) -> str:
-    """An error's first line, with the first detail when that line only announces them (ends with ':')."""
-    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-    if not lines:
-        return type(error).__name__
-    if lines[0].endswith(":") and len(lines) > 1:
-        more = f" (and {len(lines) - 2} more)" if len(lines) > 2 else ""
-        return f"{lines[0]} {lines[1]}{more}"
-    return lines[0]
-
-
-def _cached_snapshot(model: str, subfolder: str | None) -> pathlib.Path:
-    """The folder of hub id `model` in the Hugging Face cache (read as a local folder: no network).
-
-    Not cached: InputError at once if the hub's host does not resolve (offline),
-    instead of the hub client's ~30 s of retries and its "no file named config.json".
-    """
-    import socket
-    import urllib.parse
-
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    for sub in dict.fromkeys([subfolder, None]):
-        found = try_to_load_from_cache(model, f"{sub}/config.json" if sub else "config.json")
-        if isinstance(found, str):  # .../snapshots/<commit>/[sub/]config.json
-            folder = pathlib.Path(found).parent
-            return folder.parent if sub else folder
-    host = urllib.parse.urlparse(constants.ENDPOINT).hostname or ""
-    try:
-        socket.getaddrinfo(host, 443)
-    except OSError as e:
-        raise InputError(
-            f"model {model!r} is not a local folder, not in the Hugging Face cache ({constants.HF_HUB_CACHE}), "
-            f"and the hub cannot be reached ({host}: {e.strerror or e}); download it first or pass a local folder"
-        ) from None
-    return pathlib.Path(model)  # diffusers downloads it
 
 
 def psnr(reference: np.ndarray, test: np.ndarray, peak: float = 2.0) -> float:
     """dB between two signals of the same shape; peak 2 for [-1, 1] video."""
     mse = float(np.mean((np.asarray(test, np.float64) - np.asarray(reference, np.float64)) ** 2))
     return math.inf if mse == 0 else 10 * math.log10(peak**2 / mse)
-
-
-def _to_uint8(video, family=None):
-    """[B, C, F, H, W] decoded (diffusers' [-1, 1], or the family's own pixels: torchax_vae/pixels.py) -> uint8
-    [B, F, H, W, C], as diffusers' VideoProcessor rounds it."""
-    return pixels.to_uint8(video, family, 1).transpose(0, 2, 3, 4, 1)
 
 
 def _frames_second(ours, video):
@@ -125,28 +49,9 @@ def _frames_second(ours, video):
     return jnp.transpose(video, (0, 2, 1, 3, 4))
 
 
-def _on_device(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A torchax tensor holding x on the default JAX device (TorchaxVAE then keeps everything there), in `dtype`
-    (the model's: what the command reads is cast to it, as diffusers' pipelines cast latents to vae.dtype)."""
-    array = jax.device_put(x.float().numpy()).astype(convert.jax_dtype(dtype))
-    return patches.import_torchax().default_env().j2t_iso(array)
-
-
 # A run estimated past this many seconds (from its first frame batch) is announced with its estimate (an output's
 # size: input_checks.LARGE_OUTPUT_BYTES).
 LONG_RUN_SECONDS = 600
-
-
-def _precompile(vae: TorchaxVAE, kind: str, shape, progress=None) -> tuple[float, int, list]:
-    """Compiles every program the call needs; (seconds, frame batches it will run, program stats)."""
-    if progress == "bar":
-        print(f"compiling the {kind} programs for input {tuple(shape)} (cached after the first run) ...",
-              file=sys.stderr, flush=True)
-    count = [0]
-    start = time.perf_counter()
-    with progress_of.reporting(lambda output: count.__setitem__(0, count[0] + 1)):
-        stats = vae.precompile(kind, shape)
-    return time.perf_counter() - start, count[0], stats
 
 
 def _outputs(out: pathlib.Path, batch: int) -> list[pathlib.Path]:
@@ -280,22 +185,6 @@ def decode_file(
         "frames_per_second": batch * total / decode_seconds,
         **({"audio_outputs": [str(p) for p in wavs], **heard} if speaker is not None else {}),
     }
-
-
-def _unpacked(ours: TorchaxVAE, z: torch.Tensor, size, where, layout: str) -> torch.Tensor:
-    """3-D packed latents [B, tokens, channels] as [B, C, F, H, W], as the family's pipeline unpacks them."""
-    if not hasattr(ours, "unpack_latents"):  # the same words as files.load_latents for every other rank
-        shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
-        raise InputError(f"{where}: latents must be 5-D {shown}, as {type(ours).model_class.__name__}'s "
-                         f"pipelines hand them over; got 3-D with shape {tuple(z.shape)} (only "
-                         "Qwen-Image's and LTX-Video's packed latents may be 3-D)")
-    if size is None:
-        raise InputError(f"{where}: packed latents {tuple(z.shape)} ([B, tokens, channels]); pass --size "
-                         "HEIGHTxWIDTH, the image size the pipeline made them for")
-    try:
-        return ours.unpack_latents(z, *size)
-    except ValueError as e:
-        raise InputError(f"{where}: {e}") from None
 
 
 def encode_file(

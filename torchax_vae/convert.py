@@ -24,6 +24,8 @@ import ml_dtypes
 import numpy as np
 import torch
 
+from torchax_vae.patches.torchax_torch213 import import_torchax
+
 _TORCH_TO_JAX = {
     torch.float32: jnp.float32,
     torch.float16: jnp.float16,
@@ -171,3 +173,10 @@ def as_torch_dtype(dtype) -> torch.dtype | None:
     if isinstance(dtype, str) and dtype.removeprefix("torch.") in DTYPE_NAMES:
         return DTYPE_NAMES[dtype.removeprefix("torch.")]
     raise TypeError(f"dtype must be a torch.dtype or one of {sorted(DTYPE_NAMES)}, got {dtype!r}")
+
+
+def on_device(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A torchax tensor holding x on the default JAX device (TorchaxVAE then keeps everything there), in `dtype`
+    (the model's: what the command reads is cast to it, as diffusers' pipelines cast latents to vae.dtype)."""
+    array = jax.device_put(x.float().numpy()).astype(jax_dtype(dtype))
+    return import_torchax().default_env().j2t_iso(array)

@@ -10,12 +10,12 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from . import files
-from .commands import LONG_RUN_SECONDS, _precompile, _to_uint8, psnr
-from .frame_progress import batches_finished, progress_mode
-from .files import InputError
-from .synthetic import moving_shapes
-from .vae import TorchaxVAE
+from torchax_vae import files
+from torchax_vae.commands import LONG_RUN_SECONDS, _precompile, _to_uint8, psnr
+from torchax_vae.frame_progress import batches_finished, progress_mode
+from torchax_vae.files import InputError
+from torchax_vae.synthetic import moving_shapes
+from torchax_vae.vae import TorchaxVAE
 
 __all__ = ["DEMO_MODEL", "DEMO_CLIP", "demo"]
 

@@ -11,11 +11,11 @@ import logging
 import jax
 import torch
 
-from . import convert, memory, progress
-from .backends import compiler_options
-from .mesh import Placement
-from .programs import Programs
-from .sources import ShapeSource
+from torchax_vae import convert, memory, progress
+from torchax_vae.backends import compiler_options
+from torchax_vae.mesh import Placement
+from torchax_vae.programs import Programs
+from torchax_vae.sources import ShapeSource
 
 logger = logging.getLogger("torchax_vae.vae")
 

@@ -8,7 +8,7 @@ import torch
 from diffusers import ConfigMixin
 from torch import nn
 
-from . import registry, weights
+from torchax_vae import registry, weights
 
 
 class ConfigFacade:
@@ -36,9 +36,7 @@ class ConfigFacade:
             raise ValueError("from_config needs a config (a dict, or a model's .config)")
         made = cls._config_class(config).from_config(config, return_unused_kwargs=return_unused_kwargs, **kwargs)
         model, unused = made if return_unused_kwargs else (made, None)
-        from .vae import TorchaxVAE
-
-        wrapped = TorchaxVAE(model.eval(), **options)  # a new model; diffusers leaves its dropout layers training
+        wrapped = registry.facade_for(model)(model.eval(), **options)  # a new model; diffusers leaves its dropout layers training
         return (wrapped, unused) if return_unused_kwargs else wrapped
 
     @classmethod

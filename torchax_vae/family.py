@@ -20,9 +20,9 @@ import torch
 from diffusers.models.autoencoders.vae import DiagonalGaussianDistribution
 from torch import nn
 
-from . import convert
-from .arrays import join_chunks
-from .engine import Engine
+from torchax_vae import convert
+from torchax_vae.arrays import join_chunks
+from torchax_vae.engine import Engine
 
 
 def whole_groups(frames: int, first: bool, size: int) -> str | None:

@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 import torch
 
-from .checks import (LATENT_SUFFIXES, MAX_FPS, InputError, WriteError, check_distinct, check_readable,
+from torchax_vae.checks import (LATENT_SUFFIXES, MAX_FPS, InputError, WriteError, check_distinct, check_readable,
                      check_writable)
 
 __all__ = [

@@ -15,7 +15,7 @@ import time
 
 import jax
 
-from . import progress as progress_of
+from torchax_vae import progress as progress_of
 
 
 def duration(seconds: float) -> str:
@@ -109,3 +109,15 @@ def progress_mode(progress):
     if progress not in ("bar", "log"):
         raise ValueError(f"progress must be 'bar', 'log', True, False or None, got {progress!r}")
     return progress
+
+
+def precompile_counting(vae, kind: str, shape, progress=None) -> tuple[float, int, list]:
+    """Compiles every program the call needs; (seconds, frame batches it will run, program stats)."""
+    if progress == "bar":
+        print(f"compiling the {kind} programs for input {tuple(shape)} (cached after the first run) ...",
+              file=sys.stderr, flush=True)
+    count = [0]
+    start = time.perf_counter()
+    with progress_of.reporting(lambda output: count.__setitem__(0, count[0] + 1)):
+        stats = vae.precompile(kind, shape)
+    return time.perf_counter() - start, count[0], stats

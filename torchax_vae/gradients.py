@@ -14,7 +14,7 @@ from collections.abc import Callable
 import jax
 import torch
 
-from . import convert
+from torchax_vae import convert
 
 
 class _Bridge(torch.autograd.Function):

@@ -11,17 +11,18 @@ import jax
 import numpy as np
 import torch
 
-from . import files, pixels, video_input
-from .checks import IMAGE_SUFFIXES, InputError
-from .input_checks import check_input, check_output_fits, smallest_output
+from torchax_vae import files, pixels, video_input
+from torchax_vae.checks import IMAGE_SUFFIXES, InputError
+from torchax_vae.convert import on_device as _on_device
+from torchax_vae.input_checks import check_input, check_output_fits, smallest_output
+from torchax_vae.input_checks import unpacked_latents as _unpacked
 
 
 def _to_uint8(images, family=None):
     """[B, C, H, W] decoded (diffusers' [-1, 1], or the family's own pixels: torchax_vae/pixels.py) -> uint8
-    [B, H, W, C]: the video rounding (`commands._to_uint8`) of one-frame videos."""
-    from .commands import _to_uint8 as video_to_uint8
+    [B, H, W, C]: the video rounding (`pixels.video_to_uint8`) of one-frame videos."""
 
-    return video_to_uint8(images[:, :, None], family)[:, 0]
+    return pixels.video_to_uint8(images[:, :, None], family)[:, 0]
 
 
 def check_output(out: pathlib.Path, rank: int, model: str, frames: bool = False) -> None:
@@ -43,8 +44,7 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
     image, mask: files SD inpainting's asymmetric VAE conditions its decoder on (torchax_vae/inpainting.py).
     seed: where the decoder draws noise (the consistency decoder), its generator's seed.
     """
-    from . import inpainting
-    from .commands import _on_device, _unpacked
+    from torchax_vae import inpainting
 
     if z.ndim == 3:
         z = _unpacked(ours, z, size, latents, ours.pipeline_layout)

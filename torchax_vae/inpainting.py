@@ -11,7 +11,7 @@ runs diffusers' own `VaeImageProcessor` on them; one image and mask condition ev
 
 import pathlib
 
-from .files import InputError
+from torchax_vae.files import InputError
 
 __all__ = ["check", "condition"]
 

@@ -10,8 +10,8 @@ import warnings
 import jax
 import torch
 
-from . import memory, validation
-from .checks import InputError
+from torchax_vae import memory, validation
+from torchax_vae.checks import InputError
 
 __all__ = ["LARGE_OUTPUT_BYTES", "check_input", "check_video_shape", "check_output_fits", "smallest_output"]
 
@@ -95,3 +95,19 @@ def check_video_shape(shape, vae, what: str) -> None:
         vae._family.check_video(tuple(shape), what)
     except ValueError as e:
         raise InputError(str(e)) from e
+
+
+def unpacked_latents(ours, z: torch.Tensor, size, where, layout: str) -> torch.Tensor:
+    """3-D packed latents [B, tokens, channels] as [B, C, F, H, W], as the family's pipeline unpacks them."""
+    if not hasattr(ours, "unpack_latents"):  # the same words as files.load_latents for every other rank
+        shown = "[B, F, C, H, W]" if layout == "BFCHW" else "[B, C, F, H, W]"
+        raise InputError(f"{where}: latents must be 5-D {shown}, as {type(ours).model_class.__name__}'s "
+                         f"pipelines hand them over; got 3-D with shape {tuple(z.shape)} (only "
+                         "Qwen-Image's and LTX-Video's packed latents may be 3-D)")
+    if size is None:
+        raise InputError(f"{where}: packed latents {tuple(z.shape)} ([B, tokens, channels]); pass --size "
+                         "HEIGHTxWIDTH, the image size the pipeline made them for")
+    try:
+        return ours.unpack_latents(z, *size)
+    except ValueError as e:
+        raise InputError(f"{where}: {e}") from None

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import torch
 from torch import nn
 
-from . import convert, patches
-from .backends import backend
+from torchax_vae import convert, patches
+from torchax_vae.backends import backend
 
 
 def private_copy(model: nn.Module) -> nn.Module:
@@ -46,7 +46,7 @@ def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax
     lower and compile. Floating-point tensors take `dtype`, except where the model's class keeps them in float32
     under any `torch_dtype` (`_keep_in_fp32_modules`: weights.compute_dtype).
     """
-    from .weights import compute_dtype
+    from torchax_vae.weights import compute_dtype
 
     keep = tuple(getattr(model, "_keep_in_fp32_modules", None) or ())
     grouped: dict[str, dict[str, jax.Array]] = {}
@@ -73,7 +73,7 @@ def grid_for(mesh, shape, ratio: int, rows_only: bool = False):
     (N, C, [T,] H, W); ratio: what divides that input's height and width down to the program's smallest
     level, the latents (the encoder's spatial compression; 1 for a decoder, whose input is the latents);
     rows_only: the family's programs split the height alone."""
-    from .mesh import program_grid
+    from torchax_vae.mesh import program_grid
 
     return program_grid(mesh, shape[0], shape[-2] // ratio, shape[-1] // ratio, rows_only)
 

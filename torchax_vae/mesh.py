@@ -33,7 +33,6 @@ import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
-from . import process
 
 __all__ = ["make_mesh"]
 
@@ -47,10 +46,9 @@ def make_mesh(devices=None, *, dp: int = 1) -> Mesh:
     """A ('dp', 'tp') mesh over `devices` (default: `jax.devices()`, every process's), `dp` rows of tp devices.
 
     Activations split their width over both axes, or, when the batch divides by
-    dp > 1, their batch over 'dp' and their width over 'tp'.
+    dp > 1, their batch over 'dp' and their width over 'tp'. (The public `torchax_vae.make_mesh` is
+    `process.make_mesh`: the process-wide changes first, then this.)
     """
-    if devices is None:
-        process.start()  # before jax.devices() starts JAX's backends
     devices = list(jax.devices() if devices is None else devices)
     if not isinstance(dp, int) or dp < 1 or len(devices) % dp:
         raise ValueError(f"dp must be a positive divisor of the device count {len(devices)}, got {dp!r}")
@@ -182,7 +180,7 @@ def keeps_width(mesh: Mesh) -> bool:
     against 2 x 4), Qwen-Image 2.1's decode 0.92 -> 1.00, Wan 2.2's 0.93 -> 0.97 and Wan 2.1 480p's
     0.95 -> 0.98 (4 x 2). GPUs and CPUs keep the squarest blocks (the least halo).
     """
-    from .backends import backend
+    from torchax_vae.backends import backend
 
     return backend(mesh.devices.flat[0].platform).height_splits_first
 

@@ -5,15 +5,12 @@ training mode, gradient checkpointing, slicing. A mixin of `torchax_vae.vae.Torc
 `ModelMixin` in its bases, so these take the place of `nn.Module`'s.
 """
 
-from typing import TYPE_CHECKING
 
 import torch
 
-from . import convert, weights
-from .arrays import is_abstract
+from torchax_vae import convert, weights
+from torchax_vae.arrays import is_abstract
 
-if TYPE_CHECKING:
-    from .vae import TorchaxVAE
 
 
 class ModuleSurface:

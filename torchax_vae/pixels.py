@@ -60,3 +60,9 @@ def from_uint8(frames: torch.Tensor, family, axis: int) -> torch.Tensor:
         return frames.float() / 127.5 - 1.0
     mean = _per_channel(_facts(family, "pixel_mean"), frames.ndim, axis, frames)
     return (frames.float() / 255 - mean) / _per_channel(std, frames.ndim, axis, frames)
+
+
+def video_to_uint8(video, family=None):
+    """[B, C, F, H, W] decoded (diffusers' [-1, 1], or the family's own pixels: torchax_vae/pixels.py) -> uint8
+    [B, F, H, W, C], as diffusers' VideoProcessor rounds it."""
+    return to_uint8(video, family, 1).transpose(0, 2, 3, 4, 1)

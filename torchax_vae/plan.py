@@ -33,11 +33,11 @@ import re
 import jax
 import numpy as np
 
-from . import stream
-from .arrays import chunks_of
-from .mesh import make_mesh
-from .programs import Programs
-from .targets import Target, TargetError, target as parse_target
+from torchax_vae import stream
+from torchax_vae.arrays import chunks_of
+from torchax_vae.mesh import make_mesh
+from torchax_vae.programs import Programs
+from torchax_vae.targets import Target, TargetError, target as parse_target
 
 __all__ = ["Plan", "ProgramPlan", "plan"]
 
@@ -149,7 +149,7 @@ def _time(seconds: float) -> str:
 def describe_sharding(mesh, kind: str, input_shape, output_shape, rows_only: bool = False) -> str:
     """How a call's activations split over the mesh, by the rule every program follows (torchax_vae/mesh.py):
     the batch over 'dp' where it divides it, height x width in one grid over the rest, chosen at the latents."""
-    from .mesh import _batch_and_group, program_grid
+    from torchax_vae.mesh import _batch_and_group, program_grid
 
     devices = math.prod(mesh.shape.values())
     if devices == 1:

@@ -35,6 +35,8 @@ import logging
 import os
 import threading
 
+from torchax_vae import mesh
+
 logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -54,10 +56,12 @@ def start() -> None:
         if _started:
             return
         quiet_platforms()
-        from . import gpu_memory
+        # (imported here, once: torchax and the patches load with the first TorchaxVAE, not with `targets`, which
+        # imports this module to plan without a device)
+        from torchax_vae import gpu_memory
 
         gpu_memory.share_gpu_with_torch()
-        from .patches import attention_split, gpu_conv, import_torchax, nearest_upsample, torch_accelerator
+        from torchax_vae.patches import attention_split, gpu_conv, import_torchax, nearest_upsample, torch_accelerator
 
         import_torchax()
         gpu_conv.patch()
@@ -65,6 +69,18 @@ def start() -> None:
         attention_split.patch()
         torch_accelerator.patch()
         _started = True
+
+
+def make_mesh(devices=None, *, dp: int = 1):
+    """`torchax_vae.make_mesh`: a ('dp', 'tp') mesh over `devices` (default: every device), `dp` rows of tp devices;
+    the process-wide changes (`start`) are made first, before `jax.devices()` starts JAX's backends.
+
+    Activations split their width over both axes, or, when the batch divides by
+    dp > 1, their batch over 'dp' and their width over 'tp'.
+    """
+    if devices is None:
+        start()
+    return mesh.make_mesh(devices, dp=dp)
 
 
 def quiet_platforms() -> str | None:

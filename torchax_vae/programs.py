@@ -20,7 +20,7 @@ from typing import Any
 
 import jax
 
-from .arrays import is_abstract
+from torchax_vae.arrays import is_abstract
 
 logger = logging.getLogger(__name__)
 

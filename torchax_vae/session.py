@@ -27,7 +27,7 @@ import threading
 import jax.numpy as jnp
 import torch
 
-from . import convert, registry, validation
+from torchax_vae import convert, registry, validation
 
 __all__ = ["DecodeSession", "EncodeSession"]
 

@@ -20,8 +20,8 @@ import wave
 import numpy as np
 import torch
 
-from .files import InputError, atomic_output
-from .sound_families import (AUDIO_ONLY, DECODE_ONLY, FAMILIES, WITH_SOUND, Kandinsky6Sound,  # noqa: F401
+from torchax_vae.files import InputError, atomic_output
+from torchax_vae.sound_families import (AUDIO_ONLY, DECODE_ONLY, FAMILIES, WITH_SOUND, Kandinsky6Sound,  # noqa: F401
                              LTX2Sound, MiniMaxH3Sound, MusicSound, Sound, SoundFamily, VAESound, _folders,
                              audio_only, families)
 
@@ -34,7 +34,7 @@ def saved_class(model: str, subfolder: str = "vae") -> str | None:
     """The `_class_name` of a pipeline folder's (or cached hub id's) `subfolder` model, or None where it has none."""
     from diffusers import AutoencoderKL
 
-    from .models import vae_subfolder
+    from torchax_vae.checks import vae_subfolder
 
     try:  # (any diffusers model class reads any config.json)
         return AutoencoderKL.load_config(str(model), subfolder=vae_subfolder(model, subfolder)).get("_class_name")
@@ -78,8 +78,8 @@ def load(model: str, video_class: str | None = None, dtype: torch.dtype | None =
     """The sound of a pipeline folder (or hub id) `model`: its audio VAE (and vocoder) as TorchaxVAEs in `dtype`
     (None: the checkpoint's) on `mesh` (None: one device), for a video VAE of `video_class` (None: the family whose
     audio VAE is there); InputError where it has none."""
-    from .commands import load_vae
-    from .vae import TorchaxVAE
+    from torchax_vae.loading import load_vae
+    from torchax_vae.vae import TorchaxVAE
 
     expected = FAMILIES[video_class] if video_class else None
     _check_folders(model, expected)
@@ -126,7 +126,7 @@ def wav_paths(out: pathlib.Path, batch: int) -> list[pathlib.Path]:
 
 def read(latents: str, audio_latents: str | None):
     """(video latents or None, audio latents or None) of the command's input files (files.load_latents)."""
-    from . import files
+    from torchax_vae import files
 
     z, audio = files.load_latents(latents, None, packed=True, images=True, audio=True)
     if audio_latents is not None:
@@ -140,7 +140,7 @@ def read(latents: str, audio_latents: str | None):
 def read_windows(path):
     """Latents that a vocoder takes window by window (MiniMax Music 3's): one tensor [B, C, L], or the pipeline's
     windows, `latent_chunks` (a list of them, or a dict with that entry), as float tensors."""
-    from . import files
+    from torchax_vae import files
 
     path = pathlib.Path(path)
     data = files._read_latents(path)
@@ -182,7 +182,7 @@ def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model
     and `end` (seconds) crop it as Stable Audio's pipeline crops its output (`audio_start_in_s`, `audio_end_in_s`)."""
     import time
 
-    from . import files
+    from torchax_vae import files
 
     speaker = load_audio_only(model, _DTYPES[dtype])
     if isinstance(speaker, MusicSound):  # MiniMax Music 3: one window's latents, or the pipeline's latent_chunks
@@ -217,8 +217,8 @@ def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model
 
 def load_audio_only(model: str, dtype: torch.dtype | None = None, mesh=None) -> "VAESound | None":
     """The sound of a pipeline folder whose own VAE decodes sound alone (`AUDIO_ONLY`), or None for others."""
-    from .commands import load_vae
-    from .vae import TorchaxVAE
+    from torchax_vae.loading import load_vae
+    from torchax_vae.vae import TorchaxVAE
 
     if saved_class(model) not in AUDIO_ONLY:
         return None

@@ -25,9 +25,9 @@ import time
 import numpy as np
 import torch
 
-from . import files, sound
-from .checks import SOUND_SUFFIXES
-from .files import InputError, quiet_ffmpeg
+from torchax_vae import files, sound
+from torchax_vae.checks import SOUND_SUFFIXES
+from torchax_vae.files import InputError, quiet_ffmpeg
 
 __all__ = ["SOUND_SUFFIXES", "encode_file", "read_sound"]
 
@@ -97,9 +97,10 @@ def read_sound(path, sample_rate: int, channels: int) -> tuple[torch.Tensor, int
 def encode_file(path: str, out, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
                 tiling: bool = False, posterior: str = "mean", seed: int = 0, progress=None) -> dict:
     """A sound file -> an audio pipeline's latents, written to `out` (.pt, .safetensors or .npy)."""
-    from .commands import _precompile, load_vae
-    from .input_checks import check_video_shape
-    from .vae import TorchaxVAE
+    from torchax_vae.frame_progress import precompile_counting as _precompile
+    from torchax_vae.loading import load_vae
+    from torchax_vae.input_checks import check_video_shape
+    from torchax_vae.vae import TorchaxVAE
 
     if posterior not in ("mean", "sample"):
         raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
-from . import convert
-from .mesh import Placement
+from torchax_vae import convert
+from torchax_vae.mesh import Placement
 
 
 @functools.partial(jax.jit, static_argnames=("size", "dtype", "sharding"))

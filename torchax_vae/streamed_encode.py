@@ -8,8 +8,8 @@ frame batches), so the posterior is the whole video's, bit for bit: the same pro
 import numpy as np
 import torch
 
-from . import pixels, video_input
-from .checks import InputError
+from torchax_vae import pixels, video_input
+from torchax_vae.checks import InputError
 
 __all__ = ["streams", "moments"]
 

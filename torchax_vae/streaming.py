@@ -6,8 +6,8 @@ out the chunks `decode` would join (torchax_vae/stream.py); the sessions are in 
 
 import torch
 
-from . import convert, pixels, stream
-from .arrays import chunks_of
+from torchax_vae import convert, pixels, stream
+from torchax_vae.arrays import chunks_of
 
 
 class Streaming:
@@ -45,13 +45,13 @@ class Streaming:
     def decode_session(self):
         """A decode fed latents chunk by chunk, as a generator makes them (torchax_vae/session.py):
         `session.decode(latent_chunk)` returns the frames that chunk completes; `session.close()` frees it."""
-        from .session import DecodeSession
+        from torchax_vae.session import DecodeSession
 
         return DecodeSession(self)
 
     def encode_session(self):
         """An encode fed video chunk by chunk, as a camera or a file read in order gives it (torchax_vae/session.py):
         `session.encode(frames)` returns the posterior of the latent frames those frames complete."""
-        from .session import EncodeSession
+        from torchax_vae.session import EncodeSession
 
         return EncodeSession(self)

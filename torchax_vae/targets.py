@@ -76,7 +76,7 @@ class Target:
         """The target's abstract devices (compile with them; they run nothing). TargetError if the compiler is missing."""
         from jax.experimental import topologies
 
-        from . import process
+        from torchax_vae import process
 
         process.start()  # JAX's platforms first: on a machine without the chip, its plugin stays quiet
         if self.platform == "tpu":

@@ -22,20 +22,21 @@ from diffusers.models.modeling_outputs import AutoencoderKLOutput
 from jax.sharding import Mesh
 from torch import nn
 
-from . import cache, convert, gradients, process, registry, validation, weights
-from .arrays import apply, is_abstract, join, join_chunks, side_by_side
-from .ahead import _TWIN, AheadOfTime
-from .engine import Engine
-from .facade import ConfigFacade
-from .family import Family
-from .lowering import jax_weights
-from .module_surface import ModuleSurface
-from .streaming import Streaming
-from .policy import Policy
-from .mesh import Placement, check_mesh
-from .programs import Programs
-from .stored import ProgramStore
-from .sources import DeviceSource, HostSource
+from torchax_vae import cache, convert, gradients, process, registry, validation, weights
+from torchax_vae.arrays import apply, is_abstract, join, join_chunks, side_by_side
+from torchax_vae.ahead import _TWIN, AheadOfTime
+from torchax_vae.engine import Engine
+from torchax_vae.facade import ConfigFacade
+from torchax_vae.family import Family
+from torchax_vae.loading import load_diffusers
+from torchax_vae.lowering import jax_weights
+from torchax_vae.module_surface import ModuleSurface
+from torchax_vae.streaming import Streaming
+from torchax_vae.policy import Policy
+from torchax_vae.mesh import Placement, check_mesh
+from torchax_vae.programs import Programs
+from torchax_vae.stored import ProgramStore
+from torchax_vae.sources import DeviceSource, HostSource
 
 logger = logging.getLogger(__name__)
 
@@ -198,8 +199,6 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
             mesh (`jax.sharding.Mesh`, *optional*): as for the constructor.
             kwargs: passed to the model class's `from_pretrained`.
         """
-        from .models import load_diffusers
-
         # a modular pipeline's spec holds the class `__class__` reports (never instantiated): its adapter builds
         cls = cls.__dict__.get("_reported_for", cls)
         vae = load_diffusers(name_or_path, subfolder, None if cls is TorchaxVAE else cls.model_class, **kwargs)

@@ -8,8 +8,8 @@ import pathlib
 
 import numpy as np
 
-from .checks import LATENT_SUFFIXES, InputError, check_readable
-from .files import quiet_ffmpeg
+from torchax_vae.checks import LATENT_SUFFIXES, InputError, check_readable
+from torchax_vae.files import quiet_ffmpeg
 
 __all__ = ["check_video_file", "read_video", "video_frames", "count_frames"]
 

@@ -17,13 +17,15 @@ diffusers it shows them under the wrapped model's own names and shapes:
 
 import collections
 import collections.abc
+import contextlib
 import dataclasses
+import warnings
 
 import jax
 import torch
 from torch import nn
 
-from . import convert
+from torchax_vae import convert
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,10 +237,18 @@ def rebuilt(model_class, config) -> nn.Module:
     which `from_config` would warn about on every rebuild: diffusers' own round trip)."""
     import inspect
 
-    from .models import _quiet_construction  # (torch's weight_norm deprecation, which the audio classes build)
-
     accepted = inspect.signature(model_class.__init__).parameters
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
         config = {key: value for key, value in dict(config).items() if key in accepted or key.startswith("_")}
-    with _quiet_construction():
+    with quiet_construction():
         return model_class.from_config(config)
+
+
+@contextlib.contextmanager
+def quiet_construction():
+    """diffusers' audio classes build torch's deprecated `weight_norm` (AutoencoderOobleck): torch's FutureWarning on
+    each load is diffusers' to act on, not what a user of the command or the service can."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*torch\.nn\.utils\.weight_norm.* is deprecated",
+                                category=FutureWarning)
+        yield

@@ -13,16 +13,10 @@ shared scheme: `feat_cache.FeatCache`, `windows.Windows`; its facade class;
 its row in torchax_vae/registry.py; its tests).
 """
 
-import contextlib
-import json
-import pathlib
-import warnings
-
-from diffusers import AutoencoderKL  # (any diffusers model class reads any config.json)
-
-from .. import registry
-from ..checks import vae_subfolder  # noqa: F401 (where the VAE is in a folder: the command's and the loaders')
-from ..vae import TorchaxVAE
+from torchax_vae import registry
+from torchax_vae.checks import vae_subfolder  # noqa: F401 (where the VAE is in a folder: the command's and the loaders')
+from torchax_vae.loading import load_diffusers, load_meta  # noqa: F401 (their documented place before loading.py)
+from torchax_vae.vae import TorchaxVAE
 
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 
@@ -32,60 +26,6 @@ WRAPPERS = tuple(registry.facade(row) for row in registry.ROWS if registry.serve
 supported = registry.supported
 wrapper_for = registry.facade_for  # the TorchaxVAE subclass for a diffusers model instance; TypeError for others
 wrapper_for_config = registry.facade_for_class_name  # ... for a saved model's `_class_name`; ValueError for others
-
-
-_HUB_OPTIONS = ("cache_dir", "force_download", "local_files_only", "proxies", "revision", "token")
-
-
-def load_diffusers(name_or_path, subfolder: str | None = "vae", expected: type | None = None, **kwargs):
-    """The diffusers VAE in a folder or hub id, of the class its config.json names (`_class_name`).
-
-    ValueError for a class no adapter serves, or other than `expected` when given.
-    A folder holding the VAE itself (config.json at its top) works with or without
-    `subfolder`. `kwargs` go to the class's `from_pretrained`.
-    """
-    subfolder = vae_subfolder(name_or_path, subfolder)
-    name_or_path = str(name_or_path)  # a pathlib.Path too
-    hub = {key: kwargs[key] for key in _HUB_OPTIONS if key in kwargs}
-    config = AutoencoderKL.load_config(name_or_path, subfolder=subfolder, **hub)
-    model_class = wrapper_for_config(config.get("_class_name", "")).model_class
-    if expected is not None and model_class is not expected:
-        raise ValueError(f"the model is a {model_class.__name__}, not a {expected.__name__}")
-    # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load. A class
-    # with modules kept in float32 (AutoencoderKLMiniMaxH3) loads only with it on.
-    if not model_class._keep_in_fp32_modules:
-        kwargs.setdefault("low_cpu_mem_usage", False)
-    with _quiet_construction():
-        return model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
-
-
-@contextlib.contextmanager
-def _quiet_construction():
-    """diffusers' audio classes build torch's deprecated `weight_norm` (AutoencoderOobleck): torch's FutureWarning on
-    each load is diffusers' to act on, not what a user of the command or the service can."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*torch\.nn\.utils\.weight_norm.* is deprecated",
-                                category=FutureWarning)
-        yield
-
-
-def load_meta(name_or_path, subfolder: str | None = "vae", **hub):
-    """The diffusers VAE a config describes, on the meta device (no weights read, no memory): for planning.
-
-    name_or_path: a config.json file, a folder holding one (the VAE's, or a pipeline's with `subfolder`), or a
-    hub id (its config only). ValueError for a class no adapter serves.
-    """
-    from ..weights import rebuilt_on_meta
-
-    path = pathlib.Path(str(name_or_path)).expanduser()
-    if path.is_file():
-        config = json.loads(path.read_text())
-    else:
-        subfolder = vae_subfolder(name_or_path, subfolder)
-        config = AutoencoderKL.load_config(str(name_or_path), subfolder=subfolder, **hub)
-    model_class = wrapper_for_config(config.get("_class_name", "")).model_class
-    with _quiet_construction():
-        return rebuilt_on_meta(model_class, config).eval()  # (from_config leaves dropout layers training)
 
 
 def input_shape(vae, kind: str, frames: int, height: int, width: int) -> tuple[int, ...]:

@@ -26,10 +26,10 @@ import torch
 from diffusers import AsymmetricAutoencoderKL, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from .. import convert, validation
-from ..arrays import is_abstract
-from ..vae import TorchaxVAE
-from .kl import KL, KLVAE, _where_diffusers_has
+from torchax_vae import convert, validation
+from torchax_vae.arrays import is_abstract
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
 
 __all__ = ["AsymmetricKL", "AsymmetricKLVAE"]
 

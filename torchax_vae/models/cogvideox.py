@@ -21,14 +21,14 @@ from diffusers.models.downsampling import CogVideoXDownsample3D
 from diffusers.models.upsampling import CogVideoXUpsample3D
 from torch import nn
 
-from ..backends import backend
-from .. import memory, staging, tiling
-from ..family import Family
-from ..lowering import Lowered
-from ..patches.group_norm import TorchaxGroupNorm
-from ..patches.safe_conv3d import PlainConv3d
-from ..arrays import apply, join, run_out
-from ..vae import TorchaxVAE
+from torchax_vae.backends import backend
+from torchax_vae import memory, staging, tiling
+from torchax_vae.family import Family
+from torchax_vae.lowering import Lowered
+from torchax_vae.patches.group_norm import TorchaxGroupNorm
+from torchax_vae.patches.safe_conv3d import PlainConv3d
+from torchax_vae.arrays import apply, join, run_out
+from torchax_vae.vae import TorchaxVAE
 
 # The layers whose activations get sharding marks on a mesh (patches/sharding_marks.py): every convolution
 # inside a CogVideoXCausalConv3d (a PlainConv3d after safe_conv3d), every GroupNorm, the samplers.

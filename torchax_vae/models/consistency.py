@@ -28,10 +28,10 @@ from diffusers.models.autoencoders.consistency_decoder_vae import ConsistencyDec
 from diffusers.models.autoencoders.vae import DecoderOutput
 from diffusers.utils.torch_utils import randn_tensor
 
-from .. import convert, validation
-from ..arrays import is_abstract
-from .kl import KL, KLVAE, _where_diffusers_has
-from .windows import WindowLowered
+from torchax_vae import convert, validation
+from torchax_vae.arrays import is_abstract
+from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
+from torchax_vae.models.windows import WindowLowered
 
 __all__ = ["Consistency", "ConsistencyDecoderVAEModel"]
 

@@ -22,7 +22,7 @@ from diffusers import AutoencoderKLCosmos, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_cosmos import CosmosCausalConv3d, CosmosCausalGroupNorm
 from diffusers.models.autoencoders.vae import IdentityDistribution
 
-from .windows import Windows, WindowVAE
+from torchax_vae.models.windows import Windows, WindowVAE
 
 __all__ = ["CosmosVAE", "SIGMA_DATA", "latent_shape", "video_channels"]
 

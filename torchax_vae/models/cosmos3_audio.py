@@ -22,11 +22,11 @@ import torch
 from diffusers import Cosmos3AVAEAudioTokenizer, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_oobleck import OobleckDiagonalGaussianDistribution
 
-from .. import validation
-from ..family import Family
-from ..lowering import OneChildLowered
-from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
+from torchax_vae import validation
+from torchax_vae.family import Family
+from torchax_vae.lowering import OneChildLowered
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["Cosmos3Audio", "Cosmos3AudioVAE"]
 

@@ -46,11 +46,11 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchify
 from jax.sharding import Mesh
 
-from .. import memory, patches, tiling
-from ..family import Family, whole_groups
-from ..lowering import Lowered
-from ..arrays import apply, join, run_out
-from ..vae import TorchaxVAE
+from torchax_vae import memory, patches, tiling
+from torchax_vae.family import Family, whole_groups
+from torchax_vae.lowering import Lowered
+from torchax_vae.arrays import apply, join, run_out
+from torchax_vae.vae import TorchaxVAE
 
 # diffusers' encoder chunking: the first frame, then this many frames per call
 ENCODE_CHUNK = 4

@@ -29,9 +29,9 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanimage import (
     HunyuanImageUpsample,
 )
 
-from ..patches.group_norm import TorchaxGroupNorm
-from ..vae import TorchaxVAE
-from .kl import KL, KLVAE
+from torchax_vae.patches.group_norm import TorchaxGroupNorm
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import KL, KLVAE
 
 __all__ = ["HunyuanImage", "HunyuanImageVAE", "latent_shape", "video_channels"]
 

@@ -17,8 +17,8 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuan_video import (
     HunyuanVideoUpsampleCausal3D,
 )
 
-from ..patches.group_norm import TorchaxGroupNorm
-from .windows import Windows, WindowVAE
+from torchax_vae.patches.group_norm import TorchaxGroupNorm
+from torchax_vae.models.windows import Windows, WindowVAE
 
 
 def video_channels(config) -> int:

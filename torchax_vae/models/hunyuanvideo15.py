@@ -22,10 +22,10 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import (
     HunyuanVideo15Upsample,
 )
 
-from .. import tiling
+from torchax_vae import tiling
 # the same config fields (in_channels, latent_channels, the two compression ratios, scaling_factor)
-from .hunyuanvideo import HunyuanVideo, latent_shape, video_channels  # noqa: F401
-from .windows import Windows, WindowVAE
+from torchax_vae.models.hunyuanvideo import HunyuanVideo, latent_shape, video_channels  # noqa: F401
+from torchax_vae.models.windows import Windows, WindowVAE
 
 __all__ = ["HunyuanVideo15VAE", "latent_shape", "video_channels"]
 

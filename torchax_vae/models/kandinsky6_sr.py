@@ -45,12 +45,12 @@ from diffusers.models.autoencoders.autoencoder_kandinsky6_sr import (SEGMENT_FRA
                                                                      Kandinsky6SRDownsample, Kandinsky6SRResnetBlock3D,
                                                                      Kandinsky6SRUpsample)
 
-from .. import patches
-from ..family import Family, whole_groups
-from ..lowering import Lowered
-from ..arrays import apply, join, run_out
-from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
+from torchax_vae import patches
+from torchax_vae.family import Family, whole_groups
+from torchax_vae.lowering import Lowered
+from torchax_vae.arrays import apply, join, run_out
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["Kandinsky6SR", "Kandinsky6SRVAEModel", "decode_segments", "encode_segments"]
 

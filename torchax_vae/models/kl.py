@@ -32,12 +32,12 @@ from diffusers import AutoencoderKL, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl import AutoencoderKLOutput
 from diffusers.models.resnet import Downsample2D, ResnetBlock2D, Upsample2D
 
-from .. import memory, tiling, validation
-from ..family import Family
-from ..patches.group_norm import TorchaxGroupNorm
-from ..arrays import apply
-from ..vae import TorchaxVAE
-from .windows import WindowLowered
+from torchax_vae import memory, tiling, validation
+from torchax_vae.family import Family
+from torchax_vae.patches.group_norm import TorchaxGroupNorm
+from torchax_vae.arrays import apply
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.windows import WindowLowered
 
 __all__ = ["KL", "KLVAE", "latent_shape", "video_channels"]
 

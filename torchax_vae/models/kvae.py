@@ -16,7 +16,7 @@ import torch
 # class up in this module.
 from diffusers import AutoencoderKLKVAE, ModelMixin  # noqa: F401
 
-from .kl import KL, KLVAE, _where_diffusers_has
+from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
 
 __all__ = ["KVAE", "KVAEModel"]
 

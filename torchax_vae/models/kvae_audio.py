@@ -23,10 +23,10 @@ import torch.nn.functional as F
 from diffusers import AutoencoderKLKVAEAudio, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from ..family import Family
-from ..lowering import Lowered
-from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
+from torchax_vae.family import Family
+from torchax_vae.lowering import Lowered
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["KVAEAudio", "KVAEAudioVAE"]
 

@@ -30,11 +30,11 @@ from diffusers import AutoencoderKLKVAEVideo, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_kvae_video import (KVAECachedCausalConv3d, KVAECachedPXSDownsample,
                                                                      KVAECachedPXSUpsample, KVAECachedResnetBlock3D)
 
-from .. import patches
-from ..arrays import apply
-from ..vae import TorchaxVAE
-from .kandinsky6_sr import SEGMENT_FRAMES, Kandinsky6SR, Kandinsky6SRLowered
-from .kl import _where_diffusers_has
+from torchax_vae import patches
+from torchax_vae.arrays import apply
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kandinsky6_sr import SEGMENT_FRAMES, Kandinsky6SR, Kandinsky6SRLowered
+from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["KVAEVideo", "KVAEVideoVAE"]
 

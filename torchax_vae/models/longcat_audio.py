@@ -30,10 +30,10 @@ from diffusers.models.autoencoders.autoencoder_longcat_audio_dit import (
 )
 from diffusers.utils.torch_utils import randn_tensor
 
-from ..family import Family
-from ..lowering import OneChildLowered
-from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
+from torchax_vae.family import Family
+from torchax_vae.lowering import OneChildLowered
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["LongCatAudio", "LongCatAudioVAE", "Posterior", "strides"]
 

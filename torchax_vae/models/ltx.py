@@ -32,11 +32,11 @@ from diffusers import AutoencoderKLLTXVideo, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_ltx import LTXVideoCausalConv3d, LTXVideoResnetBlock3d
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from .. import convert, validation
-from ..facade import LatentStatistics
-from ..lowering import private_copy
-from ..patches import ltx_noise
-from .windows import WindowLowered, Windows, WindowVAE
+from torchax_vae import convert, validation
+from torchax_vae.facade import LatentStatistics
+from torchax_vae.lowering import private_copy
+from torchax_vae.patches import ltx_noise
+from torchax_vae.models.windows import WindowLowered, Windows, WindowVAE
 
 
 def video_channels(config) -> int:

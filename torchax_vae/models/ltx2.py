@@ -32,7 +32,7 @@ from diffusers.models.autoencoders.autoencoder_kl_ltx2 import LTX2VideoCausalCon
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
-from .ltx import TimestepWindows, TimestepWindowVAE
+from torchax_vae.models.ltx import TimestepWindows, TimestepWindowVAE
 
 _SPATIAL = {"spatial": 1, "temporal": 0, "spatiotemporal": 1, "conv": 1}  # downsample_type -> halves H and W
 _TEMPORAL = {"spatial": 0, "temporal": 1, "spatiotemporal": 1, "conv": 1}  # ... halves the frames

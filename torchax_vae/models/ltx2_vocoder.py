@@ -32,11 +32,11 @@ try:  # LTX-2.3's, in a newer diffusers than LTX2Vocoder
 except ImportError:
     LTX2VocoderWithBWE = None
 
-from .. import validation
-from ..family import Family
-from ..lowering import Lowered
-from ..vae import TorchaxVAE
-from .vocoders import VocoderFacade
+from torchax_vae import validation
+from torchax_vae.family import Family
+from torchax_vae.lowering import Lowered
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.vocoders import VocoderFacade
 
 __all__ = ["LTX2VocoderModel", "LTX2VocoderWithBWEModel", "Vocoder", "VocoderWithBWE"]
 

@@ -34,11 +34,11 @@ from diffusers.models.autoencoders.autoencoder_kl_magvit import (
     EasyAnimateUpsampler3D,
 )
 
-from .. import tiling
-from ..patches.group_norm import TorchaxGroupNorm
-from ..patches.sharding_marks import mark
-from ..arrays import apply, join
-from .windows import WindowLowered, Windows, WindowVAE
+from torchax_vae import tiling
+from torchax_vae.patches.group_norm import TorchaxGroupNorm
+from torchax_vae.patches.sharding_marks import mark
+from torchax_vae.arrays import apply, join
+from torchax_vae.models.windows import WindowLowered, Windows, WindowVAE
 
 __all__ = ["MagvitVAE", "frame_batches", "latent_shape", "video_channels"]
 

@@ -47,15 +47,15 @@ import torch
 from diffusers import AutoencoderKLMiniMaxH3, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import MiniMaxH3VideoCausalConv3d
 
-from .. import memory, tiling
-from ..family import Family
-from ..arrays import is_abstract
-from ..sources import DeviceSource
-from ..arrays import apply, join, run_out
-from ..vae import TorchaxVAE
-from . import minimax_h3_tiles as tiles_of_clips
-from .kl import _where_diffusers_has
-from .windows import WindowLowered
+from torchax_vae import memory, tiling
+from torchax_vae.family import Family
+from torchax_vae.arrays import is_abstract
+from torchax_vae.sources import DeviceSource
+from torchax_vae.arrays import apply, join, run_out
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models import minimax_h3_tiles as tiles_of_clips
+from torchax_vae.models.kl import _where_diffusers_has
+from torchax_vae.models.windows import WindowLowered
 
 __all__ = ["MiniMaxH3", "MiniMaxH3VAE", "latent_shape", "video_channels"]
 

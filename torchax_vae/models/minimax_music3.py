@@ -25,10 +25,10 @@ import torch
 from diffusers import MiniMaxMusic3Vocoder, ModelMixin  # noqa: F401
 from diffusers.modular_pipelines.minimax_music3.decoders import _CROP_LEFT_LATENT, _CROP_RIGHT_LATENT
 
-from .. import validation
-from ..lowering import Lowered
-from ..vae import TorchaxVAE
-from .vocoders import VocoderFacade, VocoderFamily
+from torchax_vae import validation
+from torchax_vae.lowering import Lowered
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.vocoders import VocoderFacade, VocoderFamily
 
 __all__ = ["MiniMaxMusic3VocoderModel", "MusicVocoder", "sample_length", "song"]
 

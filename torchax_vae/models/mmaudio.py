@@ -27,12 +27,12 @@ import torch
 from diffusers import MMAudioVAE, MMAudioVocoder, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from .. import validation
-from ..family import Family
-from ..lowering import Lowered
-from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
-from .vocoders import VocoderFacade, VocoderFamily
+from torchax_vae import validation
+from torchax_vae.family import Family
+from torchax_vae.lowering import Lowered
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import _where_diffusers_has
+from torchax_vae.models.vocoders import VocoderFacade, VocoderFamily
 
 __all__ = ["MMAudio", "MMAudioVAEModel", "MMAudioVocoderModel", "Vocoder"]
 

@@ -28,8 +28,8 @@ from diffusers import AutoencoderKLMochi, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXCausalConv3d
 from diffusers.models.autoencoders.autoencoder_kl_mochi import FourierFeatures
 
-from ..patches.group_norm import TorchaxFrameGroupNorm
-from .windows import WindowLowered, Windows, WindowVAE
+from torchax_vae.patches.group_norm import TorchaxFrameGroupNorm
+from torchax_vae.models.windows import WindowLowered, Windows, WindowVAE
 
 __all__ = ["MochiVAE", "latent_shape", "video_channels"]
 

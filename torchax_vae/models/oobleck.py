@@ -36,12 +36,12 @@ from diffusers.models.autoencoders.autoencoder_oobleck import (
     OobleckDiagonalGaussianDistribution,
 )
 
-from .. import memory
-from ..family import Family
-from ..lowering import OneChildLowered
-from ..arrays import apply
-from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
+from torchax_vae import memory
+from torchax_vae.family import Family
+from torchax_vae.lowering import OneChildLowered
+from torchax_vae.arrays import apply
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["Oobleck", "OobleckVAE", "latent_length"]
 

@@ -18,8 +18,8 @@ from diffusers.models.autoencoders.autoencoder_kl_qwenimage import (
     QwenImageResample,
 )
 
-from .. import validation
-from .feat_cache import FeatCache, FeatCacheVAE
+from torchax_vae import validation
+from torchax_vae.models.feat_cache import FeatCache, FeatCacheVAE
 
 
 def video_channels(config) -> int:

@@ -23,8 +23,8 @@ from diffusers.models.autoencoders.autoencoder_kl_qwenimage21 import (
     QwenImage21Resample,
 )
 
-from .feat_cache import FeatCache, FeatCacheVAE
-from .wan import latent_shape, video_channels  # the same config fields (in_channels, patch_size, scale_factor_*)
+from torchax_vae.models.feat_cache import FeatCache, FeatCacheVAE
+from torchax_vae.models.wan import latent_shape, video_channels  # the same config fields (in_channels, patch_size, scale_factor_*)
 
 __all__ = ["QwenImage21VAE", "latent_shape", "video_channels"]
 

@@ -29,11 +29,11 @@ import torch
 from diffusers import AutoencoderRAE, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput, IdentityDistribution
 
-from ..family import Family
-from ..lowering import Lowered
-from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
-from .vidtok import Method
+from torchax_vae.family import Family
+from torchax_vae.lowering import Lowered
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import _where_diffusers_has
+from torchax_vae.models.vidtok import Method
 
 __all__ = ["RAE", "RAEVAE"]
 

@@ -27,9 +27,9 @@ from diffusers import AutoencoderKLTemporalDecoder, ModelMixin  # noqa: F401
 from diffusers.models.resnet import Downsample2D, ResnetBlock2D, SpatioTemporalResBlock
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from .. import validation
-from ..patches.group_norm import TorchaxGroupNorm
-from .kl import KL, KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
+from torchax_vae import validation
+from torchax_vae.patches.group_norm import TorchaxGroupNorm
+from torchax_vae.models.kl import KL, KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
 
 __all__ = ["TemporalDecoder", "TemporalDecoderVAE", "latent_shape", "video_channels"]
 

@@ -37,9 +37,9 @@ from diffusers.models.autoencoders.autoencoder_tiny import AutoencoderTinyOutput
 from diffusers.models.autoencoders.vae import DecoderOutput, IdentityDistribution
 from diffusers.models.unets.unet_2d_blocks import AutoencoderTinyBlock
 
-from ..arrays import apply
-from ..vae import TorchaxVAE
-from .kl import KL, KLVAE
+from torchax_vae.arrays import apply
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import KL, KLVAE
 
 __all__ = ["Tiny", "TinyVAE", "latent_shape", "video_channels"]
 

@@ -38,12 +38,12 @@ from diffusers.models.autoencoders.autoencoder_vidtok import (
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution, IdentityDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
-from .. import convert, memory, validation
-from ..family import Family
-from ..lowering import Lowered
-from ..arrays import apply
-from ..vae import TorchaxVAE
-from . import vidtok_tiles
+from torchax_vae import convert, memory, validation
+from torchax_vae.family import Family
+from torchax_vae.lowering import Lowered
+from torchax_vae.arrays import apply
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models import vidtok_tiles
 
 __all__ = ["VidTok", "VidTokVAE", "latent_shape", "video_channels"]
 

@@ -8,9 +8,9 @@ tiling, slicing), so that `hasattr` answers as for the wrapped class.
 
 import jax
 
-from ..family import Family
-from ..vae import TorchaxVAE
-from .kl import _where_diffusers_has
+from torchax_vae.family import Family
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["VocoderFacade", "VocoderFamily"]
 

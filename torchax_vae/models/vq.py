@@ -36,10 +36,10 @@ from diffusers import ModelMixin, VQModel  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput, IdentityDistribution
 from diffusers.models.autoencoders.vq_model import VQEncoderOutput
 
-from .. import convert, validation
-from ..vae import TorchaxVAE
-from .kl import KL, KLVAE, _where_diffusers_has
-from .windows import WindowLowered
+from torchax_vae import convert, validation
+from torchax_vae.vae import TorchaxVAE
+from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
+from torchax_vae.models.windows import WindowLowered
 
 __all__ = ["VQ", "VQVAE"]
 

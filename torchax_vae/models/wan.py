@@ -20,8 +20,8 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import (
     unpatchify,
 )
 
-from .. import validation
-from .feat_cache import FeatCache, FeatCacheVAE, encode_chunks  # noqa: F401 (encode_chunks: tests, scripts)
+from torchax_vae import validation
+from torchax_vae.models.feat_cache import FeatCache, FeatCacheVAE, encode_chunks  # noqa: F401 (encode_chunks: tests, scripts)
 
 
 def video_channels(config) -> int:

@@ -33,11 +33,11 @@ import functools
 
 import jax
 
-from .. import memory, tiling
-from ..family import Family
-from ..lowering import Lowered
-from ..arrays import apply
-from ..vae import TorchaxVAE
+from torchax_vae import memory, tiling
+from torchax_vae.family import Family
+from torchax_vae.lowering import Lowered
+from torchax_vae.arrays import apply
+from torchax_vae.vae import TorchaxVAE
 
 
 def windows(frames: int, size: int, stride: int) -> list[tuple[int, int]]:

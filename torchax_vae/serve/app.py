@@ -24,39 +24,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .. import registry
-from . import bodies, conditions, outputs, protocol, server, sounds, streams
-from .bodies import BodyBudget, body_size, read_body
-from .metrics import Metrics
-from ..checks import shown
-from .protocol import RequestError
-from .worker import DeviceWorker, Job
+from torchax_vae import registry
+from torchax_vae.serve import bodies, conditions, outputs, protocol, sounds, streams
+from torchax_vae.serve.bodies import BodyBudget, body_size, read_body
+from torchax_vae.serve.limits import DEFAULT_MAX_PIXELS, Limits  # noqa: F401 (create_app's keywords; their old home)
+from torchax_vae.serve.metrics import Metrics
+from torchax_vae.checks import shown
+from torchax_vae.serve.protocol import RequestError
+from torchax_vae.serve.worker import DeviceWorker, Job
 
 log = logging.getLogger("torchax_vae.serve")
 
 
-# A 10 s 720p video at 24 fps (241 frames of 1280x720 is 2.2e8 pixels), with room to spare.
-DEFAULT_MAX_PIXELS = server.DEFAULT_MAX_PIXELS
-
-
 def default_inflight_bytes(max_body: int) -> int:
     """The body budget by default: a quarter of the host memory available now, and at least one largest body."""
-    from ..memory import host_available_bytes
+    from torchax_vae.memory import host_available_bytes
 
     available = host_available_bytes()
     return max(max_body, available // 4) if available else 4 * max_body
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    max_batch: int | None = None  # requests (batch rows) per device call; None: the backend's (backends.py)
-    max_queue: int = 64  # requests waiting for the device; more are answered 429
-    max_wait_ms: float = 5.0  # how long a request waits for others of its shape to batch with
-    max_body_mb: float = 512.0  # request bodies above this are answered 413
-    timeout_s: float = 600.0  # a request not answered by then is dropped and answered 504
-    max_active: int = 4  # batches the device worker advances in turn, a chunk each (1: one request at a time)
-    max_inflight_mb: float | None = None  # request bodies held at once, all requests together; None: from the host
-    max_pixels: int = DEFAULT_MAX_PIXELS  # output (decode) or input (encode) pixels x frames of one request
 
 
 class Service:
@@ -87,9 +72,9 @@ class Service:
 
     def load(self) -> None:
         """Loads and wraps every model, then compiles the warm-up shapes (on the worker's thread)."""
-        from .. import sound
-        from ..commands import check_served, load_vae, summary
-        from ..vae import TorchaxVAE
+        from torchax_vae import sound
+        from torchax_vae.loading import check_served, load_vae, summary
+        from torchax_vae.vae import TorchaxVAE
 
         try:
             for name, spec in self.specs.items():
@@ -140,8 +125,8 @@ def _backend_batch(mesh) -> int:
     """--max-batch by default: the backend table's, for the devices the models run on."""
     import jax
 
-    from .. import process
-    from ..backends import backend
+    from torchax_vae import process
+    from torchax_vae.backends import backend
 
     process.start()  # before the first device query (a machine without an accelerator stays quiet)
     device = mesh.devices.flat[0] if mesh is not None else jax.devices()[0]

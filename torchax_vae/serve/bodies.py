@@ -16,8 +16,8 @@ import threading
 
 from starlette.requests import ClientDisconnect, Request
 
-from ..checks import shown
-from .protocol import TENSOR_DTYPES, RequestError, shape_of
+from torchax_vae.checks import shown
+from torchax_vae.serve.protocol import TENSOR_DTYPES, RequestError, shape_of
 
 __all__ = ["BodyBudget", "read_body", "deadline"]
 

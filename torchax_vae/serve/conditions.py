@@ -10,7 +10,7 @@ alone (its condition is its own), in the device worker's queue as any other.
 
 import math
 
-from .protocol import TENSOR_DTYPES, Parsed, RequestError, decode_request, shape_of, tensor_of
+from torchax_vae.serve.protocol import TENSOR_DTYPES, Parsed, RequestError, decode_request, shape_of, tensor_of
 
 KEYS = ("image_shape", "mask_shape")
 
@@ -21,7 +21,7 @@ def asked(params) -> bool:
 
 
 def _conditioned(vae) -> bool:
-    from ..models.asym_kl import AsymmetricKL
+    from torchax_vae.models.asym_kl import AsymmetricKL
 
     return isinstance(vae._family, AsymmetricKL)
 

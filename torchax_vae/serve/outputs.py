@@ -10,8 +10,8 @@ import tempfile
 import numpy as np
 import torch
 
-from .. import files, pixels
-from .protocol import IMAGE_FORMATS, Output
+from torchax_vae import files, pixels
+from torchax_vae.serve.protocol import IMAGE_FORMATS, Output
 
 # Tensor answers name their dtype as the client's DTYPE_MAP does.
 DTYPE_NAMES = {torch.float16: "float16", torch.float32: "float32", torch.bfloat16: "bfloat16", torch.uint8: "uint8"}

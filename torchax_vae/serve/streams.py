@@ -21,9 +21,9 @@ import subprocess
 
 import numpy as np
 
-from .. import files, pixels
-from .protocol import RequestError
-from .outputs import _channels_last, _uint8
+from torchax_vae import files, pixels
+from torchax_vae.serve.protocol import RequestError
+from torchax_vae.serve.outputs import _channels_last, _uint8
 
 log = logging.getLogger("torchax_vae.serve")
 
@@ -152,7 +152,7 @@ def _remove(path) -> None:
 async def _answer(request, service, name: str, parsed, deadline: float, done, audio):
     from starlette.responses import StreamingResponse
 
-    from .worker import Job
+    from torchax_vae.serve.worker import Job
 
     feed = ChunkFeed(asyncio.get_running_loop(), service.worker.wake, service.models[name]._family)
     job = Job(name, parsed, feed.deliver, deadline, on_chunk=feed.on_chunk, ready=feed.ready)

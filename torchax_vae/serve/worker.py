@@ -22,7 +22,7 @@ from typing import Callable
 
 import torch
 
-from .protocol import Parsed, RequestError, scaled_latents
+from torchax_vae.serve.protocol import Parsed, RequestError, scaled_latents
 
 log = logging.getLogger("torchax_vae.serve")
 
@@ -315,7 +315,7 @@ def _decode_steps(stream, vae, sizes: list[int]):
 
 
 def _sound_steps(speaker, audio):
-    from .sounds import waveform
+    from torchax_vae.serve.sounds import waveform
 
     yield [waveform(speaker, audio)]
 
