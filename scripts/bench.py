@@ -63,9 +63,10 @@ def compile_only(case: Case) -> dict:
     """Compiles (in this process) every program the case's call needs; what XLA says about them."""
     import jax
 
-    from torchax_vae import cache, process
+    from torchax_vae import cache
+    from torchax_vae.engine import process
     from torchax_vae import make_mesh
-    from torchax_vae.vae import TorchaxVAE
+    from torchax_vae.facade.vae import TorchaxVAE
 
     process.start()  # before the device count below: quiet where no accelerator is visible
     cache.enable(cache.resolve())  # run_case sets the folder: a new one (--cache-start), else off
@@ -146,7 +147,8 @@ def environment() -> dict:
     import jax
     import torch
 
-    from torchax_vae import patches, process
+    from torchax_vae import patches
+    from torchax_vae.engine import process
 
     process.start()  # JAX's platforms first: a machine without an accelerator stays quiet whatever is installed
     torchax = patches.import_torchax()
@@ -246,7 +248,7 @@ def speed_main(args) -> int:
         print(
             f"{profile['case']}: its {sum(c['count'] for c in profile['convs'])} convolutions timed alone take "
             f"{profile['torch_seconds']:.2f} s in PyTorch, {profile['xla_seconds']:.2f} s in XLA as torchax lowers "
-            f"them, {profile['xla_by_frames_seconds']:.2f} s by frames (patches/frame_conv.py); the whole call "
+            f"them, {profile['xla_by_frames_seconds']:.2f} s by frames (torchax_vae/patches/frame_conv.py); the whole call "
             f"{row['torch']['median_seconds']:.2f} s and {row['torchax']['median_seconds']:.2f} s"
         )
         for c in sorted(profile["convs"], key=lambda c: -c["count"] * c["xla_seconds"]):

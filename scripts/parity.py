@@ -32,7 +32,7 @@ class Row:
 
 
 # diffusers classes that fail on a batch of two or more unless slicing is on (AutoencoderKLHunyuanVideo15: its attention
-# mask broadcasts over the batch as heads; patches/causal_mask.py): their reference is always the sliced result.
+# mask broadcasts over the batch as heads; torchax_vae/patches/causal_mask.py): their reference is always the sliced result.
 SLICED_REFERENCE = {"AutoencoderKLHunyuanVideo15", "AutoencoderKLAllegro"}
 # diffusers classes whose sliced decode is wrong for a batch (AutoencoderKLMagvit: `_decode` leaves its modules' cache
 # to the next video, which then continues the first one's frames): their reference is always the unsliced result,

@@ -44,7 +44,7 @@ CASES = {
 
 def _folder(source: str, root: Path) -> Path:
     if source == "demo":
-        from torchax_vae.demo import DEMO_MODEL
+        from torchax_vae.cli.demo import DEMO_MODEL
 
         return DEMO_MODEL
     folder = root / source

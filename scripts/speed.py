@@ -150,7 +150,7 @@ def _peak_rss_bytes() -> int:
     VmHWM of /proc/self/status (Linux) belongs to the address space exec
     created; getrusage's ru_maxrss would carry over the parent's peak from fork.
     """
-    from torchax_vae.memory import proc_bytes
+    from torchax_vae.engine.memory import proc_bytes
 
     peak = proc_bytes("/proc/self/status", "VmHWM")
     if peak is not None:
@@ -409,7 +409,7 @@ def compare(case: SpeedCase, repeats: int = 3, torch_compile: bool = False, prof
 def device_kind() -> str:
     import jax
 
-    from torchax_vae import process
+    from torchax_vae.engine import process
 
     process.start()  # JAX's platforms first: a machine without a GPU stays quiet with .[plan-gpu] installed
     return jax.devices()[0].device_kind

@@ -87,8 +87,8 @@ def jax_device():
 
 def _synthetic_video(path, frames: int, height: int, width: int) -> None:
     """An MP4 of moving shapes, written 16 frames at a time (the script holds no whole video either)."""
-    from torchax_vae import files
-    from torchax_vae.synthetic import moving_shapes
+    from torchax_vae.media import files
+    from torchax_vae.media.synthetic import moving_shapes
 
     with files.frame_writer(path, shape=(frames, height, width, 3)) as write:
         for start in range(0, frames, 16):
@@ -209,7 +209,7 @@ def main():
     parser.add_argument("--service", action="store_true")
     parser.add_argument("--json", type=pathlib.Path)
     args = parser.parse_args()
-    from torchax_vae import process
+    from torchax_vae.engine import process
 
     process.start()
     rows = []

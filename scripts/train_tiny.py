@@ -2,9 +2,9 @@
 
 The model is diffusers' AutoencoderKLCogVideoX, unmodified, at a small width
 (0.87 M parameters, 3.5 MB fp32). Gradients flow through the same lowering
-TorchaxVAE runs (`torchax_vae.lowering`): `jax.value_and_grad` of the VAE loss
+TorchaxVAE runs (`torchax_vae.engine.lowering`): `jax.value_and_grad` of the VAE loss
 over the weights. Data are procedural moving-shape clips
-(`torchax_vae.synthetic`), a fresh batch per step from (seed, step), so a run
+(`torchax_vae.media.synthetic`), a fresh batch per step from (seed, step), so a run
 is reproducible from its seed. Adam with warm-up and cosine decay, written out
 below (a dozen lines; no optimizer dependency for one script).
 
@@ -32,10 +32,10 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from torchax_vae.lowering import jax_weights
+from torchax_vae.engine.lowering import jax_weights
 from torchax_vae.models import cogvideox
 from torchax_vae.models.cogvideox import LoweredVAE
-from torchax_vae.synthetic import moving_shapes
+from torchax_vae.media.synthetic import moving_shapes
 
 # Also written into the exported config.json; the demo reads it from there.
 TINY_CONFIG = {

@@ -14,7 +14,7 @@ import jax
 import torch
 
 from torchax_vae import TorchaxVAE, make_mesh
-from torchax_vae.family import Family
+from torchax_vae.facade.family import Family
 from helpers import MODELS, random_vae, with_noise
 
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -101,7 +101,7 @@ def tiny():
     vae.disable_slicing()
 
     # A width no split divides at the latent level (5 = 40 / 8): the grid 2 x 4 from the 12 x 20 level up, the
-    # 6 x 10 level in unequal blocks (10 as 3, 3, 3, 1: `torchax_vae.mesh.uneven_grid`), the 3 x 5 latents 2 x 1.
+    # 6 x 10 level in unequal blocks (10 as 3, 3, 3, 1: `torchax_vae.placement.mesh.uneven_grid`), the 3 x 5 latents 2 x 1.
     parity("1x8 width 40", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(1, 3, 9, 24, 40, generator=gen),
            torch.randn(1, 4, 3, 3, 5, generator=gen))
 
@@ -110,7 +110,7 @@ def tiny_more_cases():
     """The slow set's further CogVideoX cases on the mesh: height strips, tiling, a device input, per-device memory."""
     vae = random_vae("tiny")
     gen = torch.Generator().manual_seed(1)
-    # Height strips, the grid TPUs favour (`torchax_vae.mesh.keeps_width`; here the squarest blocks too): a
+    # Height strips, the grid TPUs favour (`torchax_vae.placement.mesh.keeps_width`; here the squarest blocks too): a
     # 128 x 16 video's 16 x 2 latents split 8 x 1, two rows a device. (Uneven blocks: "1x8 width 40" in `tiny`.)
     parity("8x1 tall", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(1, 3, 9, 128, 16, generator=gen),
            torch.randn(1, 4, 3, 16, 2, generator=gen))
@@ -176,7 +176,7 @@ def qwenimage(memory: bool):
         parity("qwenimage21-tiny 1x8", vae, TorchaxVAE(vae, mesh=make_mesh()), torch.randn(1, 4, 1, 32, 64, generator=gen),
                torch.randn(1, 4, 1, 8, 16, generator=gen))
     # The mid block's attention split over the 8 devices: 26 x 30 latents, 780 tokens padded to 784
-    # (patches/attention_split.py); and HunyuanVideo's causal mask padded with them (3 x 6 x 10 = 180 tokens).
+    # (torchax_vae/patches/attention_split.py); and HunyuanVideo's causal mask padded with them (3 x 6 x 10 = 180 tokens).
     for config, latents in (("qwenimage-tiny", (1, 4, 1, 26, 30)), ("hunyuan-tiny", (1, 4, 3, 6, 10))):
         vae = random_vae(config)
         ours = TorchaxVAE(vae, mesh=make_mesh())
@@ -238,14 +238,14 @@ def windowed(labels):
 
 
 def xla_conv_blocks():
-    """XLA's one-element-block bug (`torchax_vae.mesh._at_least_two`): a 2 x 4 image level split 2 x 4 ways, given a
+    """XLA's one-element-block bug (`torchax_vae.placement.mesh._at_least_two`): a 2 x 4 image level split 2 x 4 ways, given a
     frame axis (a reshape) and convolved with a 1-pixel halo, against the same program on one device; and
     through `sharding_for`, which avoids those blocks."""
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from torchax_vae.mesh import fine_mesh, sharding_for
+    from torchax_vae.placement.mesh import fine_mesh, sharding_for
 
     mesh = make_mesh()
     rng = np.random.default_rng(0)
@@ -265,7 +265,7 @@ def xla_conv_blocks():
 
 
 def halo_convolutions():
-    """patches/halo_conv.py's split convolution against the unsplit one (`gpu_conv.stock`): grids of one and two
+    """torchax_vae/patches/halo_conv.py's split convolution against the unsplit one (`gpu_conv.stock`): grids of one and two
     axes, zero and replicate padding, 2-D and 3-D, 3 x 3 and 5 x 5 kernels, with and without a bias."""
     import jax.numpy as jnp
     import numpy as np

@@ -43,7 +43,7 @@ def tiny_vae():
 
 
 # The wrappers are per test module, not per session: a wrapper keeps every program it compiled, and on CPU each
-# program holds mappings of machine code (torchax_vae/programs.py). Held for the whole slow suite, these two
+# program holds mappings of machine code (torchax_vae/engine/programs.py). Held for the whole slow suite, these two
 # took 17,000 of the process's 65,530 mappings.
 @pytest.fixture(scope="module")
 def _tiny_torchax_module(tiny_vae):

@@ -72,7 +72,7 @@ def batch_program(name: str) -> str:
     """The frame-batch program a compiled program belongs to: "decoder/tile/stage03.1+conv_cache" -> "decoder/tile+conv_cache".
 
     With program_split "layer" (the default on CPU) a frame batch is one program per layer
-    (torchax_vae.staging), named after its batch program plus "/stageNN[.sub]".
+    (torchax_vae.engine.staging), named after its batch program plus "/stageNN[.sub]".
     """
     return re.sub(r"/stage[0-9.]+", "", name)
 

@@ -59,9 +59,9 @@ def test_smaller_than_a_tile_gives_what_diffusers_gives_with_a_warning():
     """Below one tile diffusers' loops run no tile: decode gives zeros, encode quant_conv's bias. So do these, with a
     ZeroOutputWarning and no tile program, in training mode too (diffusers' pipeline tests decode such latents with
     the VAE as built: nothing stochastic runs); the command and the service refuse such input."""
-    from torchax_vae.checks import InputError
-    from torchax_vae.input_checks import check_input
-    from torchax_vae.validation import ZeroOutputWarning
+    from torchax_vae.media.checks import InputError
+    from torchax_vae.stage3.input_checks import check_input
+    from torchax_vae.engine.validation import ZeroOutputWarning
 
     vae = random_vae("allegro-tiny").train()
     vae.enable_tiling()
@@ -169,7 +169,7 @@ def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     frames = np.load(tmp_path / "video.npy")
     assert frames.shape == (24, 128, 136, 3)
     assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
-    from torchax_vae import files
+    from torchax_vae.media import files
 
     files.write_mp4(tmp_path / "video.mp4", frames)
     assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0

@@ -16,9 +16,10 @@ import torch
 from safetensors.torch import save_file
 
 from helpers import TOLERANCE, assert_close, random_vae
-from torchax_vae import files, staging
+from torchax_vae.engine import staging
+from torchax_vae.media import files
 from torchax_vae.cli import main as cli_main
-from torchax_vae.demo import demo
+from torchax_vae.cli.demo import demo
 from torchax_vae.models.cogvideox import STAGES
 
 ATOL = TOLERANCE[torch.float32]
@@ -128,7 +129,7 @@ def test_encode_then_decode_round_trip(model_dir, cache_dir, tmp_path):
 def test_warmup_fills_the_cache_that_decode_then_uses(model_dir, tmp_path):
     cache = tmp_path / "cache"
     out = ok(cli("warmup", "--model", model_dir, "--shape", "9,32,48", "--json", cache=cache))
-    # one frame batch (3 latent frames): one program per decoder layer, the default on CPU (torchax_vae.staging)
+    # one frame batch (3 latent frames): one program per decoder layer, the default on CPU (torchax_vae.engine.staging)
     assert json.loads(out)["decode"]["programs"] == len(staging.plan(random_vae("tiny").decoder, STAGES))
     entries = len(list(cache.iterdir()))
     assert entries >= 1
@@ -199,7 +200,7 @@ def test_demo_pipeline_on_a_random_tiny_model(tmp_path):
 @pytest.mark.slow  # 37 s on 2 cores: README command 1 runs the same demo
 def test_shipped_demo_runs_offline_and_reaches_25_db(tmp_path):
     """README command 1: `torchax-vae demo` in an empty folder, hub offline, with the weights in the package."""
-    from torchax_vae.demo import DEMO_MODEL
+    from torchax_vae.cli.demo import DEMO_MODEL
 
     weights = sorted(DEMO_MODEL.glob("*.safetensors"))
     assert weights, f"no shipped weights in {DEMO_MODEL}"

@@ -13,7 +13,7 @@ import torch
 from test_cli import to_uint8
 
 from helpers import random_vae
-from torchax_vae import files
+from torchax_vae.media import files
 from torchax_vae.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,7 +134,7 @@ def test_latents_as_return_dict_false_gives_them(model_dir, tmp_path, capsys):
 
 
 def test_ctrl_c_is_one_line_and_exit_130(model_dir, latents, tmp_path, monkeypatch, capsys):
-    from torchax_vae import commands
+    from torchax_vae.cli import commands
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -245,7 +245,7 @@ def test_a_config_that_does_not_fit_its_weights_names_the_first_mismatch(model_d
 
 
 def test_a_load_error_that_announces_its_details_keeps_the_first():
-    from torchax_vae.commands import summary
+    from torchax_vae.cli.commands import summary
 
     error = RuntimeError("Error(s) in loading state_dict for AutoencoderKLCogVideoX:\n\tsize mismatch for "
                          "encoder.conv_in.weight: copying a param with shape [8, 3] ...\n\tsize mismatch for b")
@@ -313,7 +313,7 @@ def test_an_output_that_is_the_input_is_refused(model_dir, tmp_path, capsys):
 
 
 def test_a_folder_no_file_can_be_made_in_fails_up_front_naming_the_users_path(model_dir, latents, monkeypatch, capsys):
-    from torchax_vae import commands
+    from torchax_vae.cli import commands
 
     def never(*args, **kwargs):
         raise AssertionError("the model was loaded before the output was checked")
@@ -350,7 +350,8 @@ def test_four_dimensional_latents_are_refused_as_the_api_refuses_them(model_dir,
 
 @pytest.mark.slow  # 15 s on 2 cores
 def test_a_long_decode_says_how_long_up_front_and_logs_progress_with_an_eta(model_dir, tmp_path, monkeypatch, capsys):
-    from torchax_vae import commands, input_checks
+    from torchax_vae.cli import commands
+    from torchax_vae.stage3 import input_checks
 
     monkeypatch.setattr(commands, "LONG_RUN_SECONDS", 0)  # every run is "long": the estimate is printed
     monkeypatch.setattr(input_checks, "LARGE_OUTPUT_BYTES", 0)
@@ -371,7 +372,8 @@ def test_a_long_decode_says_how_long_up_front_and_logs_progress_with_an_eta(mode
 
 
 def test_a_decode_that_cannot_fit_in_memory_is_refused_before_it_runs(model_dir, latents, tmp_path, monkeypatch, capsys):
-    from torchax_vae import commands, memory
+    from torchax_vae.cli import commands
+    from torchax_vae.engine import memory
 
     monkeypatch.setattr(memory, "free_bytes", lambda device: 1000)
     monkeypatch.setattr(commands.TorchaxVAE, "decode", lambda *a, **k: pytest.fail("decoded anyway"))

@@ -1,4 +1,4 @@
-"""The hand-over between torch and JAX (torchax_vae/convert.py): DLPack where memory is shared, and
+"""The hand-over between torch and JAX (torchax_vae/engine/convert.py): DLPack where memory is shared, and
 aliasing only where it is safe. On CPU, torch and JAX share host memory, so the same code path a
 CUDA tensor takes to JAX's GPU runs here; which devices count as shared is checked with stand-ins."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from torchax_vae import convert
+from torchax_vae.engine import convert
 
 
 def gpu(index):

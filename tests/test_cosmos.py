@@ -175,7 +175,7 @@ def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     frame by latents_mean and latents_std over the scheduler's sigma_data."""
     import numpy as np
 
-    from torchax_vae import files
+    from torchax_vae.media import files
     from torchax_vae.cli import main
 
     vae = random_vae("cosmos-tiny")

@@ -1,4 +1,4 @@
-"""patches/cpu_conv.py: weight-bound convolutions as one matmul on CPU, against torchax's own lowering."""
+"""torchax_vae/patches/cpu_conv.py: weight-bound convolutions as one matmul on CPU, against torchax's own lowering."""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""patches/gpu_conv.py: the GPU convolution rule, against torchax's own lowering, and at every released size for CUDA.
+"""torchax_vae/patches/gpu_conv.py: the GPU convolution rule, against torchax's own lowering, and at every released size for CUDA.
 
 Runs on CPU: the rule's pieces are computed here and compared with the plain
 convolution; the released sizes are traced and lowered for "cuda" without a GPU
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from torchax_vae import backends
+from torchax_vae.placement import backends
 from torchax_vae import TorchaxVAE, patches
 from torchax_vae.models import input_shape
 from torchax_vae.models.windows import WindowVAE

@@ -1,4 +1,4 @@
-"""One GPU shared by torch CUDA and JAX (torchax_vae/gpu_memory.py): the decision, and that TorchaxVAE
+"""One GPU shared by torch CUDA and JAX (torchax_vae/engine/gpu_memory.py): the decision, and that TorchaxVAE
 makes it before JAX starts its backends."""
 
 import os
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from torchax_vae import gpu_memory
+from torchax_vae.engine import gpu_memory
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ _undo = []
 
 def pytest_configure(config):
     from torchax_vae.models import WRAPPERS
-    from torchax_vae.vae import TorchaxVAE
+    from torchax_vae.facade.vae import TorchaxVAE
 
     for cls in {k for c in (TorchaxVAE, *WRAPPERS) for k in c.__mro__ if "decode" in vars(k) and issubclass(k, TorchaxVAE)}:
         original = vars(cls)["decode"]

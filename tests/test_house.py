@@ -128,7 +128,7 @@ def test_places_that_list_the_classes_agree_with_the_registry():
     """Every place that names the served classes' labels names all of them (the registry's)."""
     import torchax_vae
     from torchax_vae import cli
-    from torchax_vae.vae import TorchaxVAE
+    from torchax_vae.facade.vae import TorchaxVAE
 
     assert torchax_vae.FAMILIES == {row.diffusers_class: row.label for row in registry.ROWS}
     readme_opening = ROOT.joinpath("README.md").read_text().split("```")[0]
@@ -136,7 +136,6 @@ def test_places_that_list_the_classes_agree_with_the_registry():
     decode = parser._subparsers._group_actions[0].choices["decode"]
     model_help = next(action.help for action in decode._actions if "--model" in action.option_strings)
     places = {
-        "package docstring": torchax_vae.__doc__.splitlines()[0],
         "README's opening": readme_opening,
         "torchax-vae --help": parser.description,
         "--model help": model_help,
@@ -149,13 +148,11 @@ def test_places_that_list_the_classes_agree_with_the_registry():
 
 
 def _package_modules() -> dict[str, pathlib.Path]:
-    """Every module of the package by dotted name (patches/ as torchax_vae.patches where it sits outside)."""
+    """Every module of the package by dotted name."""
     files = {}
-    for base, prefix in ((ROOT / "torchax_vae", "torchax_vae"), (ROOT / "patches", "torchax_vae.patches")):
-        for path in base.rglob("*.py"):
-            parts = path.relative_to(base).with_suffix("").parts
-            name = ".".join((prefix, *parts))
-            files.setdefault(name.removesuffix(".__init__"), path)
+    for path in (ROOT / "torchax_vae").rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        files[name.removesuffix(".__init__")] = path
     return files
 
 
@@ -213,3 +210,39 @@ def test_no_import_cycle_in_the_package():
         if name not in index:
             visit(name)
     assert not cycles, f"{len(cycles)} import cycles: {cycles}"
+
+
+# The package's layers, lowest first: a module imports only from its own layer or the ones before it. The top-level
+# modules of the first row are leaves (the package root imports only the registry, so that the command starts light).
+LAYERS = [
+    {"torchax_vae", "registry", "progress", "cache"},
+    {"placement"},  # how arrays split over devices, per-backend choices, tile arithmetic
+    {"patches"},  # diffusers' and torchax's layers as our traces run them
+    {"engine"},  # programs, lowering, sources, weights, staging, the process
+    {"media"},  # files in and out, pixels
+    {"plan"},  # offline compiles for a target
+    {"facade"},  # TorchaxVAE and what a family is
+    {"models"},  # the families
+    {"stage3"},  # what the command and the service share
+    {"cli", "serve"},  # the front ends
+]
+
+
+def _layer(name: str) -> int:
+    parts = name.split(".")
+    key = parts[1] if len(parts) > 1 else parts[0]
+    return next(i for i, layer in enumerate(LAYERS) if key in layer or key == "__main__" and "cli" in layer)
+
+
+def test_nothing_imports_upward():
+    """Each folder imports only from the layers below it (LAYERS), counting imports in functions."""
+    files = _package_modules()
+    upward = [f"{name} -> {target}" for name, path in files.items() for target in _imports(name, path, files)
+              if _layer(target) > _layer(name)]
+    assert not upward, f"{len(upward)} imports upward: {upward}"
+
+
+def test_the_top_level_is_small():
+    """At most ten modules beside the subpackages at the package's top level."""
+    top = sorted(path.name for path in (ROOT / "torchax_vae").glob("*.py"))
+    assert len(top) <= 10, top

@@ -16,7 +16,8 @@ from diffusers import (
 )
 from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae
 
-from torchax_vae import TorchaxVAE, backends
+from torchax_vae import TorchaxVAE
+from torchax_vae.placement import backends
 from torchax_vae.models.hunyuanimage import HunyuanImageVAE
 
 FP32 = TOLERANCE[torch.float32]

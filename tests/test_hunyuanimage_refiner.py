@@ -80,7 +80,7 @@ with torch.no_grad():
     z = vae.encode(x).latent_dist.mean
     rows = {"devices": ours.mesh.devices.size, "encode": (ours.encode(x).latent_dist.mean - z).abs().max().item(),
             "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()}
-    # traced as for GPUs (patches/halo_conv.py: the causal convolutions split with their neighbours' edge rows,
+    # traced as for GPUs (torchax_vae/patches/halo_conv.py: the causal convolutions split with their neighbours' edge rows,
     # not XLA's halo-padded copy), compiled and run on this CPU mesh
     gpu = TorchaxVAE(vae, mesh=make_mesh())
     gpu._family.lowered.platform = "cuda"

@@ -133,7 +133,7 @@ def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     frames = np.load(tmp_path / "video.npy")
     assert frames.shape == (9, 16, 24, 3)
     assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
-    from torchax_vae import files
+    from torchax_vae.media import files
 
     files.write_mp4(tmp_path / "video.mp4", frames)
     assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0

@@ -38,7 +38,7 @@ def test_tiny_fp32(pair, frames):
 
 def test_a_batch_equals_diffusers_sample_by_sample():
     """diffusers' own class fails for batch 2 unless slicing is on (its attention mask broadcasts over the batch
-    as heads: patches/causal_mask.py); here a batch gives what diffusers gives each sample."""
+    as heads: torchax_vae/patches/causal_mask.py); here a batch gives what diffusers gives each sample."""
     vae = random_vae("hunyuan15-tiny")
     ours = TorchaxVAE(vae)
     x = video(2, 5, 16, 16, seed=2)
@@ -143,7 +143,7 @@ def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """HunyuanVideo15Pipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor."""
     import numpy as np
 
-    from torchax_vae import files
+    from torchax_vae.media import files
     from torchax_vae.cli import main
 
     vae = random_vae("hunyuan15-tiny")

@@ -225,7 +225,7 @@ def test_lower_and_plan_twins_copy_the_settings_each_family_declares(name):
     """A twin (what `lower` and `plan` compile) has this wrapper's tiling and slicing settings: the engine's and the
     ones its family declares in `settings`, and every public plain-valued setting the wrapper or its family holds is
     declared."""
-    from torchax_vae.ahead import ENGINE_SETTINGS
+    from torchax_vae.facade.ahead import ENGINE_SETTINGS
 
     ours = TorchaxVAE(random_vae(name))
     ours.enable_slicing()
@@ -246,8 +246,8 @@ def test_lower_and_plan_twins_copy_the_settings_each_family_declares(name):
 def test_each_facade_class_holds_its_family_and_computes_nothing_itself():
     """A TorchaxVAE holds its family by composition (issue 37): each facade class names a `Family`, which is no torch
     module and no TorchaxVAE, and reports the family's facts; the loops are the family's, not the facade's."""
-    from torchax_vae.family import Family
-    from torchax_vae.vae import FAMILY_FACTS
+    from torchax_vae.facade.family import Family
+    from torchax_vae.facade.vae import FAMILY_FACTS
 
     for wrapper in WRAPPERS:
         family = wrapper.family

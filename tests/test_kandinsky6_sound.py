@@ -1,6 +1,6 @@
 """Kandinsky 6's sound: MMAudioVAE's decode and MMAudioVocoder through TorchaxVAE against the same models in plain
 PyTorch, and the pipeline's stage 3 with sound (HunyuanVideo's video VAE, then the audio VAE and vocoder) in
-`torchax-vae decode` and the service (torchax_vae/sound.py)."""
+`torchax-vae decode` and the service (torchax_vae/stage3/sound.py)."""
 
 import re
 
@@ -156,7 +156,7 @@ def test_command_and_service_write_the_pipelines_sound(kandinsky6, tmp_path, cap
     from serving import serving
     from test_sound_cli import audio_track, run
 
-    from torchax_vae import sound
+    from torchax_vae.stage3 import sound
     from torchax_vae.serve import create_app
     from torchax_vae.serve.client import StreamError, decode_with_sound
 

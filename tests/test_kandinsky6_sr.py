@@ -138,7 +138,7 @@ def test_command_and_uint8_stream_give_the_pipelines_pixels(pair, tmp_path, caps
     """`torchax-vae decode` writes the frames the pipeline's decode_latents and postprocess give (its pixels / 128
     convention), `decode_stream(frames="uint8")` rounds them on the device, and `encode` reads a video file back
     through a session in the encoder's own segments."""
-    from torchax_vae import files
+    from torchax_vae.media import files
     from torchax_vae.cli import main
 
     vae, ours = pair
@@ -168,7 +168,7 @@ def test_service_answers_the_pipelines_frames(pair, tmp_path):
     from serving import serving
 
     from torchax_vae.serve import create_app
-    from torchax_vae.video_input import read_video
+    from torchax_vae.media.video_input import read_video
 
     vae, ours = pair
     z = randn(1, 4, 6, 2, 2, seed=15)

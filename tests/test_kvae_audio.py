@@ -78,7 +78,7 @@ def test_service_answers_its_sound(pair, tmp_path):
     import requests
     from serving import serving
 
-    from torchax_vae import sound
+    from torchax_vae.stage3 import sound
     from torchax_vae.serve import create_app
     from torchax_vae.serve.client import decode_with_sound
 

@@ -1,5 +1,5 @@
 """LongCatAudioDiTVae (LongCat's audio VAE) through TorchaxVAE against the same model in plain PyTorch, and its
-pipeline's stage 3 in `torchax-vae decode -o NAME.wav` (torchax_vae/sound_families.py's `VAESound`)."""
+pipeline's stage 3 in `torchax-vae decode -o NAME.wav` (torchax_vae/stage3/sound_families.py's `VAESound`)."""
 
 import re
 
@@ -96,7 +96,7 @@ def test_command_writes_the_pipelines_sound(pair, tmp_path, capsys):
     (`vae.decode(latents.permute(0, 2, 1))`) within one int16 step; latents of another width are one line."""
     from test_sound_cli import run
 
-    from torchax_vae import sound
+    from torchax_vae.stage3 import sound
 
     vae, _ = pair
     vae.save_pretrained(tmp_path / "model" / "vae")

@@ -254,7 +254,7 @@ def test_command_round_trip_of_the_pipelines_packed_latents(tmp_path, capsys):
 
 
 def test_torchax_alone_would_not_draw_from_torchs_generator():
-    """Why patches/ltx_noise.py: traced as is, the decoder's torch.randn is torchax's own random stream, not
+    """Why torchax_vae/patches/ltx_noise.py: traced as is, the decoder's torch.randn is torchax's own random stream, not
     the numbers torch's global generator gives PyTorch's decoder after the same seed."""
     import numpy as np
 

@@ -261,7 +261,7 @@ def test_command_round_trip_of_the_pipelines_latents(tmp_path, capsys):
     import numpy as np
     from diffusers.utils.torch_utils import randn_tensor
 
-    from torchax_vae import files, video_input
+    from torchax_vae.media import files, video_input
     from torchax_vae.cli import main
 
     vae = _pipeline_vae()

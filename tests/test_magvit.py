@@ -148,7 +148,7 @@ def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """EasyAnimatePipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor."""
     import numpy as np
 
-    from torchax_vae import files
+    from torchax_vae.media import files
     from torchax_vae.cli import main
 
     vae = random_vae("magvit-tiny")

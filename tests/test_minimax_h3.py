@@ -9,7 +9,7 @@ from helpers import deltas_on_8_devices, BF16_ERROR_RATIO, TOLERANCE, assert_clo
 from vaes import requires
 
 from torchax_vae import TorchaxVAE
-from torchax_vae.weights import kept_in_fp32
+from torchax_vae.engine.weights import kept_in_fp32
 
 pytestmark = pytest.mark.skipif(requires("minimaxh3-tiny") is not None, reason=str(requires("minimaxh3-tiny")))
 
@@ -305,14 +305,14 @@ def test_on_8_devices_matches_pytorch():
 
 def test_command_writes_the_frames_the_pipeline_would_and_encodes_them_back(pair, tmp_path, capsys):
     """`torchax-vae decode` converts MiniMax H3's ImageNet-normalized pixels as its pipeline does (`sample * std +
-    mean`, clamped to [0, 1]; torchax_vae/pixels.py), and `encode` reads a video file into them; the audio VAE
+    mean`, clamped to [0, 1]; torchax_vae/media/pixels.py), and `encode` reads a video file into them; the audio VAE
     given as the model (waveforms alone) is refused in one line, by the command and the service, which decode its
     sound from the pipeline folder (test_minimax_h3_sound.py)."""
     import numpy as np
 
-    from torchax_vae import files
+    from torchax_vae.media import files
     from torchax_vae.cli import main
-    from torchax_vae.commands import InputError, check_served
+    from torchax_vae.cli.commands import InputError, check_served
     from torchax_vae.models.minimax_h3 import IMAGENET_MEAN, IMAGENET_STD
 
     vae, _ = pair
@@ -333,7 +333,7 @@ def test_command_writes_the_frames_the_pipeline_would_and_encodes_them_back(pair
     files.write_mp4(tmp_path / "video.mp4", frames)
     assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
     back = torch.load(tmp_path / "back.pt")  # streamed clip by clip through an encode session
-    from torchax_vae import video_input
+    from torchax_vae.media import video_input
     read, _ = video_input.read_video(tmp_path / "video.mp4", None, channels=3)
     x = ((torch.from_numpy(read).permute(3, 0, 1, 2)[None].float() / 255 - mean) / std)
     with torch.no_grad():
@@ -395,7 +395,7 @@ def test_service_answers_the_pipelines_frames(pair, tmp_path):
 
     from torchax_vae.models.minimax_h3 import IMAGENET_MEAN, IMAGENET_STD
     from torchax_vae.serve import create_app
-    from torchax_vae.video_input import read_video
+    from torchax_vae.media.video_input import read_video
 
     vae, ours = pair
     z = randn(1, 4, 7, 2, 3, seed=15)

@@ -1,4 +1,4 @@
-"""MiniMax H3's video with sound at stage 3 (torchax_vae/sound.py): `torchax-vae decode` and the service take the
+"""MiniMax H3's video with sound at stage 3 (torchax_vae/stage3/sound.py): `torchax-vae decode` and the service take the
 modular pipeline's `latents` and `audio_latents` (normalized; the audio's two stereo channels as two items) and give
 the video and sound of diffusers' own decode blocks (`MiniMaxH3DecodeStep`), in one MP4 or a WAV; bad sound is
 refused in one line (a JSON 400) before anything compiles."""
@@ -11,7 +11,8 @@ import torch
 
 from helpers import TOLERANCE, assert_close, randn, random_vae
 from test_sound_cli import audio_track, run
-from torchax_vae import files, sound
+from torchax_vae.media import files
+from torchax_vae.stage3 import sound
 from vaes import requires
 
 pytestmark = pytest.mark.skipif(requires("minimaxh3-tiny") is not None, reason=str(requires("minimaxh3-tiny")))
@@ -81,7 +82,7 @@ def test_the_sound_alone(pipeline, tmp_path, capsys):
 
 def test_bad_sound_is_one_line_and_exit_2_before_anything_compiles(pipeline, tmp_path, capsys, monkeypatch):
     root, z, a, _, _ = pipeline
-    from torchax_vae import programs
+    from torchax_vae.engine import programs
 
     def compiled(*args, **kwargs):
         raise AssertionError("compiled before refusing")

@@ -1,6 +1,6 @@
 """MiniMaxMusic3Vocoder (MiniMax Music 3's stage 3) through TorchaxVAE against the same model in plain PyTorch, and
 its pipeline's decode step (windows vocoded, cropped and joined) in `torchax-vae decode -o NAME.wav` and the service
-(torchax_vae/sound_families.py's `MusicSound`)."""
+(torchax_vae/stage3/sound_families.py's `MusicSound`)."""
 
 import io
 import re
@@ -64,7 +64,7 @@ def test_the_pipelines_windows_make_its_song(pair):
     """The decode step's song (each window vocoded, the overlaps cropped, joined) equals diffusers' step's own;
     one program per window length (two for a song of full windows and a shorter last one)."""
     from torchax_vae.models.minimax_music3 import song
-    from torchax_vae.sound_families import MusicSound
+    from torchax_vae.stage3.sound_families import MusicSound
 
     vocoder, _ = pair
     ours = TorchaxVAE(vocoder)
@@ -166,7 +166,7 @@ def test_command_writes_the_pipelines_song(pair, folder, tmp_path, capsys):
     window alone is its waveform; wrong latents and an encode are one line, exit 2."""
     from test_sound_cli import run
 
-    from torchax_vae import sound
+    from torchax_vae.stage3 import sound
 
     vocoder, _ = pair
     root, chunks = folder
@@ -198,7 +198,7 @@ def test_service_answers_a_windows_sound(pair, folder):
     step); latents of another channel count and an encode are JSON 400s."""
     from serving import serving
 
-    from torchax_vae import sound
+    from torchax_vae.stage3 import sound
     from torchax_vae.serve import create_app
     from torchax_vae.serve.client import StreamError, decode_with_sound
 

@@ -93,7 +93,7 @@ def test_tiling_equals_diffusers(tiles):
 @pytest.mark.slow  # 15 s: a libtpu compile
 @pytest.mark.heavy  # 73 s on 2 cores (AMD): out of CI's time (the plan tests compile the other families for TPUs)
 def test_plans_for_tpus(pair):
-    """libtpu 0.0.42 failed to lay out the per-frame GroupNorm's reductions (patches/group_norm.py
+    """libtpu 0.0.42 failed to lay out the per-frame GroupNorm's reductions (torchax_vae/patches/group_norm.py
     `_dot_group_norm`): the encoder compiles for v6e-8, its work split evenly."""
     _, ours = pair
     plan = ours.plan("encode", (1, 3, 7, 64, 256), "v6e-8")
@@ -159,7 +159,7 @@ def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """MochiPipeline(output_type="latent") returns [B, C, F, H, W], normalized by latents_mean and latents_std."""
     import numpy as np
 
-    from torchax_vae import files
+    from torchax_vae.media import files
     from torchax_vae.cli import main
 
     vae = random_vae("mochi-pipe-tiny")

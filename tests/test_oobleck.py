@@ -159,7 +159,8 @@ def test_command_writes_the_pipelines_sound(stable_audio, tmp_path, capsys):
     import re
 
     from test_sound_cli import run
-    from torchax_vae import programs, sound
+    from torchax_vae.engine import programs
+    from torchax_vae.stage3 import sound
 
     root, z, expected = stable_audio
     code, lines = run(capsys, "decode", root / "latents.pt", "-o", tmp_path / "clip.wav", "--model", root,
@@ -212,7 +213,7 @@ def test_service_answers_the_pipelines_sound(stable_audio):
     import requests
     from serving import serving
 
-    from torchax_vae import sound
+    from torchax_vae.stage3 import sound
     from torchax_vae.serve import create_app
     from torchax_vae.serve.client import StreamError, decode_with_sound
 

@@ -17,8 +17,9 @@ from diffusers.models.autoencoders.autoencoder_kl_cogvideox import (
 from diffusers.models.downsampling import CogVideoXDownsample3D
 from torch import nn
 
-from torchax_vae import patches, tiling
-from torchax_vae.convert import to_jax
+from torchax_vae import patches
+from torchax_vae.placement import tiling
+from torchax_vae.engine.convert import to_jax
 from helpers import MODELS, TOLERANCE, assert_close, random_vae
 from torchax_vae.patches import (
     frame_conv,
@@ -75,7 +76,7 @@ def test_the_torch213_patch_is_needed_only_for_old_torchax_under_new_torch(torch
 @pytest.mark.skipif(not NEEDED, reason=f"torchax {INSTALLED[0]} under torch {INSTALLED[1]} imports as it is")
 def test_torchax_still_fails_to_import_unpatched():
     result = subprocess.run([sys.executable, "-c", "import torchax"], capture_output=True, text=True)
-    assert result.returncode != 0, "torchax imports without the patch: drop patches/torchax_torch213.py"
+    assert result.returncode != 0, "torchax imports without the patch: drop torchax_vae/patches/torchax_torch213.py"
     assert "has no overload name" in result.stderr
 
 
@@ -239,7 +240,7 @@ def test_mochi_chunked_group_norm_becomes_one_reduction():
 
 def test_stock_group_norm_still_loops():
     stock = lowered_hlo(nn.GroupNorm(2, 8), (1, 8, 3, 4, 4))
-    assert "stablehlo.while" in stock, "torchax's GroupNorm no longer loops: re-measure patches/group_norm.py"
+    assert "stablehlo.while" in stock, "torchax's GroupNorm no longer loops: re-measure torchax_vae/patches/group_norm.py"
     layer = nn.GroupNorm(2, 8)
     group_norm.patch(layer)
     assert "stablehlo.while" not in lowered_hlo(layer, (1, 8, 3, 4, 4))
@@ -253,7 +254,7 @@ def test_torchax_type_as_still_works_in_place():
     a = env.j2t_iso(jnp.ones((2, 2), jnp.float32))
     b = env.j2t_iso(jnp.ones((2, 2), jnp.bfloat16))
     with env:
-        assert a.type_as(b) is a, "torchax's type_as returns a new tensor now: patches/wan_upsample.py may go"
+        assert a.type_as(b) is a, "torchax's type_as returns a new tensor now: torchax_vae/patches/wan_upsample.py may go"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -384,7 +385,7 @@ def test_stock_conv3d_is_one_3d_convolution():
 
 
 def test_lowering_uses_frame_convs_only_on_cpu():
-    from torchax_vae.lowering import jax_weights
+    from torchax_vae.engine.lowering import jax_weights
     from torchax_vae.models.cogvideox import LoweredVAE
 
     vae = random_vae("tiny")
@@ -444,7 +445,7 @@ def test_spatial_norm_still_convolves_upsampled_latents():
     norm.conv_y.register_forward_hook(lambda module, args, out: seen.append(tuple(args[0].shape)))
     with torch.no_grad():
         norm(torch.randn(1, 8, 5, 8, 12), torch.randn(1, 4, 3, 2, 3))
-    assert seen == [(1, 4, 5, 8, 12)], "diffusers' spatial norm changed; is patches/spatial_norm.py still needed?"
+    assert seen == [(1, 4, 5, 8, 12)], "diffusers' spatial norm changed; is torchax_vae/patches/spatial_norm.py still needed?"
 
 
 def test_spatial_norm_patch_needs_pointwise_cacheless_convs():
@@ -495,7 +496,7 @@ def test_extent_at_follows_up_and_down_sampling():
 
 @pytest.fixture(scope="module")
 def lowered_tiny():
-    from torchax_vae.lowering import jax_weights
+    from torchax_vae.engine.lowering import jax_weights
     from torchax_vae.models.cogvideox import LoweredVAE
 
     vae = random_vae("tiny", seed=5)
@@ -734,7 +735,7 @@ def _sdpa_lowered_for(mesh, q_shape, mask=None) -> str:
 def test_attention_split_gives_each_device_its_share_of_the_queries():
     """On a mesh of 8 (abstract v6e chips), the queries' token axis is split 8 ways, padded to a multiple of 8."""
     from torchax_vae import make_mesh
-    from torchax_vae.targets import target
+    from torchax_vae.plan.targets import target
 
     mesh = make_mesh(target("v6e-8").devices())
     even = _sdpa_lowered_for(mesh, (1, 1, 1024, 8))
@@ -752,7 +753,7 @@ def test_attention_split_on_a_mesh_keeps_one_devices_query_blocks_and_splits_eac
     the values of the whole attention. 1024 queries, a limit of 128 queries' scores: 8 blocks of 128 rows."""
     from torchax_vae import make_mesh
     from torchax_vae.patches.options import TraceOptions, tracing
-    from torchax_vae.targets import target
+    from torchax_vae.plan.targets import target
 
     env = patches.import_torchax().default_env()
     patches.attention_split.patch()
@@ -851,7 +852,7 @@ def test_zero_history_equals_diffusers_causal_conv(frames, cache):
 @pytest.mark.parametrize("frames, cache", [(1, 0), (3, 0), (2, 2), (4, 1)])
 def test_gpu_traces_pad_wan_convolutions_inside(monkeypatch, frames, cache):
     """On GPUs (TraceOptions.halo_conv) Wan's causal convolution pads height and width inside the convolution,
-    where patches/halo_conv.py can split it, not with F.pad before it: the same numbers as diffusers'."""
+    where torchax_vae/patches/halo_conv.py can split it, not with F.pad before it: the same numbers as diffusers'."""
     import copy
 
     from diffusers.models.autoencoders.autoencoder_kl_wan import WanCausalConv3d
@@ -928,7 +929,7 @@ def test_causal_mask_equals_diffusers_loop(n_frame, n_hw):
 
 @pytest.mark.parametrize("frames", [1, 2, 3, 9])
 def test_replicate_conv_takes_causal_time_padding_without_a_padded_copy(frames):
-    """HunyuanVideo's causal convolution on GPUs (patches/halo_conv.py `replicate_conv`): its (2, 0) replicate time
+    """HunyuanVideo's causal convolution on GPUs (torchax_vae/patches/halo_conv.py `replicate_conv`): its (2, 0) replicate time
     padding as two convolutions (the first two output frames, then the rest), equal to padding first, and with
     no array p frames longer than the input in the program (XLA:GPU's heap left holes between the two sizes)."""
     import jax
@@ -983,7 +984,8 @@ def test_attention_blocks_in_an_autoencoder_kl_decode(monkeypatch):
 
     from helpers import randn, random_vae
 
-    from torchax_vae import TorchaxVAE, backends
+    from torchax_vae import TorchaxVAE
+    from torchax_vae.placement import backends
 
     row = dataclasses.replace(backends.BACKENDS["cpu"], attention_score_limit=32 * 1024)  # 8 of its 256 queries' scores
     monkeypatch.setitem(backends.BACKENDS, "cpu", row)

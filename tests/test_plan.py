@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from torchax_vae import TorchaxVAE, make_mesh
-from torchax_vae import backends, cache, cli, targets
+from torchax_vae import cache, cli
+from torchax_vae.placement import backends
+from torchax_vae.plan import targets
 from torchax_vae.plan import gpu_kernels, plan, twin
 from helpers import MODELS
 
@@ -150,7 +152,7 @@ def test_missing_compilers_name_the_extra(monkeypatch, tmp_path, capsys):
 
 def test_abstract_devices_report_no_free_memory():
     """"auto" tiling on a topology's chips (a TorchaxVAE made on them by hand) gets None, not libtpu's error."""
-    from torchax_vae import memory
+    from torchax_vae.engine import memory
 
     assert memory.free_bytes(targets.target("v6e-1").devices()[0]) is None
 
@@ -208,7 +210,7 @@ def test_gpu_programs_run_their_gemms_on_cublas_not_triton(monkeypatch):
 @pytest.mark.slow  # 24 s on 2 cores: the tiny decode planned for one and two H100s
 def test_two_gpus_each_need_at_most_0_6_of_one_gpus_temp_memory(meta_tiny):
     """The tiny CogVideoX decode on two H100s: with XLA's halo exchange each GPU held a padded copy of its shard
-    and a mask beside it (0.80x of one GPU's temp); patches/halo_conv.py convolves each shard as one GPU would
+    and a mask beside it (0.80x of one GPU's temp); torchax_vae/patches/halo_conv.py convolves each shard as one GPU would
     and adds the neighbours' edge terms (0.50x)."""
     shape = (1, 4, 3, 32, 64)
     one, two = (max(p.temp_bytes for p in plan(meta_tiny, "decode", shape, target).programs)
@@ -262,7 +264,7 @@ def _released():
 @pytest.mark.parametrize("case", _released())
 def test_released_decode_on_one_and_two_h100s(case):
     """The programs a GPU would run, compiled to sm_90a: no cuDNN convolution operand of 2^31 bytes or more
-    (patches/gpu_conv.py's rule, in the optimized HLO), and per GPU on two at most 0.6x the temp memory of one
+    (torchax_vae/patches/gpu_conv.py's rule, in the optimized HLO), and per GPU on two at most 0.6x the temp memory of one
     (issue 27) and a smaller peak.
 
     GEMMs may exceed it (cuBLAS indexes with 64 bits): CogVideoX 1.5's pointwise shortcuts, HunyuanVideo's
@@ -308,7 +310,7 @@ def test_a_replan_is_read_back_and_the_verdict_comes_first(tmp_path, capsys, mon
     monkeypatch.setenv("TORCHAX_VAE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(cache, "_chosen", cache._chosen)  # the command points the process's store there: put it back
     args = ["plan", "--model", str(_config_file(tmp_path)), "--target", "h100", "--shape", "9,128,192", "--no-progress"]
-    from torchax_vae import targets
+    from torchax_vae.plan import targets
 
     loads, real = [], targets.Target.devices  # each plan that compiles first asks its target for devices
     monkeypatch.setattr(targets.Target, "devices", lambda self: loads.append(self.name) or real(self))

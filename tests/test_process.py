@@ -1,4 +1,4 @@
-"""A good neighbour in the process (torchax_vae/process.py): the user's own torch.compile keeps working beside a
+"""A good neighbour in the process (torchax_vae/engine/process.py): the user's own torch.compile keeps working beside a
 TorchaxVAE, and a machine without an accelerator hears nothing from the accelerator plugins the extras install.
 
 Each case runs in a new process without the suite's JAX_PLATFORMS=cpu (tests/conftest.py), as a user's would.
@@ -28,7 +28,7 @@ def _python(code: str, cwd=HERE) -> subprocess.CompletedProcess:
 
 
 def test_torchax_still_makes_jax_a_torch_accelerator():
-    """The tripwire of patches/torch_accelerator.py: torchax's device module still says "available"."""
+    """The tripwire of torchax_vae/patches/torch_accelerator.py: torchax's device module still says "available"."""
     code = ("import torch\nfrom torchax_vae.patches import import_torchax, torch_accelerator\nimport_torchax()\n"
             "print(torch_accelerator.needed(), torch.accelerator.current_accelerator())")
     result = _python(code)

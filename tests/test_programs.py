@@ -120,7 +120,7 @@ def test_programs_share_a_compilation_only_when_equal():
     """Alike programs share one compilation; programs that differ only in which argument they read do not."""
     import jax.numpy as jnp
 
-    from torchax_vae.programs import Programs
+    from torchax_vae.engine.programs import Programs
 
     programs = Programs()
     weights = {"w": jnp.ones(3)}
@@ -140,8 +140,9 @@ def test_shared_table_is_bounded_lru_and_clearable(monkeypatch):
 
     import jax.numpy as jnp
 
-    from torchax_vae import clear_compiled, programs as programs_module
-    from torchax_vae.programs import Programs
+    from torchax_vae import clear_compiled
+    from torchax_vae.engine import programs as programs_module
+    from torchax_vae.engine.programs import Programs
 
     monkeypatch.setattr(programs_module, "SHARED_LIMIT", 2)
     monkeypatch.setattr(programs_module, "_LIVE", programs_module._LIVE.__class__())

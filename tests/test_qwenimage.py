@@ -121,7 +121,7 @@ def test_command_decodes_packed_pipeline_latents_and_encodes_an_image(tmp_path, 
     import numpy as np
     from diffusers import QwenImagePipeline
 
-    from torchax_vae import files
+    from torchax_vae.media import files
     from torchax_vae.cli import main
 
     vae = random_vae("qwenimage-tiny")

@@ -156,7 +156,7 @@ def test_command_decodes_packed_latents_to_rgba_and_encodes_an_image(tmp_path, c
     """Stage 3 for Qwen-Image 2.1: packed latents [B, tokens, C] with --size, 4-channel (RGBA) frames in .npy."""
     import numpy as np
 
-    from torchax_vae import files
+    from torchax_vae.media import files
     from torchax_vae.cli import main
 
     vae = random_vae("qwenimage21-tiny")

@@ -1,4 +1,4 @@
-"""The engine's boundary at any rank (torchax_vae/validation.py, sources.py, patches/sharding_marks.py): what a
+"""The engine's boundary at any rank (torchax_vae/engine/validation.py, sources.py, torchax_vae/patches/sharding_marks.py): what a
 family of 4-D images [B, C, H, W] needs from it, with no engine change (the image VAEs of the next families)."""
 
 import jax
@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from torchax_vae import make_mesh
-from torchax_vae.mesh import Placement
-from torchax_vae.sources import DeviceSource, HostSource, ShapeSource
-from torchax_vae.validation import check_shape, check_video
+from torchax_vae.placement.mesh import Placement
+from torchax_vae.engine.sources import DeviceSource, HostSource, ShapeSource
+from torchax_vae.engine.validation import check_shape, check_video
 
 
 def test_validation_names_the_rank_and_layout_it_expects():

@@ -81,7 +81,7 @@ def test_command_writes_the_pipelines_sound(pair, tmp_path, capsys):
     the requested length and clamped) within one int16 step, the crop as --audio-end."""
     from test_sound_cli import run
 
-    from torchax_vae import sound
+    from torchax_vae.stage3 import sound
 
     vae, _ = pair
     vae.save_pretrained(tmp_path / "model" / "vae")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torchax_vae import staging
+from torchax_vae.engine import staging
 from torchax_vae.models.cogvideox import STAGES
 from helpers import random_vae
 
@@ -148,7 +148,7 @@ def test_bench_speed_times_both_sides(capsys, tmp_path):  # runs the same path
         assert cold["from_store"] == 0 and warm["from_store"] == warm["programs"] == cold["programs"] > 0
         assert warm["trace_lower_seconds"] < cold["trace_lower_seconds"] and r["warm_max_abs_diff"] == 0.0
         # XLA counts every op of the executed programs. The analytic count is of PyTorch's convolutions:
-        # patches/spatial_norm.py runs the spatial norms' pointwise ones at the latents' size, so fewer.
+        # torchax_vae/patches/spatial_norm.py runs the spatial norms' pointwise ones at the latents' size, so fewer.
         assert 0 < 0.8 * r["conv_flops"] <= r["torchax"]["xla_flops"]
         # one frame batch, as one program per layer (the CPU default)
         role = "decoder" if r["case"]["kind"] == "decode" else "encoder"

@@ -124,7 +124,7 @@ def test_decode_every_output_type_matches_the_pipeline(base, wrapped, plain, nam
     assert _max_level_diff(np.stack([np.asarray(im) for im in pil]), levels) <= 1
 
     video = remote_decode(endpoint=endpoint, tensor=z, output_type="mp4", return_type="mp4")
-    from torchax_vae.video_input import read_video
+    from torchax_vae.media.video_input import read_video
 
     path = tmp_path / "answer.mp4"
     path.write_bytes(video)
@@ -462,9 +462,9 @@ def test_bf16_service_answers_bf16_as_in_process():
 
 
 def test_an_output_larger_than_memory_is_413_before_compiling(base, monkeypatch):
-    import torchax_vae.memory
+    import torchax_vae.engine.memory
 
-    monkeypatch.setattr(torchax_vae.memory, "free_bytes", lambda device: 10**6)  # 1 MB free on the device
+    monkeypatch.setattr(torchax_vae.engine.memory, "free_bytes", lambda device: 10**6)  # 1 MB free on the device
     z = torch.zeros(1, 16, 9, 8, 8)  # 33 frames of 64x64: about 3.2 MB of frames, more than is free
     calls = metric(base, "torchax_vae_device_seconds_count", model="wan")
     answer = _post(f"{base}/decode/wan", z.numpy().tobytes(), {"shape": list(z.shape), "dtype": "float32"})

@@ -18,7 +18,7 @@ from diffusers.utils.remote_utils import remote_decode
 from helpers import randn, random_vae
 from serving import free_port, metric, wait_ready
 from torchax_vae.cli import main
-from torchax_vae.demo import DEMO_MODEL
+from torchax_vae.cli.demo import DEMO_MODEL
 
 pytestmark = pytest.mark.filterwarnings("ignore:`do_scaling` is deprecated:FutureWarning")
 
@@ -63,7 +63,7 @@ def test_same_frames_as_the_decode_command(server, tmp_path):
     mp4 = remote_decode(endpoint=f"{base}/decode/wan", tensor=z, output_type="mp4", return_type="mp4")
     assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.mp4"), "--model",
                  str(wan_folder), "--no-progress", "--no-cache"]) == 0
-    from torchax_vae.video_input import read_video
+    from torchax_vae.media.video_input import read_video
 
     (tmp_path / "served.mp4").write_bytes(mp4)
     served, _ = read_video(tmp_path / "served.mp4")

@@ -23,7 +23,7 @@ from diffusers.utils.remote_utils import remote_decode
 from helpers import assert_close, randn, random_vae, xla_flags
 from serving import free_port, metric, served_decode, serving, wait_ready
 from torchax_vae import TorchaxVAE
-from torchax_vae.demo import DEMO_MODEL
+from torchax_vae.cli.demo import DEMO_MODEL
 from torchax_vae.serve import Limits, create_app
 from torchax_vae.serve import bodies
 

@@ -14,7 +14,7 @@ from torchax_vae import TorchaxVAE
 # every-family load test did, computing its references: why this test failed after it, 2026-11-25, found
 # 2026-11-28), JAX's at-fork hook warns "os.fork() was called ... JAX is multithreaded", which the suite's warnings
 # policy turns into a failure. The fork is Ray's, in this test's driver process; the replica that serves (and
-# computes with JAX) is a process of its own, started fresh. torchax_vae.files.quiet_ffmpeg ignores the same warning
+# computes with JAX) is a process of its own, started fresh. torchax_vae.media.files.quiet_ffmpeg ignores the same warning
 # around imageio-ffmpeg's fork + exec.
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::FutureWarning:ray.*"),

@@ -17,8 +17,8 @@ from diffusers.utils.remote_utils import remote_decode
 from helpers import randn, random_vae
 from serving import metric, serving
 from torchax_vae import TorchaxVAE
-from torchax_vae.files import write_mp4
-from torchax_vae.video_input import read_video
+from torchax_vae.media.files import write_mp4
+from torchax_vae.media.video_input import read_video
 from torchax_vae.serve import Limits, create_app
 from torchax_vae.serve.client import StreamError, stream_frames
 

@@ -21,9 +21,9 @@ from jax.sharding import AxisType, Mesh, PartitionSpec
 
 from helpers import MODELS, TOLERANCE, assert_close, random_vae, xla_flags
 from torchax_vae import TorchaxVAE, make_mesh
-from torchax_vae.lowering import jax_weights
+from torchax_vae.engine.lowering import jax_weights
 from torchax_vae.models.cogvideox import LoweredVAE
-from torchax_vae import mesh as mesh_policy
+from torchax_vae.placement import mesh as mesh_policy
 
 TESTS = Path(__file__).resolve().parent
 ATOL = TOLERANCE[torch.float32]
@@ -98,7 +98,7 @@ def test_tiny_tall_tiled_and_device_input_on_8_devices(tiny_more_8_devices):
 def test_no_one_element_blocks_on_a_two_axis_grid(tiny_8_devices):
     """XLA partitions a convolution after a reshape wrongly where a two-device axis of a 2-D grid holds one
     element per device; `sharding_for` splits such a level less. The first row watches for the bug: when it
-    passes, XLA is fixed and `torchax_vae.mesh._at_least_two` can go."""
+    passes, XLA is fixed and `torchax_vae.placement.mesh._at_least_two` can go."""
     rows = {row["what"]: row for row in tiny_8_devices[0] if row["case"] == "xla conv 2x4 level"}
     assert rows["one-element blocks"]["error"] > 1, f"XLA's bug is gone: {rows['one-element blocks']}"
     assert rows["sharding_for"]["spec"] == "P(None, None, None, 'tp1')", rows["sharding_for"]
@@ -106,7 +106,7 @@ def test_no_one_element_blocks_on_a_two_axis_grid(tiny_8_devices):
 
 
 def test_halo_convolutions_equal_the_unsplit_one(tiny_8_devices):
-    """patches/halo_conv.py: each device's convolution plus its neighbours' edge terms is the whole convolution."""
+    """torchax_vae/patches/halo_conv.py: each device's convolution plus its neighbours' edge terms is the whole convolution."""
     rows = [row for row in tiny_8_devices[0] if row["case"] == "halo conv"]
     checked = [row for row in rows if "max_abs" in row]
     assert len(checked) == 7, rows

@@ -7,7 +7,7 @@ import torch
 
 from helpers import TOLERANCE, assert_close, random_vae
 from torchax_vae import TorchaxVAE
-from torchax_vae.memory import proc_bytes
+from torchax_vae.engine.memory import proc_bytes
 
 
 def rss_bytes() -> int:

@@ -1,5 +1,5 @@
 """`torchax-vae decode` with sound (LTX-2): the MP4's AAC track and the WAV against PyTorch's audio VAE + vocoder,
-and bad input refused in one line before anything compiles (torchax_vae/sound.py)."""
+and bad input refused in one line before anything compiles (torchax_vae/stage3/sound.py)."""
 
 import re
 import subprocess
@@ -11,7 +11,8 @@ import torch
 
 import test_ltx2_audio as audio_models
 from helpers import random_vae
-from torchax_vae import files, sound
+from torchax_vae.media import files
+from torchax_vae.stage3 import sound
 from torchax_vae.cli import main as cli_main
 from vaes import requires
 
@@ -88,7 +89,7 @@ def test_the_sound_alone_from_a_pair_or_a_file_of_its_own(pipeline, tmp_path, ca
 
 def test_bad_sound_is_one_line_and_exit_2_before_anything_compiles(pipeline, tmp_path, capsys, monkeypatch):
     root, _ = pipeline
-    from torchax_vae import programs
+    from torchax_vae.engine import programs
 
     def compiled(*args, **kwargs):
         raise AssertionError("compiled before refusing")

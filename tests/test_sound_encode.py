@@ -1,4 +1,4 @@
-"""`torchax-vae encode clip.wav` for the audio pipelines' VAEs (torchax_vae/sound_encode.py): the latents against
+"""`torchax-vae encode clip.wav` for the audio pipelines' VAEs (torchax_vae/cli/sound_encode.py): the latents against
 diffusers' encode of the same samples, channels matched as StableAudioPipeline matches them, ffmpeg's resampling,
 the round trip through `decode -o NAME.wav`, and bad input refused in one line before anything compiles."""
 
@@ -14,7 +14,8 @@ from helpers import TOLERANCE, assert_close, random_vae
 from test_sound_cli import run
 from vaes import requires
 
-from torchax_vae import programs, sound
+from torchax_vae.engine import programs
+from torchax_vae.stage3 import sound
 
 FP32 = TOLERANCE[torch.float32]
 
@@ -124,7 +125,7 @@ def test_bad_sound_input_is_one_line_before_anything_compiles(tmp_path, capsys):
     _wav(tmp_path / "odd.wav", pcm_of(1, 63, seed=1), 24000)
     _wav(tmp_path / "fine.wav", pcm_of(2, 64, seed=1), 44100)
     (tmp_path / "noise.wav").write_bytes(b"not a sound file at all" * 10)
-    from torchax_vae import files
+    from torchax_vae.media import files
 
     with files.frame_writer(tmp_path / "silent.mp4", shape=(5, 32, 32, 3), fps=24) as write:
         write(np.zeros((5, 32, 32, 3), np.uint8))
@@ -162,7 +163,7 @@ def test_bad_sound_input_is_one_line_before_anything_compiles(tmp_path, capsys):
 def test_a_videos_sound_track(tmp_path, capsys):
     """A video with sound given to an audio pipeline's VAE: its sound track is encoded (what ffmpeg decodes of it,
     within 1e-4 of diffusers' encode of that)."""
-    from torchax_vae import files
+    from torchax_vae.media import files
 
     vae = random_vae("oobleck-tiny")
     vae.save_pretrained(tmp_path / "model" / "vae")

@@ -1,11 +1,12 @@
-"""One program per layer (torchax_vae/staging.py): the plan, parity with one program per batch, memory."""
+"""One program per layer (torchax_vae/engine/staging.py): the plan, parity with one program per batch, memory."""
 
 import pytest
 import torch
 from helpers import TOLERANCE, assert_close, random_vae
 
-from torchax_vae import TorchaxVAE, staging
-from torchax_vae.lowering import private_copy
+from torchax_vae import TorchaxVAE
+from torchax_vae.engine import staging
+from torchax_vae.engine.lowering import private_copy
 from torchax_vae.models.cogvideox import STAGES
 from torchax_vae.patches import frame_conv
 
@@ -87,7 +88,7 @@ def test_stage_order_is_checked(tiny_vae):
 def test_layer_programs_bound_memory_of_a_large_batch(tiny_vae, monkeypatch):
     """Compile-only: the largest layer program's temp memory is a fraction of the whole-batch program's.
 
-    The frame loop of patches/frame_conv.py is made to start at one full-size frame
+    The frame loop of torchax_vae/patches/frame_conv.py is made to start at one full-size frame
     of the tiny model, as it does for the official model's 480x720 frames.
     """
     monkeypatch.setattr(frame_conv, "STEP_BYTES", 16 * 256 * 384 * 4)

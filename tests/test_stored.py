@@ -1,4 +1,4 @@
-"""The program store (torchax_vae/stored.py) and the caches' defaults for the Python API (torchax_vae/cache.py).
+"""The program store (torchax_vae/engine/stored.py) and the caches' defaults for the Python API (torchax_vae/cache.py).
 
 A warm start across processes, cold against warm with the same result, is in
 tests/test_scripts.py::test_bench_speed_times_both_sides (each side its own process).
@@ -14,7 +14,8 @@ import jax
 import pytest
 import torch
 
-from torchax_vae import TorchaxVAE, cache, stored
+from torchax_vae import TorchaxVAE, cache
+from torchax_vae.engine import stored
 from helpers import TOLERANCE, assert_close, random_vae
 
 
@@ -77,7 +78,7 @@ def test_a_corrupt_entry_is_traced_again_and_replaced(store_dir, caplog):
         blob = bytearray(path.read_bytes())
         blob[len(blob) // 2] ^= 0xFF
         path.write_bytes(bytes(blob))
-    with caplog.at_level(logging.WARNING, logger="torchax_vae.stored"):
+    with caplog.at_level(logging.WARNING, logger="torchax_vae.engine.stored"):
         ours = TorchaxVAE(vae)
         out = ours.decode(z).sample
     assert "digest does not match" in caplog.text and "tracing it again" in caplog.text
@@ -98,7 +99,7 @@ def test_an_entry_for_other_arguments_is_never_used(store_dir, caplog):
     for path in ours:
         path.write_bytes(foreign)
     target = TorchaxVAE(vae)
-    with caplog.at_level(logging.WARNING, logger="torchax_vae.stored"):
+    with caplog.at_level(logging.WARNING, logger="torchax_vae.engine.stored"):
         out = target.decode(z).sample
     assert "is unusable" in caplog.text
     assert not any(s["from_store"] for s in target.compile_stats())
@@ -125,7 +126,7 @@ def test_an_unwritable_store_only_warns(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(cache, "_chosen", tmp_path)
     vae = random_vae("tiny")
     z = torch.randn(1, 4, 2, 4, 4)
-    with caplog.at_level(logging.WARNING, logger="torchax_vae.stored"):
+    with caplog.at_level(logging.WARNING, logger="torchax_vae.engine.stored"):
         out = TorchaxVAE(vae).decode(z).sample
     assert "cannot store program" in caplog.text
     assert_close(out, vae.decode(z).sample, TOLERANCE[torch.float32], "decode without a writable store")
@@ -138,7 +139,7 @@ def test_a_program_that_cannot_be_serialized_still_runs(store_dir, monkeypatch, 
     monkeypatch.setattr(jax.export.Exported, "serialize", no_flatbuffers)
     vae = random_vae("tiny")
     z = torch.randn(1, 4, 2, 4, 4)
-    with caplog.at_level(logging.WARNING, logger="torchax_vae.stored"):
+    with caplog.at_level(logging.WARNING, logger="torchax_vae.engine.stored"):
         out = TorchaxVAE(vae).decode(z).sample
     assert "cannot serialize program" in caplog.text and not list(store_dir.glob(f"*{stored.SUFFIX}"))
     assert_close(out, vae.decode(z).sample, TOLERANCE[torch.float32], "decode without serialization")
@@ -199,7 +200,7 @@ def test_a_process_that_decoded_on_cpu_precompiles_for_abstract_tpus_and_h100s_w
     program and failed with "exported for platforms ('cpu',) but it is used on ('tpu',)"."""
     from vaes import meta_vae
     from torchax_vae import make_mesh
-    from torchax_vae.targets import target
+    from torchax_vae.plan.targets import target
 
     vae = random_vae("tiny")
     z = torch.randn(1, 4, 3, 4, 6, generator=torch.Generator().manual_seed(1))

@@ -1,4 +1,4 @@
-"""decode_stream and decode sessions (torchax_vae/stream.py, session.py): chunks of final frames.
+"""decode_stream and decode sessions (torchax_vae/facade/stream.py, session.py): chunks of final frames.
 
 A stream's chunks, joined on the frame axis, are `decode`'s output bit for bit (the same programs), tiled and
 untiled, sliced and not; decode itself stays within 1e-4 of diffusers. A session fed the latents in chunks

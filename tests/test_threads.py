@@ -1,4 +1,4 @@
-"""One TorchaxVAE shared by 4 threads (torchax_vae/programs.py, progress.py, patches/ltx_noise.py): mixed shapes,
+"""One TorchaxVAE shared by 4 threads (torchax_vae/engine/programs.py, progress.py, torchax_vae/patches/ltx_noise.py): mixed shapes,
 directions and seeds at once, each call's result as it is alone.
 
 The threads start on a new wrapper, so they trace and compile their shapes concurrently while other threads'

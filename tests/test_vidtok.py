@@ -153,7 +153,7 @@ def test_command_and_service(causal, tmp_path, capsys):
     from diffusers.utils.remote_utils import remote_decode
     from serving import serving
 
-    from torchax_vae.video_input import read_video
+    from torchax_vae.media.video_input import read_video
     from torchax_vae.cli import main
     from torchax_vae.serve import create_app
 

@@ -123,7 +123,7 @@ def test_cpu_lowering_uses_frame_convs_only_in_bf16():
     import jax
     import jax.numpy as jnp
 
-    from torchax_vae.lowering import jax_weights
+    from torchax_vae.engine.lowering import jax_weights
 
     vae = random_vae("wan-tiny")
     lowered = TorchaxVAE(vae)._family.lowered  # traced for this CPU

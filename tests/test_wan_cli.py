@@ -8,7 +8,8 @@ import torch
 from test_cli import imread, to_uint8
 
 from helpers import TOLERANCE, assert_close, random_vae
-from torchax_vae import cli, files
+from torchax_vae import cli
+from torchax_vae.media import files
 from torchax_vae.models.wan import WanVAE
 
 ATOL = TOLERANCE[torch.float32]
@@ -52,7 +53,7 @@ def test_decode_undoes_the_wan_normalization_as_the_pipeline_does(wan_dir, tmp_p
 
 
 def test_encode_applies_the_wan_normalization(wan_dir, tmp_path, capsys, monkeypatch):
-    from torchax_vae.session import EncodeSession
+    from torchax_vae.facade.session import EncodeSession
 
     chunks, encode = [], EncodeSession.encode
     monkeypatch.setattr(EncodeSession, "encode", lambda self, x: chunks.append(x.shape[2]) or encode(self, x))
@@ -63,7 +64,7 @@ def test_encode_applies_the_wan_normalization(wan_dir, tmp_path, capsys, monkeyp
     result = json.loads(run(capsys, "encode", tmp_path / "in.mp4", "-o", tmp_path / "latents.npy",
                             "--model", wan_dir))
     assert result["latent_shape"] == [1, 16, 2, 4, 6] and result["layout"] == "BCFHW"  # as Wan's pipelines hold them
-    # read and encoded a frame range at a time, as Wan's encoder takes them (torchax_vae/streamed_encode.py)
+    # read and encoded a frame range at a time, as Wan's encoder takes them (torchax_vae/cli/streamed_encode.py)
     assert result["streamed"] and chunks == [1, 4]
     latents = torch.from_numpy(np.load(tmp_path / "latents.npy"))
     shape = (1, 16, 1, 1, 1)

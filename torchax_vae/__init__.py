@@ -1,8 +1,21 @@
-"""Run diffusers' VAEs (SD/SDXL/SD3/Flux, SD inpainting, the consistency decoder, Kandinsky's MoVQ and KVAE, Flux.2, Sana, HunyuanImage 2.1, the HunyuanImage 2.1 refiner, TAESD, Stable Video Diffusion, RAE, CogVideoX, Wan 2.1 and 2.2, Qwen-Image, Qwen-Image 2.1, HunyuanVideo, HunyuanVideo 1.5, LTX-Video, LTX-2 with its sound (the LTX-2 audio VAE and LTX-2 vocoders), MiniMax H3 (and the MiniMax H3 audio VAE), Allegro, Mochi, Cosmos, EasyAnimate, Kandinsky 6 SR (video super-resolution), KVAE video, VidTok; Kandinsky 6's sound (the Kandinsky 6 audio VAE and Kandinsky 6 vocoder); the Cosmos 3 sound tokenizer; Stable Audio's, Stable Audio 3's and LongCat audio's audio VAEs, KVAE-Audio; MiniMax Music 3's vocoder) on JAX devices through torchax, unmodified.
+"""Run diffusers' VAEs on JAX devices through torchax, unmodified: every class in torchax_vae/registry.py.
 
     from torchax_vae import TorchaxVAE
     pipe.vae = TorchaxVAE(pipe.vae)
     pipe.vae = TorchaxVAE(pipe.vae, mesh=make_mesh())  # every device, width-sharded
+
+The package, a layer a folder (docs/design.md has the map); a folder imports only the ones below it:
+
+- `vae.py`: `TorchaxVAE`, the facade, with its mixins in `facade/` (config and saving, the torch module surface,
+  tiling policy, streams, sessions, compiling ahead of time);
+- `registry.py`: the one list of served diffusers classes, plain data;
+- `models/`: the families, one file per class or loop kind (`models/family.py`: what a family is);
+- `engine/`: what computes: programs, lowering, sources, tiling, staging, mesh, weights, memory, backends;
+- `patches/`: the changes to diffusers' and torchax's layers a trace applies, one file each;
+- `media/`: video, image and sound files in and out, pixels;
+- `stage3/`: what the command and the service share: loading a model folder, input checks, sound;
+- `cli/`: the `torchax-vae` command; `serve/`: the service; `plan/`: offline compiles for TPUs and GPUs;
+- `progress.py`, `cache.py`: a call's progress, and the on-disk caches (their documented homes).
 
 The names below load on first use (PEP 562), so that `torchax-vae` can check
 its arguments before torch, JAX and diffusers are imported.
@@ -11,7 +24,6 @@ its arguments before torch, JAX and diffusers are imported.
 import contextlib
 import importlib
 import warnings
-from pathlib import Path
 
 from torchax_vae import registry
 
@@ -19,16 +31,11 @@ __version__ = "0.1.0"
 __all__ = ["TorchaxVAE", "clear_compiled", "make_mesh", "__version__"]
 
 # The diffusers classes TorchaxVAE serves and their labels, from the one list (torchax_vae/registry.py): the command's
-# help is made from it, and tests/test_registry.py holds the docstrings, pyproject and the README to it.
+# help is made from it, and tests/test_house.py holds the docstrings and the README to it.
 FAMILIES = {row.diffusers_class: row.label for row in registry.ROWS}
 
-_LAZY = {"TorchaxVAE": ("vae", "TorchaxVAE"), "make_mesh": ("process", "make_mesh"), "clear_compiled": ("programs", "clear_shared")}
-
-# In a source checkout `patches/` sits beside this folder and is installed as torchax_vae.patches; when
-# Python imports this folder itself (run from the repository after a non-editable install), find it there.
-_SOURCE_PATCHES = Path(__file__).resolve().parent.parent / "patches"
-if not (Path(__file__).resolve().parent / "patches").is_dir() and (_SOURCE_PATCHES / "__init__.py").is_file():
-    __path__.append(str(_SOURCE_PATCHES.parent))
+_LAZY = {"TorchaxVAE": ("facade.vae", "TorchaxVAE"), "make_mesh": ("engine.process", "make_mesh"),
+         "clear_compiled": ("engine.programs", "clear_shared")}
 
 
 @contextlib.contextmanager

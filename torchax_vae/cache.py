@@ -4,7 +4,7 @@ Two caches share one folder:
 - JAX's persistent compilation cache: a compiled XLA program keyed by its
   HLO, flags and backend (and, on GPUs, XLA's autotuning results), so the
   next process loads it instead of compiling;
-- the program store (torchax_vae/stored.py, in `programs/` inside it): each
+- the program store (torchax_vae/engine/stored.py, in `programs/` inside it): each
   traced program, exported with `jax.export`, so the next process skips
   tracing diffusers' model through torchax as well.
 

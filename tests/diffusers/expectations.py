@@ -240,7 +240,7 @@ EXPECTED_FAILURES["tests/models/autoencoders/test_models_autoencoder_rae.py::Tes
 RAISES = {
     WEIGHTS_ARE_CONSTANTS: ((RuntimeError,), r"element 0 of tensors does not require grad and does not have a grad_fn"),
     WHOLE_PROGRAMS: ((AssertionError,), r"Modules with GC enabled \{'\w+(VAE|Model)'\} do not match expected set"),
-    # torchax_vae.validation.DtypeMismatchError, a RuntimeError as torch's own mismatch error is
+    # torchax_vae.engine.validation.DtypeMismatchError, a RuntimeError as torch's own mismatch error is
     PARAMETERS_ARE_COPIES: ((RuntimeError,), r"input is (float16|bfloat16), but this TorchaxVAE computes in float32"),
     FROM_PIPE: ((ValueError,), r"expected \[.*'vae'.*\], but only \{.*\} were passed"),
     BATCH_AMPLIFIED: ((AssertionError,), r"assert np\.float32\(0\.000[1-9]\d*\) < 0\.0001"),

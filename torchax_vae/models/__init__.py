@@ -1,4 +1,4 @@
-"""One adapter module per diffusers VAE class: its family (torchax_vae/family.py) and the facade class named for it.
+"""One adapter module per diffusers VAE class: its family (torchax_vae/facade/family.py) and the facade class named for it.
 
 Each adapter module holds everything model-specific: the family, with the
 diffusers class it runs, how a video is cut into encoder and decoder calls and
@@ -6,7 +6,7 @@ what cache they carry, tiling, the patches it applies, the latent shape of a
 video and the latent normalization its pipelines apply; and the `TorchaxVAE`
 class that holds it (`WanVAE`, ...: the name saved pipelines' model_index.json
 gives), with what diffusers' class differs in at its interface. The engine
-(torchax_vae.vae, engine, programs, sources, tiling, mesh) names no model class.
+(torchax_vae.facade.vae, engine, programs, sources, tiling, mesh) names no model class.
 
 Adding a family: docs/families.md (a module here with its `Family`, often of a
 shared scheme: `feat_cache.FeatCache`, `windows.Windows`; its facade class;
@@ -14,9 +14,9 @@ its row in torchax_vae/registry.py; its tests).
 """
 
 from torchax_vae import registry
-from torchax_vae.checks import vae_subfolder  # noqa: F401 (where the VAE is in a folder: the command's and the loaders')
-from torchax_vae.loading import load_diffusers, load_meta  # noqa: F401 (their documented place before loading.py)
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.media.checks import vae_subfolder  # noqa: F401 (where the VAE is in a folder: the command's and the loaders')
+from torchax_vae.facade.loading import load_diffusers, load_meta  # noqa: F401 (their old home)
+from torchax_vae.facade.vae import TorchaxVAE
 
 __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_for", "wrapper_for_config"]
 

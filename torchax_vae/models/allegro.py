@@ -34,11 +34,11 @@ from diffusers.models.downsampling import Downsample2D
 from diffusers.models.resnet import ResnetBlock2D
 from diffusers.models.upsampling import Upsample2D
 
-from torchax_vae.family import Family
-from torchax_vae.sources import ShapeSource
-from torchax_vae.validation import ZeroOutputWarning
-from torchax_vae.arrays import apply
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.sources import ShapeSource
+from torchax_vae.engine.validation import ZeroOutputWarning
+from torchax_vae.engine.arrays import apply
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.windows import WindowLowered
 
 __all__ = ["Allegro", "AllegroVAE", "latent_shape", "video_channels"]

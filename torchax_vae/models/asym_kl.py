@@ -26,9 +26,9 @@ import torch
 from diffusers import AsymmetricAutoencoderKL, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from torchax_vae import convert, validation
-from torchax_vae.arrays import is_abstract
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import convert, validation
+from torchax_vae.engine.arrays import is_abstract
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
 
 __all__ = ["AsymmetricKL", "AsymmetricKLVAE"]

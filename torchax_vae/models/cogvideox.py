@@ -2,8 +2,8 @@
 
 What diffusers' CogVideoX VAE decides, as this adapter runs it: remainder-first
 frame batches carrying a `conv_cache` (`frame_batches`), spatial tiling with
-overlap factors (torchax_vae.tiling, zero-padded uniform tiles through
-patches/tile_mask.py), one program per layer on CPU (torchax_vae.staging, cut
+overlap factors (torchax_vae.placement.tiling, zero-padded uniform tiles through
+torchax_vae/patches/tile_mask.py), one program per layer on CPU (torchax_vae.engine.staging, cut
 at `STAGES`), the traced model (`LoweredVAE`), its patches
 (torchax_vae.patches), the latent shape and the pipelines' latent scaling
 (`scaling_factor`).
@@ -21,16 +21,17 @@ from diffusers.models.downsampling import CogVideoXDownsample3D
 from diffusers.models.upsampling import CogVideoXUpsample3D
 from torch import nn
 
-from torchax_vae.backends import backend
-from torchax_vae import memory, staging, tiling
-from torchax_vae.family import Family
-from torchax_vae.lowering import Lowered
+from torchax_vae.placement.backends import backend
+from torchax_vae.engine import memory, staging
+from torchax_vae.placement import tiling
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import Lowered
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.patches.safe_conv3d import PlainConv3d
-from torchax_vae.arrays import apply, join, run_out
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine.arrays import apply, join, run_out
+from torchax_vae.facade.vae import TorchaxVAE
 
-# The layers whose activations get sharding marks on a mesh (patches/sharding_marks.py): every convolution
+# The layers whose activations get sharding marks on a mesh (torchax_vae/patches/sharding_marks.py): every convolution
 # inside a CogVideoXCausalConv3d (a PlainConv3d after safe_conv3d), every GroupNorm, the samplers.
 MARKED = (PlainConv3d, TorchaxGroupNorm, CogVideoXUpsample3D, CogVideoXDownsample3D)
 
@@ -82,7 +83,7 @@ class CogVideoX(Family):
 
     @property
     def _layered(self) -> bool:
-        if self._split == "auto":  # the backend table's choice (torchax_vae/backends.py, with its reasons)
+        if self._split == "auto":  # the backend table's choice (torchax_vae/placement/backends.py, with its reasons)
             row = backend(self.lowered.platform)
             # a mesh of CPU devices is for testing sharding: it keeps the batch programs an accelerator mesh runs
             return row.program_split == "layer" and not (row.cpu_kernels and self.engine.placement.mesh is not None)
@@ -122,7 +123,7 @@ class CogVideoX(Family):
 
         block: (row, col, height, width) of a tile to cut from each frame batch
         (default: the whole frame). valid: that tile's (height, width) inside the
-        video when the block is a zero-padded full-size tile (patches/tile_mask.py).
+        video when the block is a zero-padded full-size tile (torchax_vae/patches/tile_mask.py).
         conv_cache: a session's, from its chunk before; first: the frame batches (default: diffusers').
         """
         extra = ()
@@ -173,7 +174,7 @@ class CogVideoX(Family):
         return self.num_latent_frames_batch_size if kind == "decode" else self.num_sample_frames_batch_size
 
     def _staged_batch(self, name, chunk, conv_cache, extra):
-        """One frame batch as one program per stage (torchax_vae/staging.py); conv_cache is a list per stage."""
+        """One frame batch as one program per stage (torchax_vae/engine/staging.py); conv_cache is a list per stage."""
         role = name.partition("/")[0]
         step = self.lowered.encode_stage if role == "encoder" else self.lowered.decode_stage
         stages = self.lowered.stages[role]
@@ -247,7 +248,7 @@ class CogVideoXVAE(TorchaxVAE):
     How a frame batch is split into programs (`program_split`): "batch", one
     program for the whole encoder or decoder; "layer", a chain of programs, one
     per resnet convolution (with the norm before it), sampler and top-level
-    layer (`torchax_vae.staging`), which bounds what one program holds (a
+    layer (`torchax_vae.engine.staging`), which bounds what one program holds (a
     480x720 decoder batch: 7.7 GB of XLA temp memory instead of 48); "auto",
     the default: "layer" on a CPU device, where it is also faster, and on GPUs,
     where it is what makes sharding save memory; "batch" on TPUs (faster to
@@ -327,7 +328,7 @@ def frame_batches(num_frames: int, batch_size: int) -> list[tuple[int, int]]:
     return ranges
 
 
-# Layer programs (torchax_vae/staging.py): resnet blocks run as one program per convolution.
+# Layer programs (torchax_vae/engine/staging.py): resnet blocks run as one program per convolution.
 STAGES = staging.Split(blocks=(CogVideoXResnetBlock3D,), convs=(CogVideoXCausalConv3d, nn.Conv3d, nn.Conv2d))
 
 
@@ -339,7 +340,7 @@ class LoweredVAE(Lowered):
 
     def __init__(self, vae: nn.Module, mesh=None, platform: str | None = None):
         super().__init__(vae, mesh, platform, MARKED, spatial_ratio=2 ** (len(vae.config.block_out_channels) - 1))
-        # stage modules of the encoder and decoder, for one program per block (torchax_vae/staging.py)
+        # stage modules of the encoder and decoder, for one program per block (torchax_vae/engine/staging.py)
         self.stages = {role: staging.install(getattr(self.model, role), STAGES) for role in ("encoder", "decoder")}
 
     def _tile_tracing(self, dtype, valid, shape, ratio: int):
@@ -351,7 +352,7 @@ class LoweredVAE(Lowered):
         """One encoder call on a frame batch: (moments, conv_cache), as JAX arrays.
 
         With `valid` (int32 [height, width]), frames is a zero-padded tile of which
-        only that top-left region is real (patches/tile_mask.py).
+        only that top-left region is real (torchax_vae/patches/tile_mask.py).
         """
         dtype = frames.dtype
         weights, frames, conv_cache = self.env.j2t_iso((weights, frames, conv_cache))
@@ -371,7 +372,7 @@ class LoweredVAE(Lowered):
             frames, conv_cache = self._call("decoder", weights, latents, conv_cache=conv_cache)
         return self.env.t2j_iso((frames, conv_cache))
 
-    # ----- one program per stage (torchax_vae/staging.py) -----
+    # ----- one program per stage (torchax_vae/engine/staging.py) -----
 
     def stage_weights(self, role: str, stage: staging.Stage, weights) -> dict:
         """The weights a stage's program reads: its top-level stage module's (named relative to it), and the quant conv."""

@@ -28,8 +28,8 @@ from diffusers.models.autoencoders.consistency_decoder_vae import ConsistencyDec
 from diffusers.models.autoencoders.vae import DecoderOutput
 from diffusers.utils.torch_utils import randn_tensor
 
-from torchax_vae import convert, validation
-from torchax_vae.arrays import is_abstract
+from torchax_vae.engine import convert, validation
+from torchax_vae.engine.arrays import is_abstract
 from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
 from torchax_vae.models.windows import WindowLowered
 

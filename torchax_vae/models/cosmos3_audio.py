@@ -22,10 +22,10 @@ import torch
 from diffusers import Cosmos3AVAEAudioTokenizer, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_oobleck import OobleckDiagonalGaussianDistribution
 
-from torchax_vae import validation
-from torchax_vae.family import Family
-from torchax_vae.lowering import OneChildLowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import validation
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import OneChildLowered
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["Cosmos3Audio", "Cosmos3AudioVAE"]

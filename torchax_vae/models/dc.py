@@ -29,7 +29,7 @@ from diffusers import AutoencoderDC, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_dc import DCDownBlock2d, DCUpBlock2d, EfficientViTBlock, ResBlock
 from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput, IdentityDistribution
 
-from torchax_vae import tiling
+from torchax_vae.placement import tiling
 from torchax_vae.models.kl import KL, KLVAE
 
 __all__ = ["DC", "DCVAE", "latent_shape", "video_channels"]

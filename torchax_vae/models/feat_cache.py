@@ -25,7 +25,7 @@ How diffusers runs them, and how these adapters do:
 - Tiling: diffusers' tiled_encode/tiled_decode, each tile at its own exact
   shape (the mid block's spatial attention sees the whole tile, so a
   zero-padded tile would change the result), a fresh cache per tile, and the
-  blend of torchax_vae.tiling. "auto" (the engine's tiling mode) measures the
+  blend of torchax_vae.placement.tiling. "auto" (the engine's tiling mode) measures the
   two untiled chunk programs.
 - Latent normalization, as the pipelines apply it: `latents_mean` and
   `latents_std` from the config.
@@ -46,11 +46,13 @@ import torch
 from diffusers.models.autoencoders.autoencoder_kl_wan import patchify, unpatchify
 from jax.sharding import Mesh
 
-from torchax_vae import memory, patches, tiling
-from torchax_vae.family import Family, whole_groups
-from torchax_vae.lowering import Lowered
-from torchax_vae.arrays import apply, join, run_out
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae import patches
+from torchax_vae.engine import memory
+from torchax_vae.placement import tiling
+from torchax_vae.facade.family import Family, whole_groups
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.engine.arrays import apply, join, run_out
+from torchax_vae.facade.vae import TorchaxVAE
 
 # diffusers' encoder chunking: the first frame, then this many frames per call
 ENCODE_CHUNK = 4

@@ -17,7 +17,7 @@ import torch
 # class up in this module.
 from diffusers import AutoencoderKLFlux2, ModelMixin  # noqa: F401
 
-from torchax_vae import convert, validation
+from torchax_vae.engine import convert, validation
 from torchax_vae.models.kl import KL, KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
 
 __all__ = ["Flux2", "Flux2VAE", "latent_shape", "video_channels"]

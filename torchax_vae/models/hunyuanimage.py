@@ -9,7 +9,7 @@ One encoder or decoder program per image shape; slicing; tiles of
 the overlap, with `enable_tiling(tile_sample_min_size, tile_overlap_factor)`
 as diffusers'. The mid block's attention is one head over every latent
 position without a heads axis ([B, tokens, C]); long ones run in query blocks
-as AutoencoderKL's (patches/attention_blocks.py, through attention_split).
+as AutoencoderKL's (torchax_vae/patches/attention_blocks.py, through attention_split).
 
 One difference from diffusers, where diffusers fails: its `tiled_encode`
 unpacks a 5-D shape from the 4-D images it is given (diffusers 0.42.1), so a
@@ -30,7 +30,7 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanimage import (
 )
 
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import KL, KLVAE
 
 __all__ = ["HunyuanImage", "HunyuanImageVAE", "latent_shape", "video_channels"]

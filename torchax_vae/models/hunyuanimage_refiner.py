@@ -20,9 +20,9 @@ import torch
 # entry by looking the base class up in this module.
 from diffusers import AutoencoderKLHunyuanImageRefiner, ModelMixin  # noqa: F401
 
-from torchax_vae.family import Family
-from torchax_vae.lowering import OneChildLowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import OneChildLowered
+from torchax_vae.facade.vae import TorchaxVAE
 
 __all__ = ["HunyuanImageRefiner", "HunyuanImageRefinerVAE"]
 

@@ -6,7 +6,7 @@ class has no framewise encoding or decoding, so every encoder and decoder call s
 program per clip length and resolution, as in PyTorch. Its blocks: replicate-padded causal convolutions,
 RMS norms over channels, 16x spatial compression by channel-matching pixel-(un)shuffle samplers, 32 latent
 channels, and a mid-block attention over all the clip's tokens with a frame-causal mask (built vectorized
-here: patches/causal_mask.py). Spatial tiling is diffusers' own for this class: tiles of
+here: torchax_vae/patches/causal_mask.py). Spatial tiling is diffusers' own for this class: tiles of
 `tile_sample_min_height/width` (latents: `tile_latent_min_height/width`) overlapping by
 `tile_overlap_factor`. Its pipelines divide latents by `scaling_factor` before decoding, and multiply the
 encoded image's latents by it.
@@ -22,7 +22,7 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanvideo15 import (
     HunyuanVideo15Upsample,
 )
 
-from torchax_vae import tiling
+from torchax_vae.placement import tiling
 # the same config fields (in_channels, latent_channels, the two compression ratios, scaling_factor)
 from torchax_vae.models.hunyuanvideo import HunyuanVideo, latent_shape, video_channels  # noqa: F401
 from torchax_vae.models.windows import Windows, WindowVAE

@@ -46,10 +46,10 @@ from diffusers.models.autoencoders.autoencoder_kandinsky6_sr import (SEGMENT_FRA
                                                                      Kandinsky6SRUpsample)
 
 from torchax_vae import patches
-from torchax_vae.family import Family, whole_groups
-from torchax_vae.lowering import Lowered
-from torchax_vae.arrays import apply, join, run_out
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.family import Family, whole_groups
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.engine.arrays import apply, join, run_out
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["Kandinsky6SR", "Kandinsky6SRVAEModel", "decode_segments", "encode_segments"]

@@ -32,11 +32,12 @@ from diffusers import AutoencoderKL, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl import AutoencoderKLOutput
 from diffusers.models.resnet import Downsample2D, ResnetBlock2D, Upsample2D
 
-from torchax_vae import memory, tiling, validation
-from torchax_vae.family import Family
+from torchax_vae.engine import memory, validation
+from torchax_vae.placement import tiling
+from torchax_vae.facade.family import Family
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
-from torchax_vae.arrays import apply
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine.arrays import apply
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.windows import WindowLowered
 
 __all__ = ["KL", "KLVAE", "latent_shape", "video_channels"]
@@ -83,7 +84,7 @@ class KL(Family):
     rank = 4
     pipeline_layout = "BCHW"
     decoded_layout = "BCHW"
-    # the layers whose activations get sharding marks on a mesh (patches/sharding_marks.py)
+    # the layers whose activations get sharding marks on a mesh (torchax_vae/patches/sharding_marks.py)
     marked = (ResnetBlock2D, Downsample2D, Upsample2D, TorchaxGroupNorm)
     settings = ("tile_sample_min_size", "tile_latent_min_size", "tile_overlap_factor")
     _multiples_because: str | None = None  # why images must be whole multiples of the compression, where they must

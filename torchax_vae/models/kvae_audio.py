@@ -23,9 +23,9 @@ import torch.nn.functional as F
 from diffusers import AutoencoderKLKVAEAudio, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from torchax_vae.family import Family
-from torchax_vae.lowering import Lowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["KVAEAudio", "KVAEAudioVAE"]

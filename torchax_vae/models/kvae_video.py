@@ -31,8 +31,8 @@ from diffusers.models.autoencoders.autoencoder_kl_kvae_video import (KVAECachedC
                                                                      KVAECachedPXSUpsample, KVAECachedResnetBlock3D)
 
 from torchax_vae import patches
-from torchax_vae.arrays import apply
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine.arrays import apply
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kandinsky6_sr import SEGMENT_FRAMES, Kandinsky6SR, Kandinsky6SRLowered
 from torchax_vae.models.kl import _where_diffusers_has
 

@@ -30,9 +30,9 @@ from diffusers.models.autoencoders.autoencoder_longcat_audio_dit import (
 )
 from diffusers.utils.torch_utils import randn_tensor
 
-from torchax_vae.family import Family
-from torchax_vae.lowering import OneChildLowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import OneChildLowered
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["LongCatAudio", "LongCatAudioVAE", "Posterior", "strides"]

@@ -11,7 +11,7 @@ what diffusers' LTX class does its own way:
   it decodes each video with its own timestep.
 - 0.9.1's decoder injects noise (`decoder_inject_noise`) from torch's global
   generator. The same draws are made here on the host, in PyTorch's order and
-  shapes, and handed to the programs (patches/ltx_noise.py): with the same
+  shapes, and handed to the programs (torchax_vae/patches/ltx_noise.py): with the same
   `torch.manual_seed`, the same noise as PyTorch on the CPU.
 - Its `_encode` turns on frame windows with `use_framewise_decoding` (not
   `..._encoding`), and a decoded window after the first drops its last frame.
@@ -32,9 +32,9 @@ from diffusers import AutoencoderKLLTXVideo, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_ltx import LTXVideoCausalConv3d, LTXVideoResnetBlock3d
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from torchax_vae import convert, validation
-from torchax_vae.facade import LatentStatistics
-from torchax_vae.lowering import private_copy
+from torchax_vae.engine import convert, validation
+from torchax_vae.facade.config import LatentStatistics
+from torchax_vae.engine.lowering import private_copy
 from torchax_vae.patches import ltx_noise
 from torchax_vae.models.windows import WindowLowered, Windows, WindowVAE
 

@@ -36,8 +36,8 @@ from diffusers.models.autoencoders.autoencoder_kl_ltx2_audio import (
     LTX2AudioUpsample,
 )
 
-from torchax_vae.facade import LatentStatistics
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.config import LatentStatistics
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
 
 __all__ = ["LTX2Audio", "LTX2AudioVAE", "latent_shape", "video_channels"]

@@ -32,10 +32,10 @@ try:  # LTX-2.3's, in a newer diffusers than LTX2Vocoder
 except ImportError:
     LTX2VocoderWithBWE = None
 
-from torchax_vae import validation
-from torchax_vae.family import Family
-from torchax_vae.lowering import Lowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import validation
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.vocoders import VocoderFacade
 
 __all__ = ["LTX2VocoderModel", "LTX2VocoderWithBWEModel", "Vocoder", "VocoderWithBWE"]

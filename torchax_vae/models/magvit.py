@@ -34,10 +34,10 @@ from diffusers.models.autoencoders.autoencoder_kl_magvit import (
     EasyAnimateUpsampler3D,
 )
 
-from torchax_vae import tiling
+from torchax_vae.placement import tiling
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.patches.sharding_marks import mark
-from torchax_vae.arrays import apply, join
+from torchax_vae.engine.arrays import apply, join
 from torchax_vae.models.windows import WindowLowered, Windows, WindowVAE
 
 __all__ = ["MagvitVAE", "frame_batches", "latent_shape", "video_channels"]

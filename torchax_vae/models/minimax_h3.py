@@ -15,7 +15,7 @@ How diffusers runs it, and how this adapter does:
   have one shape), and each clip's 17 frames are final once faded in: a
   decode stream hands them out clip by clip. Fewer than 3 latent frames make
   no clip; diffusers fails there, this adapter refuses them at the boundary.
-- Sessions (torchax_vae/session.py): a clip is decoded (encoded) when the
+- Sessions (torchax_vae/facade/session.py): a clip is decoded (encoded) when the
   chunk that brings its last latent (frame) comes; the rest is held on the
   device (`_Held`), and `finish()` runs the last clip once the end is known.
 - Spatial tiling is on by default (the released frames are the tiled ones):
@@ -47,12 +47,13 @@ import torch
 from diffusers import AutoencoderKLMiniMaxH3, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import MiniMaxH3VideoCausalConv3d
 
-from torchax_vae import memory, tiling
-from torchax_vae.family import Family
-from torchax_vae.arrays import is_abstract
-from torchax_vae.sources import DeviceSource
-from torchax_vae.arrays import apply, join, run_out
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import memory
+from torchax_vae.placement import tiling
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.arrays import is_abstract
+from torchax_vae.engine.sources import DeviceSource
+from torchax_vae.engine.arrays import apply, join, run_out
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models import minimax_h3_tiles as tiles_of_clips
 from torchax_vae.models.kl import _where_diffusers_has
 from torchax_vae.models.windows import WindowLowered

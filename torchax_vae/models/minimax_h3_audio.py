@@ -31,9 +31,9 @@ from diffusers.models.autoencoders.autoencoder_kl_minimax_h3_audio import (
     MiniMaxH3AudioEncoderOutput,
 )
 
-from torchax_vae.family import Family
-from torchax_vae.lowering import Lowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["MiniMaxH3Audio", "MiniMaxH3AudioVAE"]

@@ -8,7 +8,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from torchax_vae import tiling
+from torchax_vae.placement import tiling
 
 __all__ = ["split_tiles", "stitch"]
 

@@ -13,7 +13,7 @@ last 258) and joins them: the stereo song [B, 2, samples] in [-1, 1].
   length (a song is full windows and one last, shorter one: two programs).
 - The facade (`TorchaxVAE(pipe.vocoder)`, given to the pipeline with `update_components(vocoder=...)`) is called as
   diffusers' module is, `vocoder(latents)`, and lacks what the vocoder lacks (`encode`, `decode`, tiling, slicing).
-- `song(windows)` is the decode step's crop and join of the windows' waveforms (torchax_vae/sound_families.py's
+- `song(windows)` is the decode step's crop and join of the windows' waveforms (torchax_vae/stage3/sound_families.py's
   `VocoderSound`: what `torchax-vae decode` and the service run).
 """
 
@@ -25,9 +25,9 @@ import torch
 from diffusers import MiniMaxMusic3Vocoder, ModelMixin  # noqa: F401
 from diffusers.modular_pipelines.minimax_music3.decoders import _CROP_LEFT_LATENT, _CROP_RIGHT_LATENT
 
-from torchax_vae import validation
-from torchax_vae.lowering import Lowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import validation
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.vocoders import VocoderFacade, VocoderFamily
 
 __all__ = ["MiniMaxMusic3VocoderModel", "MusicVocoder", "sample_length", "song"]

@@ -27,10 +27,10 @@ import torch
 from diffusers import MMAudioVAE, MMAudioVocoder, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from torchax_vae import validation
-from torchax_vae.family import Family
-from torchax_vae.lowering import Lowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import validation
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 from torchax_vae.models.vocoders import VocoderFacade, VocoderFamily
 

@@ -11,7 +11,7 @@ is Mochi's own:
   ratio - 1 (`drop_last_temporal_frames`, on by default; per tile when tiled): dropped here inside the decoder's
   program, which is named for it;
 - per-frame GroupNorm in chunks of 8 frames (`MochiChunkedGroupNorm3D`), run as one per-frame reduction
-  (patches/group_norm.py), and attention over each pixel's frames (frame-causal);
+  (torchax_vae/patches/group_norm.py), and attention over each pixel's frames (frame-causal);
 - tiling as HunyuanVideo's (`tile_sample_min_*`, `tile_sample_stride_*`), spatial only;
 - MochiPipeline's latent normalization: `latents * latents_std / scaling_factor + latents_mean` before decoding.
 

@@ -36,11 +36,11 @@ from diffusers.models.autoencoders.autoencoder_oobleck import (
     OobleckDiagonalGaussianDistribution,
 )
 
-from torchax_vae import memory
-from torchax_vae.family import Family
-from torchax_vae.lowering import OneChildLowered
-from torchax_vae.arrays import apply
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import memory
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import OneChildLowered
+from torchax_vae.engine.arrays import apply
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["Oobleck", "OobleckVAE", "latent_length"]

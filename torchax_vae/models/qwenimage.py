@@ -18,7 +18,7 @@ from diffusers.models.autoencoders.autoencoder_kl_qwenimage import (
     QwenImageResample,
 )
 
-from torchax_vae import validation
+from torchax_vae.engine import validation
 from torchax_vae.models.feat_cache import FeatCache, FeatCacheVAE
 
 

@@ -8,12 +8,12 @@ How diffusers runs it, and how this adapter does:
   square grid [B, hidden, g, g] (g = encoder_input_size / encoder_patch_size), and normalizes those with the
   model's latent statistics and `scaling_factor`: `EncoderOutput(latent=...)`, no posterior. Here the whole of
   diffusers' `_encode` is one program of (weights, images) per input shape, traced from the model itself (DINOv2
-  resizes its position embeddings with antialiased bicubic interpolation: patches/antialias_resize.py).
+  resizes its position embeddings with antialiased bicubic interpolation: torchax_vae/patches/antialias_resize.py).
 - `decode(latents)` undoes that normalization, runs the decoder (its tokens resized to its own grid where they differ,
   bilinear) and unpatchifies: images of the config's `image_size` whatever the latents' grid. One program of
   diffusers' `_decode` per latent shape.
 - Pixels in [0, 1], not [-1, 1] (what its encoder's mean and std normalize; its decoder gives them back so): the
-  command's PNGs and the service's images convert with `pixel_mean` 0 and `pixel_std` 1 (torchax_vae/pixels.py).
+  command's PNGs and the service's images convert with `pixel_mean` 0 and `pixel_std` 1 (torchax_vae/media/pixels.py).
 - Slicing as diffusers' (one image at a time); no tiling (diffusers' class has none: `enable_tiling` raises
   NotImplementedError, as there, and "auto" never tiles). The latents come out normalized, so the command and the
   service scale nothing.
@@ -29,9 +29,9 @@ import torch
 from diffusers import AutoencoderRAE, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput, IdentityDistribution
 
-from torchax_vae.family import Family
-from torchax_vae.lowering import Lowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 from torchax_vae.models.vidtok import Method
 

@@ -22,9 +22,9 @@ from diffusers import AutoencoderSAME, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_same import AutoencoderSAMEDecoderOutput, AutoencoderSAMEOutput
 from diffusers.models.autoencoders.vae import IdentityDistribution
 
-from torchax_vae.family import Family
-from torchax_vae.lowering import Lowered
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["SAME", "SAMEVAE"]

@@ -27,7 +27,7 @@ from diffusers import AutoencoderKLTemporalDecoder, ModelMixin  # noqa: F401
 from diffusers.models.resnet import Downsample2D, ResnetBlock2D, SpatioTemporalResBlock
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from torchax_vae import validation
+from torchax_vae.engine import validation
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.models.kl import KL, KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
 

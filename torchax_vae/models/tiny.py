@@ -37,8 +37,8 @@ from diffusers.models.autoencoders.autoencoder_tiny import AutoencoderTinyOutput
 from diffusers.models.autoencoders.vae import DecoderOutput, IdentityDistribution
 from diffusers.models.unets.unet_2d_blocks import AutoencoderTinyBlock
 
-from torchax_vae.arrays import apply
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine.arrays import apply
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import KL, KLVAE
 
 __all__ = ["Tiny", "TinyVAE", "latent_shape", "video_channels"]

@@ -38,11 +38,11 @@ from diffusers.models.autoencoders.autoencoder_vidtok import (
 from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDistribution, IdentityDistribution
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
-from torchax_vae import convert, memory, validation
-from torchax_vae.family import Family
-from torchax_vae.lowering import Lowered
-from torchax_vae.arrays import apply
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import convert, memory, validation
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.engine.arrays import apply
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models import vidtok_tiles
 
 __all__ = ["VidTok", "VidTokVAE", "latent_shape", "video_channels"]
@@ -174,7 +174,7 @@ class VidTok(Family):
     settings = TILE_SETTINGS
     # "kl"; an "fsq" model's facade reports IdentityDistribution (its encode's latents are the quantized ones)
     posterior_class = DiagonalGaussianDistribution
-    # the layers whose activations get sharding marks on a mesh (patches/sharding_marks.py marks the video's
+    # the layers whose activations get sharding marks on a mesh (torchax_vae/patches/sharding_marks.py marks the video's
     # [B, C, T, H, W]; marking the frames [B * T, C, H, W] and the time series [B * H * W, C, T] too, tried
     # 2026-11-30, changed no figure below)
     marked = (VidTokCausalConv3d, VidTokDownsample3D, VidTokUpsample3D, VidTokAttnBlock, VidTokResnetBlock,

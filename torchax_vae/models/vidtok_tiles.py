@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from diffusers import AutoencoderVidTok
 
-from torchax_vae.arrays import apply
+from torchax_vae.engine.arrays import apply
 
 
 def chunks(family, frames: int, decoder: bool) -> list[tuple[int, int]]:

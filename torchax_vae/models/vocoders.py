@@ -8,8 +8,8 @@ tiling, slicing), so that `hasattr` answers as for the wrapped class.
 
 import jax
 
-from torchax_vae.family import Family
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.facade.family import Family
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["VocoderFacade", "VocoderFamily"]

@@ -36,8 +36,8 @@ from diffusers import ModelMixin, VQModel  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput, IdentityDistribution
 from diffusers.models.autoencoders.vq_model import VQEncoderOutput
 
-from torchax_vae import convert, validation
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import convert, validation
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
 from torchax_vae.models.windows import WindowLowered
 

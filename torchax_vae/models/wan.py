@@ -20,7 +20,7 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import (
     unpatchify,
 )
 
-from torchax_vae import validation
+from torchax_vae.engine import validation
 from torchax_vae.models.feat_cache import FeatCache, FeatCacheVAE, encode_chunks  # noqa: F401 (encode_chunks: tests, scripts)
 
 

@@ -18,7 +18,7 @@ How diffusers runs them, and how these adapters do:
 - Spatial tiling (`enable_tiling`, or "auto" when the untiled call would not
   fit): diffusers' tiled_encode/tiled_decode over each call's clip, each tile
   at its own exact shape (the mid block's attention sees the whole tile), and
-  the blend of torchax_vae.tiling.
+  the blend of torchax_vae.placement.tiling.
 
 What a family of this kind says (`Windows`' attributes and methods): its
 diffusers class and lowering (`lowered_class`), which flag turns on framewise
@@ -33,11 +33,12 @@ import functools
 
 import jax
 
-from torchax_vae import memory, tiling
-from torchax_vae.family import Family
-from torchax_vae.lowering import Lowered
-from torchax_vae.arrays import apply
-from torchax_vae.vae import TorchaxVAE
+from torchax_vae.engine import memory
+from torchax_vae.placement import tiling
+from torchax_vae.facade.family import Family
+from torchax_vae.engine.lowering import Lowered
+from torchax_vae.engine.arrays import apply
+from torchax_vae.facade.vae import TorchaxVAE
 
 
 def windows(frames: int, size: int, stride: int) -> list[tuple[int, int]]:

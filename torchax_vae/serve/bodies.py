@@ -16,7 +16,7 @@ import threading
 
 from starlette.requests import ClientDisconnect, Request
 
-from torchax_vae.checks import shown
+from torchax_vae.media.checks import shown
 from torchax_vae.serve.protocol import TENSOR_DTYPES, RequestError, shape_of
 
 __all__ = ["BodyBudget", "read_body", "deadline"]

@@ -10,7 +10,7 @@ import tempfile
 import numpy as np
 import torch
 
-from torchax_vae import files, pixels
+from torchax_vae.media import files, pixels
 from torchax_vae.serve.protocol import IMAGE_FORMATS, Output
 
 # Tensor answers name their dtype as the client's DTYPE_MAP does.
@@ -36,7 +36,7 @@ def _channels_last(video: torch.Tensor) -> torch.Tensor:
 
 def decode_answer(video: torch.Tensor, output: Output, dtype: torch.dtype, family=None) -> tuple[bytes, dict, str]:
     """(body, headers, media type) answering a decode with `video` ([B, C, F, H, W] or [B, C, H, W]: diffusers' [-1, 1],
-    or the family's own pixels, converted as its pipeline does: torchax_vae/pixels.py).
+    or the family's own pixels, converted as its pipeline does: torchax_vae/media/pixels.py).
 
     Tensors: "raw" is the decoder's output in the server's dtype; "unit" its [0, 1] values ([F, C, H, W] for one
     video, as the client's processor path permutes it); "uint8" channels last ([F, H, W, C] for one video).

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from torchax_vae.checks import InputError, shown
+from torchax_vae.media.checks import InputError, shown
 from torchax_vae.serve.limits import DEFAULT_MAX_PIXELS, Limits
 
 DEFAULT_PORT = 8000
@@ -53,7 +53,7 @@ def _warmup(text: str) -> tuple[str | None, str, tuple[int, ...]]:
 
 
 def add_parser(sub) -> None:
-    from torchax_vae.arguments import positive as _positive  # the command's own number checks
+    from torchax_vae.stage3.arguments import positive as _positive  # the command's own number checks
 
     p = sub.add_parser("serve", help="a VAE service for diffusers' remote_decode / remote_encode (docs/serve.md)")
     p.add_argument("--model", action="append", required=True, type=_named_model, metavar="NAME=PATH",
@@ -108,8 +108,9 @@ def run(args) -> int:
     import torch
     import uvicorn
 
-    from torchax_vae import cache, process
-    from torchax_vae.process import make_mesh
+    from torchax_vae import cache
+    from torchax_vae.engine import process
+    from torchax_vae.engine.process import make_mesh
     from torchax_vae.serve.app import create_app  # (starlette and the engine: after the arguments are checked)
 
     names = [name for name, _, _ in args.model]

@@ -3,10 +3,10 @@ and one that sends them alone gets the sound (`output_type=wav`, or the waveform
 
 The protocol (docs/serve.md): `audio_shape` (repeated, as `shape`) gives the audio latents' shape: [B, C, L, M]
 as LTX2Pipeline returns them with `output_type="latent"`, [2B, C, L] as MiniMax H3's modular pipeline holds them
-(torchax_vae/sound.py); their bytes follow the video latents' in the body, in
+(torchax_vae/stage3/sound.py); their bytes follow the video latents' in the body, in
 the same `dtype`. Without `shape`, the body holds the audio latents alone. A model has sound where it is served
 from a pipeline folder with its family's audio folders (LTX-2: `audio_vae/` and `vocoder/`; MiniMax H3:
-`audio_vae/`) and its family makes sound (torchax_vae/sound.py).
+`audio_vae/`) and its family makes sound (torchax_vae/stage3/sound.py).
 
 The sound is a job of the device worker, as the video's chunks are (the audio VAE's program, and LTX-2's
 vocoder's, in one turn: it is not cut into chunks), queued before the video's job. A model served from an audio
@@ -21,9 +21,9 @@ import tempfile
 
 import torch
 
-from torchax_vae import sound
-from torchax_vae.checks import InputError
-from torchax_vae.sound import VAESound
+from torchax_vae.stage3 import sound
+from torchax_vae.media.checks import InputError
+from torchax_vae.stage3.sound import VAESound
 from torchax_vae.serve.protocol import TENSOR_DTYPES, Output, Parsed, RequestError, _number, decode_request, shape_of, tensor_of
 
 

@@ -21,7 +21,7 @@ import subprocess
 
 import numpy as np
 
-from torchax_vae import files, pixels
+from torchax_vae.media import files, pixels
 from torchax_vae.serve.protocol import RequestError
 from torchax_vae.serve.outputs import _channels_last, _uint8
 
@@ -64,7 +64,7 @@ class ChunkFeed:
 
 
 def _frames_of(piece, family=None) -> np.ndarray:
-    """A decoded piece [B, C, f, H, W] (the family's pixels: torchax_vae/pixels.py) as uint8 frames [B, f, H, W, C],
+    """A decoded piece [B, C, f, H, W] (the family's pixels: torchax_vae/media/pixels.py) as uint8 frames [B, f, H, W, C],
     as diffusers' processors round."""
     return _uint8(_channels_last(pixels.to_unit(piece, family, 1).clamp(0, 1))).numpy()
 

@@ -1,0 +1,59 @@
+"""TorchaxVAE's streamed decode and its sessions, as methods of the facade (a mixin of `TorchaxVAE`).
+
+`decode_stream` takes the facade's own prepared decode (`_decode_call`: `decode`'s arguments and checks) and hands
+out the chunks `decode` would join (torchax_vae/facade/stream.py); the sessions are in torchax_vae/facade/session.py.
+"""
+
+import torch
+
+from torchax_vae.engine import convert
+from torchax_vae.facade import stream
+from torchax_vae.media import pixels
+from torchax_vae.engine.arrays import chunks_of
+
+
+class Streaming:
+    """decode_stream, decode_session and encode_session of a TorchaxVAE (`self` is the facade)."""
+
+    def decode_stream(self, z: torch.Tensor, *args, frames: str = "float", **kwargs) -> stream.DecodeStream:
+        """`decode(z, *args, **kwargs)` (its arguments less `return_dict`) as an iterator over frame chunks, each as
+        soon as it is final.
+
+        The chunks are tensors in `decoded_layout`, like `decode`'s output; joined on the frame axis they are
+        `decode(z, *args, **kwargs).sample`, bit for bit (the same programs). Only the chunks in flight stay
+        on the device; `close()` (or `break`, or a `with` block's end) stops the decode and frees them.
+        Image families, and families whose decode is one call, yield one chunk. No gradients flow through it.
+
+        frames: "float" (the decoder's values, in its dtype) or "uint8" (made on the device as diffusers'
+        video processor rounds [-1, 1] to 0..255, a quarter of the bytes to copy to the host).
+        """
+        if frames not in ("float", "uint8"):
+            raise ValueError(f"frames must be 'float' or 'uint8', got {frames!r}")
+        if z.requires_grad and torch.is_grad_enabled():
+            raise ValueError("decode_stream yields no gradients: call decode for a differentiable output, or "
+                             "pass z detached (torch.no_grad())")
+        call = self._decode_call(z, *args, **kwargs)
+        x = call.x
+        chunks = chunks_of(call.chunks(self._source(x)))
+
+        def as_tensor(chunk):
+            if frames == "uint8":  # the family's pixels (torchax_vae/media/pixels.py), rounded on the device
+                family = self._family
+                return convert.uint8_like(pixels.to_uint8(chunk, family, family.decoded_layout.index("C")), x)
+            return convert.like(chunk, x, own_dtype=self._family.casts_inputs)
+
+        return stream.DecodeStream(chunks, as_tensor)
+
+    def decode_session(self):
+        """A decode fed latents chunk by chunk, as a generator makes them (torchax_vae/facade/session.py):
+        `session.decode(latent_chunk)` returns the frames that chunk completes; `session.close()` frees it."""
+        from torchax_vae.facade.session import DecodeSession
+
+        return DecodeSession(self)
+
+    def encode_session(self):
+        """An encode fed video chunk by chunk, as a camera or a file read in order gives it (torchax_vae/facade/session.py):
+        `session.encode(frames)` returns the posterior of the latent frames those frames complete."""
+        from torchax_vae.facade.session import EncodeSession
+
+        return EncodeSession(self)
