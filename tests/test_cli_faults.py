@@ -245,7 +245,7 @@ def test_a_config_that_does_not_fit_its_weights_names_the_first_mismatch(model_d
 
 
 def test_a_load_error_that_announces_its_details_keeps_the_first():
-    from torchax_vae.cli.commands import summary
+    from torchax_vae.stage3.loading import summary
 
     error = RuntimeError("Error(s) in loading state_dict for AutoencoderKLCogVideoX:\n\tsize mismatch for "
                          "encoder.conv_in.weight: copying a param with shape [8, 3] ...\n\tsize mismatch for b")

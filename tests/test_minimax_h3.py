@@ -312,7 +312,7 @@ def test_command_writes_the_frames_the_pipeline_would_and_encodes_them_back(pair
 
     from torchax_vae.media import files
     from torchax_vae.cli import main
-    from torchax_vae.cli.commands import InputError, check_served
+    from torchax_vae.stage3.loading import InputError, check_served
     from torchax_vae.models.minimax_h3 import IMAGENET_MEAN, IMAGENET_STD
 
     vae, _ = pair

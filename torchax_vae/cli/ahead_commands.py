@@ -6,10 +6,12 @@ import json
 import pathlib
 import sys
 
-from torchax_vae.media import files
-from torchax_vae.cli.commands import _cached_snapshot, _make_vae, _precompile, load_vae, summary
-from torchax_vae.media.files import InputError
+from torchax_vae.cli.commands import _make_vae
+from torchax_vae.cli.frame_progress import precompile_counting as _precompile
 from torchax_vae.facade.vae import TorchaxVAE
+from torchax_vae.media import files
+from torchax_vae.media.files import InputError
+from torchax_vae.stage3.loading import _cached_snapshot, load_vae, summary
 
 
 def warmup(model: str, shape, *, subfolder: str | None = "vae", dtype: str = "fp32", tiling: bool = False,

@@ -7,7 +7,6 @@ with files, shapes or models raise `files.InputError` before anything compiles.
 import contextlib
 import math
 import pathlib
-import sys
 import time
 
 import jax
@@ -15,25 +14,19 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
-from torchax_vae import patches, registry
-from torchax_vae.cli import streamed_encode
-from torchax_vae.engine import convert
+from torchax_vae.cli import sound_encode, streamed_encode
+from torchax_vae.cli.frame_progress import batches_finished, frames_written, progress_mode
+from torchax_vae.cli.frame_progress import precompile_counting as _precompile
+from torchax_vae.engine.convert import on_device as _on_device
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.media import files, pixels, video_input
-from torchax_vae.stage3 import image_files
-from torchax_vae.cli import sound_encode
-from torchax_vae.stage3 import inpainting, sound
-from torchax_vae import progress as progress_of
 from torchax_vae.media.checks import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 from torchax_vae.media.files import InputError
-from torchax_vae.cli.frame_progress import batches_finished, frames_written, progress_mode
-from torchax_vae.stage3.input_checks import check_input, check_output_fits, check_video_shape, smallest_output
-from torchax_vae.media.checks import vae_subfolder
-from torchax_vae.engine.convert import on_device as _on_device
-from torchax_vae.cli.frame_progress import precompile_counting as _precompile
-from torchax_vae.stage3.input_checks import unpacked_latents as _unpacked
-from torchax_vae.stage3.loading import _cached_snapshot, check_served, load_vae, summary  # noqa: F401 (the service's, the sounds')
 from torchax_vae.media.pixels import video_to_uint8 as _to_uint8
-from torchax_vae.facade.vae import TorchaxVAE
+from torchax_vae.stage3 import image_files, inpainting, sound
+from torchax_vae.stage3.input_checks import check_input, check_output_fits, check_video_shape, smallest_output
+from torchax_vae.stage3.input_checks import unpacked_latents as _unpacked
+from torchax_vae.stage3.loading import check_served, load_vae
 
 __all__ = ["load_vae", "decode_file", "encode_file", "psnr"]
 

@@ -10,12 +10,14 @@ import numpy as np
 import torch
 from diffusers import AutoencoderKLCogVideoX
 
-from torchax_vae.media import files
-from torchax_vae.cli.commands import LONG_RUN_SECONDS, _precompile, _to_uint8, psnr
+from torchax_vae.cli.commands import LONG_RUN_SECONDS, psnr
 from torchax_vae.cli.frame_progress import batches_finished, progress_mode
-from torchax_vae.media.files import InputError
-from torchax_vae.media.synthetic import moving_shapes
+from torchax_vae.cli.frame_progress import precompile_counting as _precompile
 from torchax_vae.facade.vae import TorchaxVAE
+from torchax_vae.media import files
+from torchax_vae.media.files import InputError
+from torchax_vae.media.pixels import video_to_uint8 as _to_uint8
+from torchax_vae.media.synthetic import moving_shapes
 
 __all__ = ["DEMO_MODEL", "DEMO_CLIP", "demo"]
 

@@ -78,6 +78,13 @@ class Engine:
         """A shape-only source of an input of `shape` in the compute dtype, placed as a real one would be."""
         return ShapeSource(tuple(shape), self.jax_dtype, self.placement)
 
+    def run_batch(self, name: str, step, weights, *args):
+        """One encoder or decoder call: the program `name` of `step` run on `weights` and `args`, its output handed
+        to the call's observer (`ran_batch`)."""
+        out = self.programs.run(name, step, weights, *args)
+        self.ran_batch(out)
+        return out
+
     @staticmethod
     def ran_batch(output) -> None:
         """Hands a queued encoder/decoder call's output (a JAX array or pytree, or its shapes) to the call's

@@ -36,6 +36,35 @@ def whole_groups(frames: int, first: bool, size: int) -> str | None:
     return None
 
 
+def causal_latent_shape(video_shape, channels: int, temporal: int, spatial: int) -> tuple[int, ...]:
+    """[B, channels, F, h, w] latents of a [B, C, 1 + kT frames, H, W] video under a causal video VAE: the first frame
+    alone, then `temporal` frames a latent frame; `spatial` pixels a latent in height and width."""
+    batch, _, frames, height, width = video_shape
+    return (batch, channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+
+
+def of_config(fact):
+    """A family's fact as a property computed from its config by a function of the config (`video_channels(config)`,
+    which the family module also offers for a config alone)."""
+    return property(lambda self: fact(self.config), doc=fact.__doc__)
+
+
+def config_value(name: str):
+    """A family's fact as a property: its config's value of `name`."""
+    return property(lambda self: getattr(self.config, name), doc=f"The config's `{name}`.")
+
+
+def with_config(function):
+    """A family's method computed by a function of the config and the method's arguments (`latent_shape(config,
+    video_shape)`)."""
+
+    def method(self, *args, **kwargs):
+        return function(self.config, *args, **kwargs)
+
+    method.__doc__ = function.__doc__
+    return method
+
+
 class Family:
     """A diffusers VAE class's facts and loops; an adapter overrides what its class does its own way.
 
@@ -92,6 +121,11 @@ class Family:
     def lower(self, vae: nn.Module):
         """The family's `lowering.Lowered`: a private, patched copy of `vae` and its step functions."""
         raise NotImplementedError
+
+    def lowering_on(self, lowering: type, vae: nn.Module, *args, **kwargs):
+        """`lowering(vae, mesh, platform, *args, **kwargs)` on this family's placement: what `lower` returns."""
+        placement = self.engine.placement
+        return lowering(vae, placement.mesh, placement.platform, *args, **kwargs)
 
     # ----- facts -----
 

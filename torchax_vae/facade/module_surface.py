@@ -6,6 +6,8 @@ training mode, gradient checkpointing, slicing. A mixin of `torchax_vae.facade.v
 """
 
 
+from typing import Self
+
 import torch
 
 from torchax_vae.engine import convert, weights
@@ -30,7 +32,7 @@ class ModuleSurface:
         """The wrapped class's modules diffusers keeps in float32 under any dtype (weights.compute_dtype)."""
         return tuple(getattr(self.model_class, "_keep_in_fp32_modules", None) or ())
 
-    def to(self, *args, **kwargs) -> "TorchaxVAE":
+    def to(self, *args, **kwargs) -> Self:
         """Like `nn.Module.to`: a dtype recasts the JAX weights; a device is recorded, compute stays on JAX."""
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
         if device is not None:
@@ -48,13 +50,13 @@ class ModuleSurface:
             engine.dtype = dtype
         return self
 
-    def float(self) -> "TorchaxVAE":
+    def float(self) -> Self:
         return self.to(torch.float32)
 
-    def bfloat16(self) -> "TorchaxVAE":
+    def bfloat16(self) -> Self:
         return self.to(torch.bfloat16)
 
-    def half(self) -> "TorchaxVAE":
+    def half(self) -> Self:
         return self.to(torch.float16)
 
     # ----- the torch module surface: weights, training state (torchax_vae/engine/weights.py, gradients.py) -----
@@ -120,7 +122,7 @@ class ModuleSurface:
     def _copy_device(self) -> torch.device:
         return torch.device("meta") if is_abstract(self._engine.weights) else self._device
 
-    def requires_grad_(self, requires_grad: bool = True) -> "TorchaxVAE":
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
         """`requires_grad_(False)` (freezing the VAE, as training scripts do) is what a TorchaxVAE always is.
 
         Gradients reach a TorchaxVAE's inputs (`encode`'s video, `decode`'s
@@ -133,7 +135,7 @@ class ModuleSurface:
             )
         return self
 
-    def train(self, mode: bool = True) -> "TorchaxVAE":
+    def train(self, mode: bool = True) -> Self:
         """Sets `training`, as torch does; the programs compute the same in both modes.
 
         They are traced in eval mode, which is the same computation for models
@@ -149,7 +151,7 @@ class ModuleSurface:
             "TorchaxVAE computes in eval mode: call .eval(), or run the diffusers model in PyTorch to train it")
         return self
 
-    def eval(self) -> "TorchaxVAE":
+    def eval(self) -> Self:
         return self.train(False)
 
     def enable_gradient_checkpointing(self, gradient_checkpointing_func=None) -> None:

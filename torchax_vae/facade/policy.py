@@ -2,8 +2,44 @@
 fit, by `memory.call_bytes`), the memory budget, how hard XLA optimizes (`compile_effort`, per backend:
 torchax_vae/placement/backends.py). The state is the engine's (torchax_vae/engine/runtime.py); these are the facade's properties.
 
-A mixin of `torchax_vae.facade.vae.TorchaxVAE`; it reads `_engine`.
+A mixin of `torchax_vae.facade.vae.TorchaxVAE`; it reads `_engine`. `tiling_switch` makes a facade class's
+`enable_tiling` from the names of diffusers' arguments, and `refused` diffusers' refusal where a class has no tiling
+or slicing.
 """
+
+import inspect
+
+
+def tiling_switch(*arguments: str):
+    """diffusers' `enable_tiling(<arguments>=None, ...)` of a class: tiling on (mode "on"), and each argument given
+    sets the setting of its name, the current one staying where None (diffusers' `x or self.x`)."""
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    signature = inspect.Signature([inspect.Parameter("self", keyword),
+                                   *(inspect.Parameter(name, keyword, default=None) for name in arguments)],
+                                  return_annotation=None)
+
+    def enable_tiling(self, *args, **kwargs) -> None:
+        given = signature.bind(self, *args, **kwargs).arguments
+        self.tiling_mode = "on"
+        for name in arguments:
+            if given.get(name):
+                setattr(self, name, given[name])
+
+    enable_tiling.__signature__ = signature
+    enable_tiling.__doc__ = (f"Tiled encode and decode (mode \"on\"), with diffusers' arguments for this class "
+                             f"({', '.join(arguments) or 'none'}): the current settings where None.")
+    return enable_tiling
+
+
+def refused(what: str):
+    """diffusers' `enable_tiling` / `enable_slicing` of a class without that flag: AutoencoderMixin's refusal."""
+
+    def refuse(self, *args, **kwargs) -> None:
+        raise NotImplementedError(f"{what.capitalize()} doesn't seem to be implemented for "
+                                  f"{type(self).model_class.__name__}.")
+
+    refuse.__doc__ = f"Refused, as diffusers refuses it for this class (it has no {what})."
+    return refuse
 
 
 class Policy:

@@ -11,6 +11,7 @@ of `vae`.
 
 import dataclasses
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 
@@ -89,11 +90,23 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
     # wrapped class says (diffusers' AutoencoderKLWan and AutoencoderKLQwenImage say False)
     _supports_gradient_checkpointing = True
 
+    # What the wrapped diffusers class lacks, a facade class lacks too (`hasattr`, which pipelines ask, answers as for
+    # the wrapped class): each facade class names its own, methods or the `use_tiling` / `use_slicing` flags.
+    diffusers_lacks: tuple[str, ...] = ()
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if cls.family is not None:
             for name in FAMILY_FACTS:
                 setattr(cls, name, getattr(cls.family, name))
+        for name in dict.fromkeys(name for k in reversed(cls.__mro__) for name in vars(k).get("diffusers_lacks", ())):
+            if name in ("use_tiling", "use_slicing"):
+                setattr(cls, name, _missing_flag(name))
+            else:
+                found = inspect.getattr_static(cls, name)
+                absent = where_diffusers_has(getattr(found, "method", found))
+                absent.__set_name__(cls, name)
+                setattr(cls, name, absent)
 
     def __new__(cls, vae=None, *args, **kwargs):
         if isinstance(vae, TorchaxVAE):
@@ -398,6 +411,33 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
 
 for _name in FAMILY_FACTS:  # TorchaxVAE itself reports the base Family's (its facade classes: their family's)
     setattr(TorchaxVAE, _name, getattr(Family, _name))
+
+
+class where_diffusers_has:
+    """A method that a facade class has only where its diffusers class has one of that name, so that `hasattr` (which
+    pipelines ask) answers as for the wrapped class: AutoencoderKL has `fuse_qkv_projections`, AutoencoderDC not."""
+
+    def __init__(self, method):
+        self.method = method
+        functools.update_wrapper(self, method)
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        owner = owner or type(instance)
+        if not hasattr(owner.model_class, self.name):
+            raise AttributeError(f"'{owner.model_class.__name__}' object has no attribute '{self.name}'")
+        return self.method if instance is None else self.method.__get__(instance, owner)
+
+
+def _missing_flag(name: str) -> property:
+    """diffusers' `use_tiling` / `use_slicing` flag where the wrapped class has none: reading it raises, as there."""
+
+    def missing(self):
+        raise AttributeError(f"{type(self).model_class.__name__} has no {name} (no {name.removeprefix('use_')})")
+
+    return property(missing)
 
 
 @functools.cache

@@ -34,7 +34,7 @@ from diffusers.models.downsampling import Downsample2D
 from diffusers.models.resnet import ResnetBlock2D
 from diffusers.models.upsampling import Upsample2D
 
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, of_config, with_config
 from torchax_vae.engine.sources import ShapeSource
 from torchax_vae.engine.validation import ZeroOutputWarning
 from torchax_vae.engine.arrays import apply
@@ -148,23 +148,17 @@ class Allegro(Family):
         self.kernel, self.stride = tuple(vae.kernel), tuple(vae.stride)  # diffusers' tile (frames, height, width)
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return AllegroLowered(vae, placement.mesh, placement.platform, self.marked, spatial_ratio(vae.config))
+        return self.lowering_on(AllegroLowered, vae, self.marked, spatial_ratio(vae.config))
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return spatial_ratio(self.config)
+    spatial_compression_ratio = of_config(spatial_ratio)
 
     @property
     def temporal_compression_ratio(self) -> int:
         return int(self.config.temporal_compression_ratio)
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         return latents * self.config.scaling_factor

@@ -28,8 +28,8 @@ from diffusers.models.autoencoders.vae import DecoderOutput
 
 from torchax_vae.engine import convert, validation
 from torchax_vae.engine.arrays import is_abstract
-from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
+from torchax_vae.models.kl import KL, KLVAE
+from torchax_vae.facade.policy import refused
 
 __all__ = ["AsymmetricKL", "AsymmetricKLVAE"]
 
@@ -53,9 +53,7 @@ class AsymmetricKL(KL):
         abstract = is_abstract(latents)
         condition = [_as_jax(t, dtype, placement.activation(tuple(t.shape)), abstract) for t in (image, mask)]
         weights = {k: self.engine.weights[k] for k in ("decoder", "post_quant_conv") if k in self.engine.weights}
-        out = self.engine.programs.run("decoder+mask", self.lowered.decode_step, weights, latents, *condition)
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("decoder+mask", self.lowered.decode_step, weights, latents, *condition)
 
 
 def _as_jax(tensor: torch.Tensor, dtype, sharding, abstract: bool):
@@ -115,24 +113,11 @@ class AsymmetricKLVAE(KLVAE):
         return self._per_sample(functools.partial(self._family.decode, **condition), source)
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    _tiled_encode = _where_diffusers_has(KLVAE._tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    unpack_latents = _where_diffusers_has(KLVAE.unpack_latents)
+    diffusers_lacks = ("tiled_encode", "_tiled_encode", "tiled_decode", "unpack_latents", "use_tiling", "use_slicing")
 
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has neither flag
-        raise AttributeError("AsymmetricAutoencoderKL has no use_tiling (no tiling)")
+    enable_tiling = refused("tiling")
 
-    @property
-    def use_slicing(self) -> bool:
-        raise AttributeError("AsymmetricAutoencoderKL has no use_slicing (no slicing)")
-
-    def enable_tiling(self) -> None:
-        raise NotImplementedError("Tiling doesn't seem to be implemented for AsymmetricAutoencoderKL.")
-
-    def enable_slicing(self) -> None:
-        raise NotImplementedError("Slicing doesn't seem to be implemented for AsymmetricAutoencoderKL.")
+    enable_slicing = refused("slicing")
 
     def disable_tiling(self) -> None:
         """Nothing to disable (diffusers' sets a flag that nothing reads)."""

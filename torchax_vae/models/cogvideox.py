@@ -24,7 +24,7 @@ from torch import nn
 from torchax_vae.placement.backends import backend
 from torchax_vae.engine import memory, staging
 from torchax_vae.placement import tiling
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, of_config, with_config
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.patches.safe_conv3d import PlainConv3d
@@ -34,6 +34,18 @@ from torchax_vae.facade.vae import TorchaxVAE
 # The layers whose activations get sharding marks on a mesh (torchax_vae/patches/sharding_marks.py): every convolution
 # inside a CogVideoXCausalConv3d (a PlainConv3d after safe_conv3d), every GroupNorm, the samplers.
 MARKED = (PlainConv3d, TorchaxGroupNorm, CogVideoXUpsample3D, CogVideoXDownsample3D)
+
+
+def video_channels(config) -> int:
+    return config.in_channels
+
+
+def latent_shape(config, video_shape) -> tuple[int, ...]:
+    """[B, latent_channels, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
+    batch, _, frames, height, width = video_shape
+    spatial = 2 ** (len(config.block_out_channels) - 1)
+    temporal = config.temporal_compression_ratio
+    return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
 
 
 class CogVideoX(Family):
@@ -53,16 +65,13 @@ class CogVideoX(Family):
 
     # ----- the family's shapes and latent scaling -----
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
     @property
     def spatial_compression_ratio(self) -> int:
         return 2 ** (len(self.config.block_out_channels) - 1)
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         return latents * self.config.scaling_factor  # as CogVideoXVideoToVideoPipeline.prepare_latents
@@ -295,18 +304,6 @@ class CogVideoXVAE(TorchaxVAE):
         self.tile_latent_min_width = int(self.tile_sample_min_width / factor)
         self.tile_overlap_factor_height = tile_overlap_factor_height or self.tile_overlap_factor_height
         self.tile_overlap_factor_width = tile_overlap_factor_width or self.tile_overlap_factor_width
-
-
-def video_channels(config) -> int:
-    return config.in_channels
-
-
-def latent_shape(config, video_shape) -> tuple[int, ...]:
-    """[B, latent_channels, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
-    batch, _, frames, height, width = video_shape
-    spatial = 2 ** (len(config.block_out_channels) - 1)
-    temporal = config.temporal_compression_ratio
-    return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
 
 
 # ----- frame batches, exactly as diffusers' AutoencoderKLCogVideoX._encode/_decode slice time -----

@@ -30,8 +30,9 @@ from diffusers.utils.torch_utils import randn_tensor
 
 from torchax_vae.engine import convert, validation
 from torchax_vae.engine.arrays import is_abstract
-from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
+from torchax_vae.models.kl import KL, KLVAE
 from torchax_vae.models.windows import WindowLowered
+from torchax_vae.facade.family import config_value
 
 __all__ = ["Consistency", "ConsistencyDecoderVAEModel"]
 
@@ -85,13 +86,10 @@ class Consistency(KL):
     decode_draws_noise = True  # from the call's generator
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return ConsistencyLowered(vae, placement.mesh, placement.platform, self.marked, self.spatial_compression_ratio,
+        return self.lowering_on(ConsistencyLowered, vae, self.marked, self.spatial_compression_ratio,
                                   rank=4)
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.encoder_in_channels
+    video_channels = config_value("encoder_in_channels")
 
     def decode(self, source, tiled: bool | None = None, generator=None) -> jax.Array:
         """The images of the source's latents: the noises drawn on the host from `generator` as diffusers draws
@@ -106,9 +104,7 @@ class Consistency(KL):
         else:  # diffusers' draws: the initial noise, then each re-noising step's, from the call's generator
             noise = [convert.to_jax(randn_tensor(shape, generator=generator, dtype=dtype), None, sharding)
                      for _ in range(STEPS)]
-        out = self.engine.programs.run("decoder", self.lowered.decode_step, self.engine.weights, latents, *noise)
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("decoder", self.lowered.decode_step, self.engine.weights, latents, *noise)
 
 
 class ConsistencyDecoderVAEModel(KLVAE):
@@ -157,5 +153,5 @@ class ConsistencyDecoderVAEModel(KLVAE):
             return self._family.decode(source)
         return super()._kind_chunks(kind, source)
 
-    tiled_decode = _where_diffusers_has(KLVAE.tiled_decode)
-    unpack_latents = _where_diffusers_has(KLVAE.unpack_latents)
+    # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
+    diffusers_lacks = ("tiled_decode", "unpack_latents")

@@ -23,6 +23,7 @@ from diffusers.models.autoencoders.autoencoder_kl_cosmos import CosmosCausalConv
 from diffusers.models.autoencoders.vae import IdentityDistribution
 
 from torchax_vae.models.windows import Windows, WindowVAE
+from torchax_vae.facade.family import causal_latent_shape, config_value, of_config, with_config
 
 __all__ = ["CosmosVAE", "SIGMA_DATA", "latent_shape", "video_channels"]
 
@@ -35,9 +36,7 @@ def video_channels(config) -> int:
 
 def latent_shape(config, video_shape) -> tuple[int, ...]:
     """[B, latent_channels, F, H, W] of the latents of a [B, C, 1 + kT frames, height, width] video."""
-    batch, _, frames, height, width = video_shape
-    temporal, spatial = config.temporal_compression_ratio, config.spatial_compression_ratio
-    return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+    return causal_latent_shape(video_shape, config.latent_channels, config.temporal_compression_ratio, config.spatial_compression_ratio)
 
 
 class Cosmos(Windows):
@@ -52,20 +51,13 @@ class Cosmos(Windows):
     settings = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_min_num_frames",
                 "tile_sample_stride_height", "tile_sample_stride_width", "tile_sample_stride_num_frames")
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return self.config.spatial_compression_ratio
+    spatial_compression_ratio = config_value("spatial_compression_ratio")
 
-    @property
-    def temporal_compression_ratio(self) -> int:
-        return self.config.temporal_compression_ratio
+    temporal_compression_ratio = config_value("temporal_compression_ratio")
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     check_video = Windows._check_clip
 

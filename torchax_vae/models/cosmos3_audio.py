@@ -23,10 +23,9 @@ from diffusers import Cosmos3AVAEAudioTokenizer, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_oobleck import OobleckDiagonalGaussianDistribution
 
 from torchax_vae.engine import validation
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value
 from torchax_vae.engine.lowering import OneChildLowered
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["Cosmos3Audio", "Cosmos3AudioVAE"]
 
@@ -62,16 +61,11 @@ class Cosmos3Audio(Family):
     pipeline_layout = decoded_layout = "BCT"
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return Cosmos3Lowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return self.lowering_on(Cosmos3Lowered, vae, (), 1, rank=3)
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.dec_out_channels
+    video_channels = config_value("dec_out_channels")
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.vocoder_input_dim
+    latent_channels = config_value("vocoder_input_dim")
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -98,18 +92,14 @@ class Cosmos3Audio(Family):
         return latents
 
     def decode(self, source, tiled: bool | None = None) -> jax.Array:
-        out = self.engine.programs.run("decoder", self.lowered.decode_step, {"decoder": self.engine.weights["decoder"]},
+        return self.engine.run_batch("decoder", self.lowered.decode_step, {"decoder": self.engine.weights["decoder"]},
                                        source.take())
-        self.engine.ran_batch(out)
-        return out
 
     def encode(self, source, tiled: bool | None = None) -> jax.Array:
         hop = self.spatial_compression_ratio
         options = {"normalize": bool(self.config.normalize_volume), "padding": (-source.shape[2]) % hop}
         step = functools.partial(self.lowered.encode_step, **options)
-        out = self.engine.programs.run("encoder", step, {"encoder": self.engine.weights["encoder"]}, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("encoder", step, {"encoder": self.engine.weights["encoder"]}, source.take())
 
 
 class Cosmos3AudioVAE(TorchaxVAE):
@@ -156,12 +146,5 @@ class Cosmos3AudioVAE(TorchaxVAE):
     __call__ = forward
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
-    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
-    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag
-        raise AttributeError("Cosmos3AVAEAudioTokenizer has no use_tiling (no tiling)")
+    diffusers_lacks = ("tiled_encode", "tiled_decode", "enable_slicing", "disable_slicing", "disable_tiling",
+                       "use_tiling")

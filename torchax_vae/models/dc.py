@@ -31,6 +31,8 @@ from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput, Iden
 
 from torchax_vae.placement import tiling
 from torchax_vae.models.kl import KL, KLVAE
+from torchax_vae.facade.policy import tiling_switch
+from torchax_vae.facade.family import of_config, with_config
 
 __all__ = ["DC", "DCVAE", "latent_shape", "video_channels"]
 
@@ -63,9 +65,7 @@ class DC(KL):
 
     # ----- what the family says -----
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return spatial_ratio(self.config)
+    spatial_compression_ratio = of_config(spatial_ratio)
 
     @property
     def tile_latent_min_height(self) -> int:
@@ -75,8 +75,7 @@ class DC(KL):
     def tile_latent_min_width(self) -> int:
         return self.tile_sample_min_width // self.spatial_compression_ratio
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     # ----- tiles: diffusers' strided arithmetic -----
 
@@ -153,11 +152,5 @@ class DCVAE(KLVAE):
 
     __call__ = forward
 
-    def enable_tiling(self, tile_sample_min_height: int | None = None, tile_sample_min_width: int | None = None,
-                      tile_sample_stride_height: int | None = None, tile_sample_stride_width: int | None = None) -> None:
-        """Tile every image larger than a tile, with these settings (the current ones where None), as diffusers'."""
-        self.tiling_mode = "on"
-        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
-        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
-        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
-        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
+    enable_tiling = tiling_switch(
+        "tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height", "tile_sample_stride_width")

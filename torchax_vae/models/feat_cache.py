@@ -49,10 +49,11 @@ from jax.sharding import Mesh
 from torchax_vae import patches
 from torchax_vae.engine import memory
 from torchax_vae.placement import tiling
-from torchax_vae.facade.family import Family, whole_groups
+from torchax_vae.facade.family import Family, config_value, whole_groups
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.engine.arrays import apply, join, run_out
 from torchax_vae.facade.vae import TorchaxVAE
+from torchax_vae.facade.policy import tiling_switch
 
 # diffusers' encoder chunking: the first frame, then this many frames per call
 ENCODE_CHUNK = 4
@@ -176,9 +177,7 @@ class FeatCache(Family):
         """The patch size the video is patchified by before the encoder, or None."""
         return None
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.z_dim
+    latent_channels = config_value("z_dim")
 
     def _normalization(self, latents: torch.Tensor):
         shape = (1, self.config.z_dim, 1, 1, 1)
@@ -334,19 +333,8 @@ class FeatCacheVAE(TorchaxVAE):
         self.temperal_downsample = list(vae.temperal_downsample)
         self.temperal_upsample = list(vae.temperal_upsample)
 
-    def enable_tiling(
-        self,
-        tile_sample_min_height: int | None = None,
-        tile_sample_min_width: int | None = None,
-        tile_sample_stride_height: int | None = None,
-        tile_sample_stride_width: int | None = None,
-    ) -> None:
-        """Tiled encode and decode (mode "on"), with the same arguments and meaning as diffusers'."""
-        self.tiling_mode = "on"
-        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
-        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
-        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
-        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
+    enable_tiling = tiling_switch(
+        "tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height", "tile_sample_stride_width")
 
     def clear_cache(self) -> None:
         """diffusers keeps its feat_cache on the model between calls; here each call carries its own. Nothing to clear."""

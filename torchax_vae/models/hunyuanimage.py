@@ -32,6 +32,7 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuanimage import (
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import KL, KLVAE
+from torchax_vae.facade.family import config_value, with_config
 
 __all__ = ["HunyuanImage", "HunyuanImageVAE", "latent_shape", "video_channels"]
 
@@ -55,12 +56,9 @@ class HunyuanImage(KL):
               TorchaxGroupNorm)
     _multiples_because = "each downsampling folds 2x2 pixels into channels"
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return self.config.spatial_compression_ratio
+    spatial_compression_ratio = config_value("spatial_compression_ratio")
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
 
 class HunyuanImageVAE(KLVAE):

@@ -20,7 +20,7 @@ import torch
 # entry by looking the base class up in this module.
 from diffusers import AutoencoderKLHunyuanImageRefiner, ModelMixin  # noqa: F401
 
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value
 from torchax_vae.engine.lowering import OneChildLowered
 from torchax_vae.facade.vae import TorchaxVAE
 
@@ -37,16 +37,11 @@ class HunyuanImageRefiner(Family):
     model_class = AutoencoderKLHunyuanImageRefiner
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return OneChildLowered(vae, placement.mesh, placement.platform, (), self.spatial_compression_ratio)
+        return self.lowering_on(OneChildLowered, vae, (), self.spatial_compression_ratio)
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.in_channels
+    video_channels = config_value("in_channels")
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return self.config.spatial_compression_ratio
+    spatial_compression_ratio = config_value("spatial_compression_ratio")
 
     @property
     def temporal_compression_ratio(self) -> int:
@@ -81,9 +76,7 @@ class HunyuanImageRefiner(Family):
         return self._run("decoder", self.lowered.decode_step, source)
 
     def _run(self, child: str, step, source) -> jax.Array:
-        out = self.engine.programs.run(child, step, {child: self.engine.weights[child]}, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch(child, step, {child: self.engine.weights[child]}, source.take())
 
 
 class HunyuanImageRefinerVAE(TorchaxVAE):

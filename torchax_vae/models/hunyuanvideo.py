@@ -19,6 +19,7 @@ from diffusers.models.autoencoders.autoencoder_kl_hunyuan_video import (
 
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.models.windows import Windows, WindowVAE
+from torchax_vae.facade.family import causal_latent_shape, config_value, of_config, with_config
 
 
 def video_channels(config) -> int:
@@ -27,9 +28,7 @@ def video_channels(config) -> int:
 
 def latent_shape(config, video_shape) -> tuple[int, ...]:
     """[B, latent_channels, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
-    batch, _, frames, height, width = video_shape
-    temporal, spatial = config.temporal_compression_ratio, config.spatial_compression_ratio
-    return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+    return causal_latent_shape(video_shape, config.latent_channels, config.temporal_compression_ratio, config.spatial_compression_ratio)
 
 
 class HunyuanVideo(Windows):
@@ -38,20 +37,13 @@ class HunyuanVideo(Windows):
     model_class = AutoencoderKLHunyuanVideo
     marked = (HunyuanVideoCausalConv3d, TorchaxGroupNorm, HunyuanVideoUpsampleCausal3D, HunyuanVideoDownsampleCausal3D)
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return self.config.spatial_compression_ratio
+    spatial_compression_ratio = config_value("spatial_compression_ratio")
 
-    @property
-    def temporal_compression_ratio(self) -> int:
-        return self.config.temporal_compression_ratio
+    temporal_compression_ratio = config_value("temporal_compression_ratio")
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         return latents * self.config.scaling_factor  # as HunyuanVideoImageToVideoPipeline.prepare_latents

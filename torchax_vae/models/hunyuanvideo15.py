@@ -26,6 +26,7 @@ from torchax_vae.placement import tiling
 # the same config fields (in_channels, latent_channels, the two compression ratios, scaling_factor)
 from torchax_vae.models.hunyuanvideo import HunyuanVideo, latent_shape, video_channels  # noqa: F401
 from torchax_vae.models.windows import Windows, WindowVAE
+from torchax_vae.facade.policy import tiling_switch
 
 __all__ = ["HunyuanVideo15VAE", "latent_shape", "video_channels"]
 
@@ -64,18 +65,5 @@ class HunyuanVideo15VAE(WindowVAE):
 
     family = HunyuanVideo15
 
-    def enable_tiling(
-        self,
-        tile_sample_min_height: int | None = None,
-        tile_sample_min_width: int | None = None,
-        tile_latent_min_height: int | None = None,
-        tile_latent_min_width: int | None = None,
-        tile_overlap_factor: float | None = None,
-    ) -> None:
-        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers' for this class."""
-        self.tiling_mode = "on"
-        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
-        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
-        self.tile_latent_min_height = tile_latent_min_height or self.tile_latent_min_height
-        self.tile_latent_min_width = tile_latent_min_width or self.tile_latent_min_width
-        self.tile_overlap_factor = tile_overlap_factor or self.tile_overlap_factor
+    enable_tiling = tiling_switch(
+        "tile_sample_min_height", "tile_sample_min_width", "tile_latent_min_height", "tile_latent_min_width", "tile_overlap_factor")

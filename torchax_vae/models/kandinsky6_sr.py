@@ -46,11 +46,10 @@ from diffusers.models.autoencoders.autoencoder_kandinsky6_sr import (SEGMENT_FRA
                                                                      Kandinsky6SRUpsample)
 
 from torchax_vae import patches
-from torchax_vae.facade.family import Family, whole_groups
+from torchax_vae.facade.family import Family, config_value, whole_groups
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.engine.arrays import apply, join, run_out
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["Kandinsky6SR", "Kandinsky6SRVAEModel", "decode_segments", "encode_segments"]
 
@@ -132,22 +131,17 @@ class Kandinsky6SR(Family):
     pixel_mean = pixel_std = PIXEL
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return Kandinsky6SRLowered(vae, placement.mesh, placement.platform, self.marked, self.spatial_compression_ratio)
+        return self.lowering_on(Kandinsky6SRLowered, vae, self.marked, self.spatial_compression_ratio)
 
     # ----- facts -----
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.in_channels
+    video_channels = config_value("in_channels")
 
     @property
     def spatial_compression_ratio(self) -> int:
         return 2 ** (len(self.config.encoder_block_out_channels) - 1)
 
-    @property
-    def temporal_compression_ratio(self) -> int:
-        return self.config.temporal_compression_ratio
+    temporal_compression_ratio = config_value("temporal_compression_ratio")
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         batch, _, frames, height, width = video_shape
@@ -237,12 +231,5 @@ class Kandinsky6SRVAEModel(TorchaxVAE):
         self.temporal_compression_ratio = vae.temporal_compression_ratio  # diffusers' attribute of the instance
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
-    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
-    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag
-        raise AttributeError("Kandinsky6SRVAE has no use_tiling (no tiling)")
+    diffusers_lacks = ("tiled_encode", "tiled_decode", "disable_tiling", "enable_slicing", "disable_slicing",
+                       "use_tiling")

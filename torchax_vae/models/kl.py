@@ -34,10 +34,11 @@ from diffusers.models.resnet import Downsample2D, ResnetBlock2D, Upsample2D
 
 from torchax_vae.engine import memory, validation
 from torchax_vae.placement import tiling
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, of_config, with_config
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.engine.arrays import apply
-from torchax_vae.facade.vae import TorchaxVAE
+from torchax_vae.facade.vae import TorchaxVAE, where_diffusers_has
+from torchax_vae.facade.policy import tiling_switch
 from torchax_vae.models.windows import WindowLowered
 
 __all__ = ["KL", "KLVAE", "latent_shape", "video_channels"]
@@ -59,22 +60,7 @@ def latent_shape(config, image_shape) -> tuple[int, ...]:
     return (batch, config.latent_channels, height // ratio, width // ratio)
 
 
-class _where_diffusers_has:
-    """A method that an adapter has only where its diffusers class has one of that name, so that `hasattr` (which
-    pipelines ask) answers as for the wrapped class: AutoencoderKL has `fuse_qkv_projections`, AutoencoderDC not."""
-
-    def __init__(self, method):
-        self.method = method
-        functools.update_wrapper(self, method)
-
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, instance, owner=None):
-        owner = owner or type(instance)
-        if not hasattr(owner.model_class, self.name):
-            raise AttributeError(f"'{owner.model_class.__name__}' object has no attribute '{self.name}'")
-        return self.method if instance is None else self.method.__get__(instance, owner)
+_where_diffusers_has = where_diffusers_has  # (its older name, which the family modules import)
 
 
 class KL(Family):
@@ -90,22 +76,16 @@ class KL(Family):
     _multiples_because: str | None = None  # why images must be whole multiples of the compression, where they must
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return WindowLowered(vae, placement.mesh, placement.platform, self.marked, self.spatial_compression_ratio,
+        return self.lowering_on(WindowLowered, vae, self.marked, self.spatial_compression_ratio,
                              rank=4)
 
     # ----- what the family says -----
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return spatial_ratio(self.config)
+    spatial_compression_ratio = of_config(spatial_ratio)
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def check_video(self, shape, name: str) -> None:
         """Classes whose downsampling folds 2x2 pixels into channels (`_multiples_because`) take only multiples of
@@ -246,9 +226,7 @@ class KLVAE(TorchaxVAE):
         """diffusers' `_tiled_encode`: the posterior's parameters (moments) of `x`, tiled."""
         return super().tiled_encode(x)
 
-    def enable_tiling(self) -> None:
-        """Tile every image larger than `tile_sample_min_size` (latents than `tile_latent_min_size`), as diffusers'."""
-        self.tiling_mode = "on"
+    enable_tiling = tiling_switch()
 
     # Pipelines' `fuse_qkv_projections()` fuse an AutoencoderKL's attention projections and set diffusers' fused
     # processor; the attention here is already one compiled program (XLA fuses the projections as it sees fit), and

@@ -16,7 +16,8 @@ import torch
 # class up in this module.
 from diffusers import AutoencoderKLKVAE, ModelMixin  # noqa: F401
 
-from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
+from torchax_vae.models.kl import KL, KLVAE
+from torchax_vae.facade.family import config_value
 
 __all__ = ["KVAE", "KVAEModel"]
 
@@ -26,13 +27,9 @@ class KVAE(KL):
 
     model_class = AutoencoderKLKVAE
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.in_channels
+    video_channels = config_value("in_channels")
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.z_channels
+    latent_channels = config_value("z_channels")
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -56,5 +53,4 @@ class KVAEModel(KLVAE):
     family = KVAE
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(KLVAE.tiled_encode)
-    unpack_latents = _where_diffusers_has(KLVAE.unpack_latents)
+    diffusers_lacks = ("tiled_encode", "unpack_latents")

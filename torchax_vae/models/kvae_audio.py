@@ -23,10 +23,10 @@ import torch.nn.functional as F
 from diffusers import AutoencoderKLKVAEAudio, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput
 
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
+from torchax_vae.facade.policy import refused
 
 __all__ = ["KVAEAudio", "KVAEAudioVAE"]
 
@@ -60,28 +60,21 @@ class KVAEAudio(Family):
     pipeline_layout = decoded_layout = "BCT"
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return AudioLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return self.lowering_on(AudioLowered, vae, (), 1, rank=3)
 
     @property
     def hop_length(self) -> int:
         return math.prod(int(rate) for rate in self.config.encoder_rates)
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.num_channels
+    video_channels = config_value("num_channels")
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.codebook_dim
+    latent_channels = config_value("codebook_dim")
 
     @property
     def spatial_compression_ratio(self) -> int:
         return self.hop_length  # samples per latent
 
-    @property
-    def sampling_rate(self) -> int:
-        return self.config.sample_rate
+    sampling_rate = config_value("sample_rate")
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         batch, _, samples = video_shape
@@ -99,15 +92,11 @@ class KVAEAudio(Family):
     def encode(self, source, tiled: bool | None = None):
         weights = {k: self.engine.weights[k] for k in ("encoder", "attn", "in_proj")}
         step = functools.partial(self.lowered.encode_step, hop=self.hop_length)
-        out = self.engine.programs.run("encoder", step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("encoder", step, weights, source.take())
 
     def decode(self, source, tiled: bool | None = None):
         weights = {k: self.engine.weights[k] for k in ("out_proj", "decoder")}
-        out = self.engine.programs.run("decoder", self.lowered.decode_step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("decoder", self.lowered.decode_step, weights, source.take())
 
 
 class KVAEAudioVAE(TorchaxVAE):
@@ -128,13 +117,7 @@ class KVAEAudioVAE(TorchaxVAE):
 
     __call__ = forward
 
-    def enable_tiling(self) -> None:
-        raise NotImplementedError("Tiling doesn't seem to be implemented for AutoencoderKLKVAEAudio.")
+    enable_tiling = refused("tiling")
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag
-        raise AttributeError("AutoencoderKLKVAEAudio has no use_tiling (no tiling)")
+    diffusers_lacks = ("tiled_encode", "tiled_decode", "use_tiling")

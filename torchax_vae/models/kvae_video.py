@@ -34,7 +34,7 @@ from torchax_vae import patches
 from torchax_vae.engine.arrays import apply
 from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kandinsky6_sr import SEGMENT_FRAMES, Kandinsky6SR, Kandinsky6SRLowered
-from torchax_vae.models.kl import _where_diffusers_has
+from torchax_vae.facade.family import config_value
 
 __all__ = ["KVAEVideo", "KVAEVideoVAE"]
 
@@ -105,20 +105,15 @@ class KVAEVideo(Kandinsky6SR):
     pixel_mean = pixel_std = None  # (pixels in [-1, 1], as diffusers' VAEs take them)
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return KVAEVideoLowered(vae, placement.mesh, placement.platform, self.marked, self.spatial_compression_ratio)
+        return self.lowering_on(KVAEVideoLowered, vae, self.marked, self.spatial_compression_ratio)
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.z_channels
+    latent_channels = config_value("z_channels")
 
     @property
     def spatial_compression_ratio(self) -> int:
         return 2 ** (len(self.config.ch_mult) - 1)
 
-    @property
-    def temporal_compression_ratio(self) -> int:
-        return self.config.temporal_compress_times
+    temporal_compression_ratio = config_value("temporal_compress_times")
 
     def check_video(self, shape, name: str) -> None:
         spatial = self.spatial_compression_ratio
@@ -169,5 +164,4 @@ class KVAEVideoVAE(TorchaxVAE):
         """As `enable_tiling`."""
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
+    diffusers_lacks = ("tiled_encode", "tiled_decode")

@@ -30,10 +30,10 @@ from diffusers.models.autoencoders.autoencoder_longcat_audio_dit import (
 )
 from diffusers.utils.torch_utils import randn_tensor
 
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value
 from torchax_vae.engine.lowering import OneChildLowered
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
+from torchax_vae.facade.policy import refused
 
 __all__ = ["LongCatAudio", "LongCatAudioVAE", "Posterior", "strides"]
 
@@ -85,16 +85,11 @@ class LongCatAudio(Family):
     posterior_class = Posterior  # made by LongCatAudioVAE._posterior (the command's and the service's encodes)
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return LongCatLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return self.lowering_on(LongCatLowered, vae, (), 1, rank=3)
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.in_channels
+    video_channels = config_value("in_channels")
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_dim
+    latent_channels = config_value("latent_dim")
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -121,16 +116,12 @@ class LongCatAudio(Family):
         return latents
 
     def encode(self, source, tiled: bool | None = None) -> jax.Array:
-        out = self.engine.programs.run("encoder", self.lowered.encode_step, {"encoder": self.engine.weights["encoder"]},
+        return self.engine.run_batch("encoder", self.lowered.encode_step, {"encoder": self.engine.weights["encoder"]},
                                        source.take())
-        self.engine.ran_batch(out)
-        return out
 
     def decode(self, source, tiled: bool | None = None) -> jax.Array:
         step = functools.partial(self.lowered.decode_step, scale=float(self.config.scale))
-        out = self.engine.programs.run("decoder", step, {"decoder": self.engine.weights["decoder"]}, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("decoder", step, {"decoder": self.engine.weights["decoder"]}, source.take())
 
 
 class LongCatAudioVAE(TorchaxVAE):
@@ -170,17 +161,9 @@ class LongCatAudioVAE(TorchaxVAE):
 
     __call__ = forward
 
-    # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class); its
-    # AutoencoderMixin switches refuse, as there (the class has neither flag).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
+    # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
+    diffusers_lacks = ("tiled_encode", "tiled_decode", "use_tiling")
 
-    def enable_tiling(self) -> None:
-        raise NotImplementedError("Tiling doesn't seem to be implemented for LongCatAudioDiTVae.")
+    enable_tiling = refused("tiling")
 
-    def enable_slicing(self) -> None:
-        raise NotImplementedError("Slicing doesn't seem to be implemented for LongCatAudioDiTVae.")
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag
-        raise AttributeError("LongCatAudioDiTVae has no use_tiling (no tiling)")
+    enable_slicing = refused("slicing")

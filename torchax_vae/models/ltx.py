@@ -37,6 +37,7 @@ from torchax_vae.facade.config import LatentStatistics
 from torchax_vae.engine.lowering import private_copy
 from torchax_vae.patches import ltx_noise
 from torchax_vae.models.windows import WindowLowered, Windows, WindowVAE
+from torchax_vae.facade.family import of_config, with_config
 
 
 def video_channels(config) -> int:
@@ -100,20 +101,13 @@ class TimestepWindows(Windows):
     encode_window_flag = "use_framewise_decoding"  # sic: diffusers' LTX classes' _encode
     decode_window_drop = "last"
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return compression(self.config)[1]
+    spatial_compression_ratio = of_config(lambda config: compression(config)[1])
 
-    @property
-    def temporal_compression_ratio(self) -> int:
-        return compression(self.config)[0]
+    temporal_compression_ratio = of_config(lambda config: compression(config)[0])
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     # ----- the latents' normalization (the model's buffers) -----
 

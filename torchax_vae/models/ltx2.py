@@ -33,6 +33,7 @@ from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDis
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
 from torchax_vae.models.ltx import TimestepWindows, TimestepWindowVAE
+from torchax_vae.facade.family import with_config
 
 _SPATIAL = {"spatial": 1, "temporal": 0, "spatiotemporal": 1, "conv": 1}  # downsample_type -> halves H and W
 _TEMPORAL = {"spatial": 0, "temporal": 1, "spatiotemporal": 1, "conv": 1}  # ... halves the frames
@@ -62,8 +63,7 @@ class LTX2Video(TimestepWindows):
     model_class = AutoencoderKLLTX2Video
     marked = (LTX2VideoCausalConv3d, LTX2VideoResnetBlock3d)
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def _program_options(self, kind: str, conditioning: dict) -> dict:
         return {"causal": conditioning.pop("causal")} if "causal" in conditioning else {}

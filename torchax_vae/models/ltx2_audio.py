@@ -38,7 +38,9 @@ from diffusers.models.autoencoders.autoencoder_kl_ltx2_audio import (
 
 from torchax_vae.facade.config import LatentStatistics
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
+from torchax_vae.facade.policy import refused
+from torchax_vae.models.kl import KL, KLVAE
+from torchax_vae.facade.family import with_config
 
 __all__ = ["LTX2Audio", "LTX2AudioVAE", "latent_shape", "video_channels"]
 
@@ -74,8 +76,7 @@ class LTX2Audio(KL):
         """How many spectrogram frames (and mel bins) one latent spans: 2 per downsampling level."""
         return 2 ** (len(self.config.ch_mult) - 1)
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def check_video(self, shape, name: str) -> None:
         """Any spectrogram length and width runs, as in diffusers."""
@@ -132,18 +133,9 @@ class LTX2AudioVAE(LatentStatistics, KLVAE):
         return TorchaxVAE.encode(self, x, return_dict=return_dict)
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    _tiled_encode = _where_diffusers_has(KLVAE._tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    unpack_latents = _where_diffusers_has(KLVAE.unpack_latents)
+    diffusers_lacks = ("tiled_encode", "_tiled_encode", "tiled_decode", "unpack_latents", "use_tiling")
 
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag: `hasattr(vae, "use_tiling")` is False there
-        raise AttributeError("AutoencoderKLLTX2Audio has no use_tiling (no tiling)")
-
-    def enable_tiling(self) -> None:
-        """Refused, as diffusers' `AutoencoderMixin.enable_tiling` refuses a class without tiling."""
-        raise NotImplementedError("Tiling doesn't seem to be implemented for AutoencoderKLLTX2Audio.")
+    enable_tiling = refused("tiling")
 
     def disable_tiling(self) -> None:
         """Nothing to disable (diffusers' sets a flag that nothing reads)."""

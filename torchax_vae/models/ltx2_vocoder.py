@@ -65,8 +65,7 @@ class Vocoder(Family):
     marked = ()
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return VocoderLowered(vae, placement.mesh, placement.platform, self.marked, 1, rank=4)
+        return self.lowering_on(VocoderLowered, vae, self.marked, 1, rank=4)
 
     @property
     def video_channels(self) -> int:
@@ -102,10 +101,8 @@ class Vocoder(Family):
         """The waveform of the source's spectrograms: one program of the whole forward (options: its arguments,
         part of the program's name)."""
         name = "vocoder" + "".join(f"+{key}={value}" for key, value in sorted(options.items()))
-        out = self.engine.programs.run(name, functools.partial(self.lowered.forward_step, **options),
+        return self.engine.run_batch(name, functools.partial(self.lowered.forward_step, **options),
                                        self.engine.weights, source.take())
-        self.engine.ran_batch(out)
-        return out
 
     def encode(self, source, tiled: bool | None = None, **options):
         raise AttributeError("a vocoder encodes nothing")

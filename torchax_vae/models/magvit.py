@@ -39,6 +39,7 @@ from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.patches.sharding_marks import mark
 from torchax_vae.engine.arrays import apply, join
 from torchax_vae.models.windows import WindowLowered, Windows, WindowVAE
+from torchax_vae.facade.family import of_config, with_config
 
 __all__ = ["MagvitVAE", "frame_batches", "latent_shape", "video_channels"]
 
@@ -123,20 +124,13 @@ class Magvit(Windows):
     settings = ("tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height",
                 "tile_sample_stride_width", "num_sample_frames_batch_size", "num_latent_frames_batch_size")
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return _ratios(self.config)[1]
+    spatial_compression_ratio = of_config(lambda config: _ratios(config)[1])
 
-    @property
-    def temporal_compression_ratio(self) -> int:
-        return _ratios(self.config)[0]
+    temporal_compression_ratio = of_config(lambda config: _ratios(config)[0])
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def scale_latents(self, latents: torch.Tensor) -> torch.Tensor:
         return latents * self.config.scaling_factor

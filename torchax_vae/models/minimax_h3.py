@@ -49,13 +49,13 @@ from diffusers.models.autoencoders.autoencoder_kl_minimax_h3 import MiniMaxH3Vid
 
 from torchax_vae.engine import memory
 from torchax_vae.placement import tiling
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, of_config, with_config
 from torchax_vae.engine.arrays import is_abstract
 from torchax_vae.engine.sources import DeviceSource
 from torchax_vae.engine.arrays import apply, join, run_out
 from torchax_vae.facade.vae import TorchaxVAE
+from torchax_vae.facade.policy import tiling_switch
 from torchax_vae.models import minimax_h3_tiles as tiles_of_clips
-from torchax_vae.models.kl import _where_diffusers_has
 from torchax_vae.models.windows import WindowLowered
 
 __all__ = ["MiniMaxH3", "MiniMaxH3VAE", "latent_shape", "video_channels"]
@@ -117,20 +117,13 @@ class MiniMaxH3(Family):
 
     # ----- facts -----
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return _ratios(self.config)[1]
+    spatial_compression_ratio = of_config(lambda config: _ratios(config)[1])
 
-    @property
-    def temporal_compression_ratio(self) -> int:
-        return _ratios(self.config)[0]
+    temporal_compression_ratio = of_config(lambda config: _ratios(config)[0])
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     @property
     def _clip_tokens(self) -> tuple[int, int, int, int]:
@@ -337,23 +330,11 @@ class MiniMaxH3VAE(TorchaxVAE):
                      "frame_overlap"):
             setattr(self, name, getattr(vae, name))
 
-    def enable_tiling(
-        self,
-        tile_sample_min_height: int | None = None,
-        tile_sample_min_width: int | None = None,
-        tile_sample_min_overlap_height: int | None = None,
-        tile_sample_min_overlap_width: int | None = None,
-    ) -> None:
-        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers' for this class."""
-        self.tiling_mode = "on"
-        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
-        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
-        self.tile_sample_min_overlap_height = tile_sample_min_overlap_height or self.tile_sample_min_overlap_height
-        self.tile_sample_min_overlap_width = tile_sample_min_overlap_width or self.tile_sample_min_overlap_width
+    enable_tiling = tiling_switch(
+        "tile_sample_min_height", "tile_sample_min_width", "tile_sample_min_overlap_height", "tile_sample_min_overlap_width")
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
+    diffusers_lacks = ("tiled_encode", "tiled_decode")
 
 
 def _frames(video, *, start: int, stop: int):

@@ -31,10 +31,9 @@ from diffusers.models.autoencoders.autoencoder_kl_minimax_h3_audio import (
     MiniMaxH3AudioEncoderOutput,
 )
 
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["MiniMaxH3Audio", "MiniMaxH3AudioVAE"]
 
@@ -79,8 +78,7 @@ class MiniMaxH3Audio(Family):
     casts_inputs = True
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return AudioLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return self.lowering_on(AudioLowered, vae, (), 1, rank=3)
 
     @property
     def hop_length(self) -> int:
@@ -98,9 +96,7 @@ class MiniMaxH3Audio(Family):
     def spatial_compression_ratio(self) -> int:
         return self.hop_length  # samples per latent
 
-    @property
-    def sampling_rate(self) -> int:
-        return self.config.sampling_rate
+    sampling_rate = config_value("sampling_rate")
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         batch, _, samples = video_shape
@@ -126,15 +122,11 @@ class MiniMaxH3Audio(Family):
     def encode(self, source, tiled: bool | None = None):
         step = functools.partial(self.lowered.encode_step, hop=self.hop_length)
         weights = {k: self.engine.weights[k] for k in ("encoder", "pre_block", "mean_proj", "logs_proj")}
-        out = self.engine.programs.run("encoder", step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("encoder", step, weights, source.take())
 
     def decode(self, source, tiled: bool | None = None):
         weights = {k: self.engine.weights[k] for k in ("dec_in_proj", "decoder")}
-        out = self.engine.programs.run("decoder", self.lowered.decode_step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("decoder", self.lowered.decode_step, weights, source.take())
 
 
 class MiniMaxH3AudioVAE(TorchaxVAE):
@@ -162,12 +154,5 @@ class MiniMaxH3AudioVAE(TorchaxVAE):
     __call__ = forward
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
-    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
-    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag
-        raise AttributeError("AutoencoderKLMiniMaxH3Audio has no use_tiling (no tiling)")
+    diffusers_lacks = ("tiled_encode", "tiled_decode", "enable_slicing", "disable_slicing", "disable_tiling",
+                       "use_tiling")

@@ -29,6 +29,7 @@ from torchax_vae.engine import validation
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.vocoders import VocoderFacade, VocoderFamily
+from torchax_vae.facade.family import config_value
 
 __all__ = ["MiniMaxMusic3VocoderModel", "MusicVocoder", "sample_length", "song"]
 
@@ -68,20 +69,15 @@ class MusicVocoder(VocoderFamily):
     model_class = MiniMaxMusic3Vocoder  # latents [B, latent_channels, L] in, the stereo waveform [B, 2, samples] out
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return VocoderLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return self.lowering_on(VocoderLowered, vae, (), 1, rank=3)
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_channels
+    latent_channels = config_value("latent_channels")
 
     @property
     def spatial_compression_ratio(self) -> int:
         return math.prod(self.config.upsampling_ratios)  # samples per latent frame
 
-    @property
-    def sampling_rate(self) -> int:
-        return self.config.sampling_rate
+    sampling_rate = config_value("sampling_rate")
 
     def decoded_samples(self, latents: int) -> int:
         return sample_length(self.config, latents)

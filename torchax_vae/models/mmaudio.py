@@ -28,10 +28,9 @@ from diffusers import MMAudioVAE, MMAudioVocoder, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput
 
 from torchax_vae.engine import validation
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
 from torchax_vae.models.vocoders import VocoderFacade, VocoderFamily
 
 __all__ = ["MMAudio", "MMAudioVAEModel", "MMAudioVocoderModel", "Vocoder"]
@@ -86,8 +85,7 @@ class MMAudio(Family):
     pipeline_layout = decoded_layout = "BCT"
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return MMAudioLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return self.lowering_on(MMAudioLowered, vae, (), 1, rank=3)
 
     @property
     def video_channels(self) -> int:
@@ -108,16 +106,12 @@ class MMAudio(Family):
         return latents / self.config.scaling_factor  # as Kandinsky 6's pipeline, before decode
 
     def decode(self, source, tiled: bool | None = None) -> jax.Array:
-        out = self.engine.programs.run("decoder", self.lowered.decode_step, {"vae": self.engine.weights["vae"]},
+        return self.engine.run_batch("decoder", self.lowered.decode_step, {"vae": self.engine.weights["vae"]},
                                        source.take())
-        self.engine.ran_batch(out)
-        return out
 
     def encode(self, source, tiled: bool | None = None) -> jax.Array:
         weights = {k: self.engine.weights[k] for k in ("mel_converter", "vae")}
-        out = self.engine.programs.run("encoder", self.lowered.encode_step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("encoder", self.lowered.encode_step, weights, source.take())
 
     def least_samples(self) -> int:
         """The shortest waveform diffusers' encode takes: its reflect padding needs more samples than it pads, and the
@@ -169,15 +163,8 @@ class MMAudioVAEModel(TorchaxVAE):
     __call__ = forward
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
-    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
-    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag
-        raise AttributeError("MMAudioVAE has no use_tiling (no tiling)")
+    diffusers_lacks = ("tiled_encode", "tiled_decode", "enable_slicing", "disable_slicing", "disable_tiling",
+                       "use_tiling")
 
 
 class Vocoder(VocoderFamily):
@@ -186,12 +173,9 @@ class Vocoder(VocoderFamily):
     model_class = MMAudioVocoder  # [B, num_mels, frames] in, [B, 1, samples] out
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return MMAudioLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return self.lowering_on(MMAudioLowered, vae, (), 1, rank=3)
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.num_mels
+    latent_channels = config_value("num_mels")
 
 
 class MMAudioVocoderModel(VocoderFacade, TorchaxVAE):

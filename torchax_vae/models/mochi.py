@@ -30,6 +30,8 @@ from diffusers.models.autoencoders.autoencoder_kl_mochi import FourierFeatures
 
 from torchax_vae.patches.group_norm import TorchaxFrameGroupNorm
 from torchax_vae.models.windows import WindowLowered, Windows, WindowVAE
+from torchax_vae.facade.policy import tiling_switch
+from torchax_vae.facade.family import causal_latent_shape, of_config, with_config
 
 __all__ = ["MochiVAE", "latent_shape", "video_channels"]
 
@@ -50,9 +52,7 @@ def latent_shape(config, video_shape) -> tuple[int, ...]:
     Each causal down block's strided convolution (time padded by its stride - 1) keeps (n - 1) // stride + 1
     frames and height // stride rows, so the strides multiply.
     """
-    batch, _, frames, height, width = video_shape
-    temporal, spatial = _product(config.temporal_expansions), _product(config.spatial_expansions)
-    return (batch, config.latent_channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+    return causal_latent_shape(video_shape, config.latent_channels, _product(config.temporal_expansions), _product(config.spatial_expansions))
 
 
 class MochiLowered(WindowLowered):
@@ -96,9 +96,7 @@ class Mochi(Windows):
                              "use a model without it")
         super().__init__(vae, engine)
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -108,8 +106,7 @@ class Mochi(Windows):
     def temporal_compression_ratio(self) -> int:
         return _product(self.config.temporal_expansions)
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def _normalization(self, latents: torch.Tensor):
         """The config's per-channel latents_mean and latents_std (0 and 1 where it has none, as MochiPipeline)."""
@@ -140,16 +137,5 @@ class MochiVAE(WindowVAE):
 
     family = Mochi
 
-    def enable_tiling(
-        self,
-        tile_sample_min_height: int | None = None,
-        tile_sample_min_width: int | None = None,
-        tile_sample_stride_height: int | None = None,
-        tile_sample_stride_width: int | None = None,
-    ) -> None:
-        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers' for this class."""
-        self.tiling_mode = "on"
-        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
-        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
-        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
-        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
+    enable_tiling = tiling_switch(
+        "tile_sample_min_height", "tile_sample_min_width", "tile_sample_stride_height", "tile_sample_stride_width")

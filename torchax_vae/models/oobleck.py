@@ -37,11 +37,11 @@ from diffusers.models.autoencoders.autoencoder_oobleck import (
 )
 
 from torchax_vae.engine import memory
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value
 from torchax_vae.engine.lowering import OneChildLowered
 from torchax_vae.engine.arrays import apply
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
+from torchax_vae.facade.policy import tiling_switch
 
 __all__ = ["Oobleck", "OobleckVAE", "latent_length"]
 
@@ -83,24 +83,17 @@ class Oobleck(Family):
     tile_sample_min_length = tile_sample_overlap = tile_latent_min_length = tile_latent_overlap = None
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return OneChildLowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return self.lowering_on(OneChildLowered, vae, (), 1, rank=3)
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.audio_channels
+    video_channels = config_value("audio_channels")
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.decoder_input_channels
+    latent_channels = config_value("decoder_input_channels")
 
     @property
     def spatial_compression_ratio(self) -> int:
         return math.prod(self.config.downsampling_ratios)  # diffusers' hop_length: samples per latent
 
-    @property
-    def sampling_rate(self) -> int:
-        return self.config.sampling_rate
+    sampling_rate = config_value("sampling_rate")
 
     def latent_shape(self, video_shape) -> tuple[int, ...]:
         batch, _, samples = video_shape
@@ -209,11 +202,7 @@ class OobleckVAE(TorchaxVAE):
 
     __call__ = forward
 
-    def enable_tiling(self) -> None:
-        """Tile waveforms longer than `tile_sample_min_length` (latents than `tile_latent_min_length`) in time, as
-        diffusers'."""
-        self.tiling_mode = "on"
+    enable_tiling = tiling_switch()
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
+    diffusers_lacks = ("tiled_encode", "tiled_decode")

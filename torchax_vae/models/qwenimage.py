@@ -20,6 +20,7 @@ from diffusers.models.autoencoders.autoencoder_kl_qwenimage import (
 
 from torchax_vae.engine import validation
 from torchax_vae.models.feat_cache import FeatCache, FeatCacheVAE
+from torchax_vae.facade.family import causal_latent_shape, of_config, with_config
 
 
 def video_channels(config) -> int:
@@ -28,9 +29,7 @@ def video_channels(config) -> int:
 
 def latent_shape(config, video_shape) -> tuple[int, ...]:
     """[B, z_dim, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
-    batch, _, frames, height, width = video_shape
-    temporal, spatial = 2 ** sum(config.temperal_downsample), 2 ** len(config.temperal_downsample)
-    return (batch, config.z_dim, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+    return causal_latent_shape(video_shape, config.z_dim, 2 ** sum(config.temperal_downsample), 2 ** len(config.temperal_downsample))
 
 
 class QwenImage(FeatCache):
@@ -41,16 +40,13 @@ class QwenImage(FeatCache):
     first_chunk = False
     marked = (QwenImageCausalConv3d, QwenImageResample, QwenImageAttentionBlock)
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
     @property
     def spatial_compression_ratio(self) -> int:
         return 2 ** len(self.config.temperal_downsample)
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
 
 class QwenImageVAE(FeatCacheVAE):

@@ -25,6 +25,7 @@ from diffusers.models.autoencoders.autoencoder_kl_qwenimage21 import (
 
 from torchax_vae.models.feat_cache import FeatCache, FeatCacheVAE
 from torchax_vae.models.wan import latent_shape, video_channels  # the same config fields (in_channels, patch_size, scale_factor_*)
+from torchax_vae.facade.family import config_value, of_config, with_config
 
 __all__ = ["QwenImage21VAE", "latent_shape", "video_channels"]
 
@@ -38,20 +39,13 @@ class QwenImage21(FeatCache):
     marked = (QwenImage21CausalConv3d, QwenImage21Resample, QwenImage21AvgDown3D, QwenImage21DupUp3D,
               QwenImage21AttentionBlock)
 
-    @property
-    def patch_size(self) -> int | None:
-        return self.config.patch_size
+    patch_size = config_value("patch_size")
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return self.config.scale_factor_spatial
+    spatial_compression_ratio = config_value("scale_factor_spatial")
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def check_video(self, shape, name: str) -> None:
         if shape[2] != 1:

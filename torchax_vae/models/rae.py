@@ -29,10 +29,10 @@ import torch
 from diffusers import AutoencoderRAE, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput, IdentityDistribution
 
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
+from torchax_vae.facade.policy import refused
 from torchax_vae.models.vidtok import Method
 
 __all__ = ["RAE", "RAEVAE"]
@@ -70,18 +70,13 @@ class RAE(Family):
         if not vae.reshape_to_2d:
             raise ValueError("this AutoencoderRAE keeps its latents as tokens [B, N, C] (reshape_to_2d=False); a "
                              "TorchaxVAE takes the 2-D latents [B, C, h, w] (reshape_to_2d=True, the released models')")
-        placement = self.engine.placement
-        return RAELowered(vae, placement.mesh, placement.platform, (), 1, rank=4)
+        return self.lowering_on(RAELowered, vae, (), 1, rank=4)
 
     # ----- what the family says -----
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.num_channels
+    video_channels = config_value("num_channels")
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.encoder_hidden_size
+    latent_channels = config_value("encoder_hidden_size")
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -130,9 +125,7 @@ class RAE(Family):
         """One program of `step` with the weights it reads: all but the other half's (the statistics buffers are
         both halves')."""
         weights = {child: group for child, group in self.engine.weights.items() if child != unused}
-        out = self.engine.programs.run(name, step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch(name, step, weights, source.take())
 
 
 class RAEVAE(TorchaxVAE):
@@ -157,14 +150,7 @@ class RAEVAE(TorchaxVAE):
 
     __call__ = forward
 
-    def enable_tiling(self) -> None:
-        """Refused, as diffusers' AutoencoderRAE refuses it (it has no tiling)."""
-        raise NotImplementedError("Tiling doesn't seem to be implemented for AutoencoderRAE.")
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag
-        raise AttributeError("AutoencoderRAE has no use_tiling (no tiling)")
+    enable_tiling = refused("tiling")
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
+    diffusers_lacks = ("use_tiling", "tiled_encode", "tiled_decode")

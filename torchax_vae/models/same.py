@@ -22,10 +22,9 @@ from diffusers import AutoencoderSAME, ModelMixin  # noqa: F401
 from diffusers.models.autoencoders.autoencoder_same import AutoencoderSAMEDecoderOutput, AutoencoderSAMEOutput
 from diffusers.models.autoencoders.vae import IdentityDistribution
 
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["SAME", "SAMEVAE"]
 
@@ -60,16 +59,11 @@ class SAME(Family):
     posterior_class = IdentityDistribution  # `encode` gives the latents themselves
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return SAMELowered(vae, placement.mesh, placement.platform, (), 1, rank=3)
+        return self.lowering_on(SAMELowered, vae, (), 1, rank=3)
 
-    @property
-    def video_channels(self) -> int:
-        return self.config.audio_channels
+    video_channels = config_value("audio_channels")
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.latent_dim
+    latent_channels = config_value("latent_dim")
 
     @property
     def spatial_compression_ratio(self) -> int:
@@ -93,15 +87,11 @@ class SAME(Family):
 
     def encode(self, source, tiled: bool | None = None) -> jax.Array:
         weights = {k: self.engine.weights[k] for k in ("encoder", "bottleneck")}
-        out = self.engine.programs.run("encoder", self.lowered.encode_step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("encoder", self.lowered.encode_step, weights, source.take())
 
     def decode(self, source, tiled: bool | None = None) -> jax.Array:
         weights = {k: self.engine.weights[k] for k in ("decoder", "bottleneck")}
-        out = self.engine.programs.run("decoder", self.lowered.decode_step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("decoder", self.lowered.decode_step, weights, source.take())
 
 
 class SAMEVAE(TorchaxVAE):
@@ -130,12 +120,5 @@ class SAMEVAE(TorchaxVAE):
     __call__ = forward
 
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
-    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
-    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag
-        raise AttributeError("AutoencoderSAME has no use_tiling (no tiling)")
+    diffusers_lacks = ("tiled_encode", "tiled_decode", "enable_slicing", "disable_slicing", "disable_tiling",
+                       "use_tiling")

@@ -30,6 +30,7 @@ from diffusers.models.autoencoders.vae import DecoderOutput
 from torchax_vae.engine import validation
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.models.kl import KL, KLVAE, latent_shape, video_channels  # noqa: F401  (the module functions every family has)
+from torchax_vae.facade.policy import refused
 
 __all__ = ["TemporalDecoder", "TemporalDecoderVAE", "latent_shape", "video_channels"]
 
@@ -56,9 +57,7 @@ class TemporalDecoder(KL):
         """One decoder program on [B x F, C, h, w] for `num_frames` (None: the whole batch is one video)."""
         frames = source.shape[0] if num_frames is None else num_frames
         step = functools.partial(self._decode_step, num_frames=frames)
-        out = self.engine.programs.run(f"decoder/{frames}f", step, {"decoder": self.engine.weights["decoder"]}, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch(f"decoder/{frames}f", step, {"decoder": self.engine.weights["decoder"]}, source.take())
 
     def _decode_step(self, weights, latents, *, num_frames: int):
         """diffusers' decode: the decoder with `num_frames` and an all-zero `image_only_indicator` [B, F]."""
@@ -101,19 +100,12 @@ class TemporalDecoderVAE(KLVAE):
     def _tiled_encode(self, x: torch.Tensor):
         raise AttributeError("AutoencoderKLTemporalDecoder has no tiling")
 
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has neither flag: `hasattr(vae, "use_tiling")` is False there
-        raise AttributeError("AutoencoderKLTemporalDecoder has no use_tiling (no tiling)")
+    # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
+    diffusers_lacks = ("use_tiling", "use_slicing")
 
-    @property
-    def use_slicing(self) -> bool:
-        raise AttributeError("AutoencoderKLTemporalDecoder has no use_slicing (no slicing)")
+    enable_tiling = refused("tiling")
 
-    def enable_tiling(self) -> None:
-        raise NotImplementedError("Tiling doesn't seem to be implemented for AutoencoderKLTemporalDecoder.")
-
-    def enable_slicing(self) -> None:
-        raise NotImplementedError("Slicing doesn't seem to be implemented for AutoencoderKLTemporalDecoder.")
+    enable_slicing = refused("slicing")
 
     def disable_tiling(self) -> None:
         """Nothing to disable (diffusers' sets a flag that nothing reads)."""

@@ -40,6 +40,7 @@ from diffusers.models.unets.unet_2d_blocks import AutoencoderTinyBlock
 from torchax_vae.engine.arrays import apply
 from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.models.kl import KL, KLVAE
+from torchax_vae.facade.family import with_config
 
 __all__ = ["Tiny", "TinyVAE", "latent_shape", "video_channels"]
 
@@ -98,8 +99,7 @@ class Tiny(KL):
     def spatial_compression_ratio(self) -> int:
         return 2 ** _downsamplings(self.config)
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def normalize_latents(self, latents: torch.Tensor) -> torch.Tensor:
         """The latents as the pipelines that swap TAESD in scale them: `(z - shift_factor) * scaling_factor`."""

@@ -39,7 +39,7 @@ from diffusers.models.autoencoders.vae import DecoderOutput, DiagonalGaussianDis
 from diffusers.models.modeling_outputs import AutoencoderKLOutput
 
 from torchax_vae.engine import convert, memory, validation
-from torchax_vae.facade.family import Family
+from torchax_vae.facade.family import Family, config_value, of_config, with_config
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.engine.arrays import apply
 from torchax_vae.facade.vae import TorchaxVAE
@@ -189,30 +189,20 @@ class VidTok(Family):
         self.regularizer = vae.regularizer
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return VidTokLowered(vae, placement.mesh, placement.platform, self.marked, self.spatial_compression_ratio,
-                             rows_only=placement.rows_only)
+        return self.lowering_on(VidTokLowered, vae, self.marked, self.spatial_compression_ratio,
+                                rows_only=self.engine.placement.rows_only)
 
     # ----- what the family says -----
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def latent_channels(self) -> int:
-        return self.config.z_channels
+    latent_channels = config_value("z_channels")
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return _ratios(self.config)[1]
+    spatial_compression_ratio = of_config(lambda config: _ratios(config)[1])
 
-    @property
-    def temporal_compression_ratio(self) -> int:
-        return _ratios(self.config)[0]
+    temporal_compression_ratio = of_config(lambda config: _ratios(config)[0])
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def check_video(self, shape, name: str) -> None:
         temporal, spatial = self.temporal_compression_ratio, self.spatial_compression_ratio
@@ -273,10 +263,9 @@ class VidTok(Family):
         weights = {child: group for child, group in self.engine.weights.items() if child != unused}
         if self._tiles(kind, source, tiled, weights, step):
             out = vidtok_tiles.tiled(self, kind, source)
-        else:
-            out = self.engine.programs.run(kind + "r", step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+            self.engine.ran_batch(out)
+            return out
+        return self.engine.run_batch(kind + "r", step, weights, source.take())
 
     def _fsq_weights(self) -> dict:
         return {"regularization": self.engine.weights["regularization"]}

@@ -9,8 +9,6 @@ tiling, slicing), so that `hasattr` answers as for the wrapped class.
 import jax
 
 from torchax_vae.facade.family import Family
-from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import _where_diffusers_has
 
 __all__ = ["VocoderFacade", "VocoderFamily"]
 
@@ -30,9 +28,7 @@ class VocoderFamily(Family):
         return 1
 
     def decode(self, source, tiled: bool | None = None) -> jax.Array:
-        out = self.engine.programs.run("vocoder", self.lowered.forward_step, self.engine.weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("vocoder", self.lowered.forward_step, self.engine.weights, source.take())
 
     def encode(self, source, tiled: bool | None = None):
         raise AttributeError("a vocoder encodes nothing")
@@ -47,18 +43,10 @@ class VocoderFamily(Family):
 class VocoderFacade:
     """Mixed in before TorchaxVAE: what diffusers' vocoder lacks, the facade lacks too."""
 
-    encode = _where_diffusers_has(TorchaxVAE.encode)
-    decode = _where_diffusers_has(TorchaxVAE.decode)
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    enable_slicing = _where_diffusers_has(TorchaxVAE.enable_slicing)
-    disable_slicing = _where_diffusers_has(TorchaxVAE.disable_slicing)
-    disable_tiling = _where_diffusers_has(TorchaxVAE.disable_tiling)
+    # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
+    diffusers_lacks = ("encode", "decode", "tiled_encode", "tiled_decode", "enable_slicing", "disable_slicing",
+                       "disable_tiling", "use_tiling")
 
     def _decode_call(self, *args, **kwargs):
         """A vocoder is called, not decoded: no `decode`, so no `decode_stream`."""
         raise AttributeError(f"'{type(self).model_class.__name__}' object has no attribute 'decode'")
-
-    @property
-    def use_tiling(self) -> bool:  # diffusers' vocoder has no such flag
-        raise AttributeError(f"{type(self).model_class.__name__} has no use_tiling (no tiling)")

@@ -37,9 +37,9 @@ from diffusers.models.autoencoders.vae import DecoderOutput, IdentityDistributio
 from diffusers.models.autoencoders.vq_model import VQEncoderOutput
 
 from torchax_vae.engine import convert, validation
-from torchax_vae.facade.vae import TorchaxVAE
-from torchax_vae.models.kl import KL, KLVAE, _where_diffusers_has
+from torchax_vae.models.kl import KL, KLVAE
 from torchax_vae.models.windows import WindowLowered
+from torchax_vae.facade.policy import refused
 
 __all__ = ["VQ", "VQVAE"]
 
@@ -66,8 +66,7 @@ class VQ(KL):
     settings = ()
 
     def lower(self, vae):
-        placement = self.engine.placement
-        return VQLowered(vae, placement.mesh, placement.platform, self.marked, self.spatial_compression_ratio,
+        return self.lowering_on(VQLowered, vae, self.marked, self.spatial_compression_ratio,
                          rank=4)
 
     @property
@@ -80,9 +79,7 @@ class VQ(KL):
     def decode(self, source, tiled: bool | None = None, quantize: bool = True) -> jax.Array:
         weights = {k: self.engine.weights[k] for k in ("quantize", "post_quant_conv", "decoder")}
         step = functools.partial(self.lowered.decode_step, quantize=quantize)
-        out = self.engine.programs.run("decoder+quantize" if quantize else "decoder", step, weights, source.take())
-        self.engine.ran_batch(out)
-        return out
+        return self.engine.run_batch("decoder+quantize" if quantize else "decoder", step, weights, source.take())
 
     def decode_inputs(self, latents: torch.Tensor, *, timestep=None, noise_scale=None, seed: int = 0):
         """The Kandinsky pipelines' stage 3 (2.1, 2.2, 3): `movq.decode(latents, force_not_quantize=True)`, what the
@@ -170,23 +167,12 @@ class VQVAE(KLVAE):
 
     __call__ = forward
 
-    @property
-    def use_tiling(self) -> bool:  # diffusers' class has no such flag (nor use_slicing)
-        raise AttributeError("VQModel has no use_tiling (no tiling)")
-
-    def enable_tiling(self) -> None:
-        """Refused, as diffusers' `enable_tiling` refuses a class without tiling."""
-        raise NotImplementedError("Tiling doesn't seem to be implemented for VQModel.")
-
-    def enable_slicing(self) -> None:
-        """Refused, as diffusers' `enable_slicing` refuses a class without slicing."""
-        raise NotImplementedError("Slicing doesn't seem to be implemented for VQModel.")
-
     # What diffusers' class lacks, a TorchaxVAE lacks too (`hasattr` answers as for the wrapped class).
-    tiled_encode = _where_diffusers_has(TorchaxVAE.tiled_encode)
-    tiled_decode = _where_diffusers_has(TorchaxVAE.tiled_decode)
-    _tiled_encode = _where_diffusers_has(KLVAE._tiled_encode)
-    unpack_latents = _where_diffusers_has(KLVAE.unpack_latents)
+    diffusers_lacks = ("use_tiling", "tiled_encode", "tiled_decode", "_tiled_encode", "unpack_latents")
+
+    enable_tiling = refused("tiling")
+
+    enable_slicing = refused("slicing")
 
 
 @functools.partial(jax.jit, static_argnames=("shape",))

@@ -22,6 +22,7 @@ from diffusers.models.autoencoders.autoencoder_kl_wan import (
 
 from torchax_vae.engine import validation
 from torchax_vae.models.feat_cache import FeatCache, FeatCacheVAE, encode_chunks  # noqa: F401 (encode_chunks: tests, scripts)
+from torchax_vae.facade.family import causal_latent_shape, config_value, of_config, with_config
 
 
 def video_channels(config) -> int:
@@ -32,9 +33,7 @@ def video_channels(config) -> int:
 
 def latent_shape(config, video_shape) -> tuple[int, ...]:
     """[B, z_dim, F, H, W] of the latents of a [B, C, frames, height, width] video under `config`."""
-    batch, _, frames, height, width = video_shape
-    temporal, spatial = config.scale_factor_temporal, config.scale_factor_spatial
-    return (batch, config.z_dim, (frames - 1) // temporal + 1, height // spatial, width // spatial)
+    return causal_latent_shape(video_shape, config.z_dim, config.scale_factor_temporal, config.scale_factor_spatial)
 
 
 class Wan(FeatCache):
@@ -49,20 +48,13 @@ class Wan(FeatCache):
     # its RMS norms are per pixel: they keep their input's split without a mark
     marked = (WanCausalConv3d, WanResample, AvgDown3D, DupUp3D, WanAttentionBlock)
 
-    @property
-    def patch_size(self) -> int | None:
-        return self.config.patch_size
+    patch_size = config_value("patch_size")
 
-    @property
-    def video_channels(self) -> int:
-        return video_channels(self.config)
+    video_channels = of_config(video_channels)
 
-    @property
-    def spatial_compression_ratio(self) -> int:
-        return self.config.scale_factor_spatial
+    spatial_compression_ratio = config_value("scale_factor_spatial")
 
-    def latent_shape(self, video_shape) -> tuple[int, ...]:
-        return latent_shape(self.config, video_shape)
+    latent_shape = with_config(latent_shape)
 
     def check_video(self, shape, name: str) -> None:
         # Patchify needs whole patches; Wan 2.2's residual down blocks (AvgDown3D) average whole 2x2 blocks at

@@ -39,6 +39,7 @@ from torchax_vae.facade.family import Family
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.engine.arrays import apply
 from torchax_vae.facade.vae import TorchaxVAE
+from torchax_vae.facade.policy import tiling_switch
 
 
 def windows(frames: int, size: int, stride: int) -> list[tuple[int, int]]:
@@ -254,23 +255,8 @@ class WindowVAE(TorchaxVAE):
     def temporal_compression_ratio(self) -> int:
         return self._family.temporal_compression_ratio
 
-    def enable_tiling(
-        self,
-        tile_sample_min_height: int | None = None,
-        tile_sample_min_width: int | None = None,
-        tile_sample_min_num_frames: int | None = None,
-        tile_sample_stride_height: int | None = None,
-        tile_sample_stride_width: int | None = None,
-        tile_sample_stride_num_frames: int | None = None,
-    ) -> None:
-        """Spatial tiling (mode "on"), with the same arguments and meaning as diffusers'."""
-        self.tiling_mode = "on"
-        self.tile_sample_min_height = tile_sample_min_height or self.tile_sample_min_height
-        self.tile_sample_min_width = tile_sample_min_width or self.tile_sample_min_width
-        self.tile_sample_min_num_frames = tile_sample_min_num_frames or self.tile_sample_min_num_frames
-        self.tile_sample_stride_height = tile_sample_stride_height or self.tile_sample_stride_height
-        self.tile_sample_stride_width = tile_sample_stride_width or self.tile_sample_stride_width
-        self.tile_sample_stride_num_frames = tile_sample_stride_num_frames or self.tile_sample_stride_num_frames
+    enable_tiling = tiling_switch(
+        "tile_sample_min_height", "tile_sample_min_width", "tile_sample_min_num_frames", "tile_sample_stride_height", "tile_sample_stride_width", "tile_sample_stride_num_frames")
 
 
 def _drop_first(out):

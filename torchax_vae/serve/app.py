@@ -8,7 +8,6 @@ non-2xx answer). docs/serve.md has the protocol, the options and the measurement
 import asyncio
 import base64
 import contextlib
-import dataclasses
 import hmac
 import logging
 import os
