@@ -21,7 +21,7 @@ from diffusers.models.autoencoders.vae import DiagonalGaussianDistribution
 from torch import nn
 
 from torchax_vae.engine import convert
-from torchax_vae.engine.arrays import join_chunks
+from torchax_vae.engine.arrays import join_chunks, run_out
 from torchax_vae.engine.runtime import Engine
 
 
@@ -253,12 +253,29 @@ class Family:
         """The (start, end) ranges of a video of `frames` frames that the encoder's loop takes in order, each
         a chunk an encode session accepts (what `torchax-vae encode` reads a file in); None where the encoder
         takes the whole video at once."""
-        return None
+        return self.call_ranges(frames, True, "encode") if self.carries_state else None
+
+    # A family that carries state declares its loop (`chunk_loop`) and where its calls cut a chunk (`call_ranges`);
+    # the whole video's loop and a session's step run the same loop over the same ranges.
+
+    def call_ranges(self, frames: int, first: bool, kind: str = "decode") -> list[tuple[int, int]]:
+        """The (start, end) frame ranges of the family's calls over `frames` frames: a whole video's (and a
+        session's first chunk's) where `first`, else a later session chunk's, continuing the calls before it."""
+        raise NotImplementedError
+
+    def chunk_loop(self, kind: str, source, ranges, state):
+        """The family's loop: its encoder or decoder calls over `ranges` of the source in order, carrying `state`
+        on the device (None: the video's start). A generator of the calls' outputs, returning the state after the
+        last (a session's next)."""
+        raise NotImplementedError
 
     def session_step(self, source, state, kind: str = "decode"):
-        """A session's chunk run: (decode's frames or encode's moments, the state for the next chunk); state
-        None for the first chunk."""
-        raise NotImplementedError
+        """A session's chunk run: the family's loop over the chunk's call ranges, its state carried; (decode's
+        frames or encode's moments, joined on the frame axis, and the state for the next chunk). State None for
+        the first chunk."""
+        ranges = self.call_ranges(source.shape[2], state is None, kind)
+        outputs, state = run_out(self.chunk_loop(kind, source, ranges, state))
+        return join_chunks(outputs, axis=2), state
 
     def session_finish(self, state, kind: str = "decode"):
         """What a `holds_back` family's session still holds at the video's end (frames or moments), or None."""

@@ -28,7 +28,7 @@ from torchax_vae.facade.family import Family, of_config, with_config
 from torchax_vae.engine.lowering import Lowered
 from torchax_vae.patches.group_norm import TorchaxGroupNorm
 from torchax_vae.patches.safe_conv3d import PlainConv3d
-from torchax_vae.engine.arrays import apply, join, run_out
+from torchax_vae.engine.arrays import apply, join
 from torchax_vae.facade.vae import TorchaxVAE
 
 # The layers whose activations get sharding marks on a mesh (torchax_vae/patches/sharding_marks.py): every convolution
@@ -168,16 +168,13 @@ class CogVideoX(Family):
             return f"later chunks of a multiple of {size} {what}"
         return None
 
-    def encode_ranges(self, frames: int) -> list[tuple[int, int]]:
-        return frame_batches(frames, self.num_sample_frames_batch_size)
+    def call_ranges(self, frames: int, first: bool, kind: str = "decode") -> list[tuple[int, int]]:
+        size = self._batch_size(kind)  # diffusers' frame batches, the remainder in the first
+        return frame_batches(frames, size) if first else [(k, k + size) for k in range(0, frames, size)]
 
-    def session_step(self, source, state, kind: str = "decode"):
-        size = self._batch_size(kind)
-        frames = source.shape[2]
-        batches = frame_batches(frames, size) if state is None else [(k, k + size) for k in range(0, frames, size)]
+    def chunk_loop(self, kind: str, source, ranges, state):
         name, step = ("decoder", self.lowered.decode_step) if kind == "decode" else ("encoder", self.lowered.encode_step)
-        outputs, state = run_out(self._frames(name, step, source, size, conv_cache=state, first=batches))
-        return apply(join, outputs, axis=2), state
+        return self._frames(name, step, source, self._batch_size(kind), conv_cache=state, first=ranges)
 
     def _batch_size(self, kind: str) -> int:
         return self.num_latent_frames_batch_size if kind == "decode" else self.num_sample_frames_batch_size

@@ -51,7 +51,7 @@ from torchax_vae.engine import memory
 from torchax_vae.placement import tiling
 from torchax_vae.facade.family import Family, config_value, whole_groups
 from torchax_vae.engine.lowering import Lowered
-from torchax_vae.engine.arrays import apply, join, run_out
+from torchax_vae.engine.arrays import apply, join
 from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.facade.policy import tiling_switch
 
@@ -242,7 +242,7 @@ class FeatCache(Family):
             name += "/tile"
             step = step if encode else functools.partial(step, finish=False)
         frames = source.shape[2]
-        chunks = ranges or (encode_chunks(frames) if encode else [(k, k + 1) for k in range(frames)])
+        chunks = ranges or self.call_ranges(frames, True, kind)
         if (len(chunks) == 1 and state is None) if alone is None else alone:  # the only call: no cache to hand on
             name, step = f"{name}/alone", functools.partial(step, carry=False)
         cache = state
@@ -265,19 +265,16 @@ class FeatCache(Family):
         # diffusers' encoder takes the first frame alone, then 4 at a time: a chunk must end where a call does
         return whole_groups(frames, first, ENCODE_CHUNK)
 
-    def encode_ranges(self, frames: int) -> list[tuple[int, int]]:
-        return encode_chunks(frames)
+    def call_ranges(self, frames: int, first: bool, kind: str = "decode") -> list[tuple[int, int]]:
+        """diffusers' calls: a latent frame each; the first video frame alone, then ENCODE_CHUNK at a time."""
+        if kind == "decode":
+            return [(k, k + 1) for k in range(frames)]
+        return encode_chunks(frames) if first else [(k, k + ENCODE_CHUNK) for k in range(0, frames, ENCODE_CHUNK)]
 
-    def session_step(self, source, state, kind: str = "decode"):
-        """Every call of the chunk, carrying the feat_cache (one program for the session's first call, one for
+    def chunk_loop(self, kind: str, source, ranges, state):
+        """Every call of the ranges, carrying the feat_cache (one program for the session's first call, one for
         every later one): the same calls as a whole video's, so the same frames (or moments)."""
-        frames = source.shape[2]
-        if kind == "encode":
-            ranges = encode_chunks(frames) if state is None else [(k, k + ENCODE_CHUNK) for k in range(0, frames, ENCODE_CHUNK)]
-        else:
-            ranges = [(k, k + 1) for k in range(frames)]
-        outputs, state = run_out(self._steps(kind, source, state=state, alone=False, ranges=ranges))
-        return apply(join, outputs, axis=2), state
+        return self._steps(kind, source, state=state, alone=False, ranges=ranges)
 
     def _untiled_bytes(self, kind: str, source) -> int:
         """Device memory of the largest untiled chunk program (first or steady) with its arguments and outputs."""

@@ -171,14 +171,14 @@ class Kandinsky6SR(Family):
             raise ValueError(f"the video has {frames} frames (shape {tuple(source.shape)}); Kandinsky6SRVAE encodes "
                              f"1 + {temporal}k frames (1, {1 + temporal}, {1 + 2 * temporal}, ...), as its pipeline "
                              f"requires")
-        moments, _ = run_out(self._segments("encoder", source, encode_segments(source.shape[2])))
+        moments, _ = run_out(self.chunk_loop("encode", source, self.call_ranges(source.shape[2], True, "encode"), None))
         return apply(join, moments, axis=2)
 
     def decode_chunks(self, source, tiled: bool | None = None):
         """One chunk per decoder segment (16 frames, the first 17), each final when its program ends."""
         if tiled:
             raise NotImplementedError(NO_TILING)
-        return self._segments("decoder", source, decode_segments(source.shape[2], self.temporal_compression_ratio))
+        return self.chunk_loop("decode", source, self.call_ranges(source.shape[2], True), None)
 
     def _segments(self, child: str, source, ranges, state=None):
         """The segments' calls in order, carrying the paddings on the device: a generator of their outputs, which
@@ -202,23 +202,18 @@ class Kandinsky6SR(Family):
         # the encoder's temporal pooling pairs frames (twice): a chunk must end where a pooled group does
         return whole_groups(frames, first, self.temporal_compression_ratio)
 
-    def encode_ranges(self, frames: int) -> list[tuple[int, int]]:
-        return encode_segments(frames)
+    def call_ranges(self, frames: int, first: bool, kind: str = "decode") -> list[tuple[int, int]]:
+        """diffusers' segments (a first chunk as a whole call's; later ones in whole segments and the rest): whatever
+        the chunking, programs of at most a segment's length, so a session compiles a bounded set of them."""
+        ratio = self.temporal_compression_ratio
+        if first:
+            return decode_segments(frames, ratio) if kind == "decode" else encode_segments(frames)
+        size = SEGMENT_FRAMES // ratio if kind == "decode" else SEGMENT_FRAMES
+        return [(k, min(k + size, frames)) for k in range(0, frames, size)]
 
-    def session_step(self, source, state, kind: str = "decode"):
-        """The chunk in diffusers' segments (a first chunk as a whole call's; later ones in whole segments and the
-        rest), carrying the paddings: whatever the chunking, programs of at most a segment's length, so a session
-        compiles a bounded set of them."""
-        frames = source.shape[2]
-        if kind == "decode":
-            child, size = "decoder", SEGMENT_FRAMES // self.temporal_compression_ratio
-            ranges = decode_segments(frames, self.temporal_compression_ratio) if state is None else None
-        else:
-            child, size = "encoder", SEGMENT_FRAMES
-            ranges = encode_segments(frames) if state is None else None
-        ranges = ranges or [(k, min(k + size, frames)) for k in range(0, frames, size)]
-        outputs, state = run_out(self._segments(child, source, ranges, state))
-        return apply(join, outputs, axis=2), state
+    def chunk_loop(self, kind: str, source, ranges, state):
+        """The segments' calls, carrying the paddings."""
+        return self._segments("decoder" if kind == "decode" else "encoder", source, ranges, state)
 
 
 class Kandinsky6SRVAEModel(TorchaxVAE):

@@ -179,8 +179,13 @@ class MiniMaxH3(Family):
         frames, clip = source.shape[2], self.config.clip_length
         if frames == 1:
             return self._clip("encode", source, (0, 1), tiled)
-        moments = [self._clip("encode", source, (start, start + clip), tiled) for start in range(0, frames, clip)]
-        return apply(_join_and_drop, moments, drop=self.config.token_drop)
+        return apply(_join_and_drop, self._encoded_clips(source, -(-frames // clip), tiled), drop=self.config.token_drop)
+
+    def _encoded_clips(self, source, count: int, tiled) -> list:
+        """The source's first `count` clips encoded (clip_length frames each, the last frame repeated past the end):
+        the encode loop, which `encode` and an encode session share."""
+        clip = self.config.clip_length
+        return [self._clip("encode", source, (k * clip, k * clip + clip), tiled) for k in range(count)]
 
     def decode_chunks(self, source, tiled: bool | None = None):
         """One chunk per clip (its kept frames, faded in from the clip before), then the last clip's tail."""
@@ -237,7 +242,7 @@ class MiniMaxH3(Family):
             clip = self.config.clip_length
             ready = state.held.shape[2] // clip
             outputs = [] if state.before is None or not ready else [state.before]
-            moments = [self._clip("encode", source, (k * clip, k * clip + clip), None) for k in range(ready)]
+            moments = self._encoded_clips(source, ready, None)
             outputs += moments[:-1]
             state = state.moved(ready, ready * clip, before=moments[-1] if moments else state.before)
         return (apply(join, outputs, axis=2) if outputs else None), state
@@ -253,7 +258,7 @@ class MiniMaxH3(Family):
                 return self._clip("encode", source, (0, 1), None)
             moments = [] if state.before is None else [state.before]
             if state.held.shape[2]:
-                moments.append(self._clip("encode", source, (0, self.config.clip_length), None))
+                moments += self._encoded_clips(source, 1, None)
             return apply(_join_and_drop, moments, drop=self.config.token_drop)
         self.check_latents(shape, "the session's latents")
         clips, frames = self._decode_plan(state.total)

@@ -14,7 +14,7 @@ How diffusers runs them, and how these adapters do:
   so the programs are bounded by the window settings, not the video's length:
   the full window and the shorter last windows (at most min_num_frames + 1
   shapes each way), and the whole-video shapes below one window. The
-  windows are blended on the device (`tiling.assemble_windows`).
+  windows are blended on the device (`Windows._blended`, one window at a time).
 - Spatial tiling (`enable_tiling`, or "auto" when the untiled call would not
   fit): diffusers' tiled_encode/tiled_decode over each call's clip, each tile
   at its own exact shape (the mid block's attention sees the whole tile), and
@@ -37,7 +37,7 @@ from torchax_vae.engine import memory
 from torchax_vae.placement import tiling
 from torchax_vae.facade.family import Family
 from torchax_vae.engine.lowering import Lowered
-from torchax_vae.engine.arrays import apply
+from torchax_vae.engine.arrays import apply, join_chunks
 from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.facade.policy import tiling_switch
 
@@ -152,9 +152,10 @@ class Windows(Family):
         if getattr(self, self.encode_window_flag) and frames > self.tile_sample_min_num_frames and tiled is None:
             spans = windows(frames, self.tile_sample_min_num_frames, self.tile_sample_stride_num_frames)
             ratio = self.temporal_compression_ratio
-            outs = [self._clip("encode", source, span, tiled, conditioning) for span in spans]
+            outs = (self._clip("encode", source, span, tiled, conditioning) for span in spans)
             stride, size = self.tile_sample_stride_num_frames // ratio, self.tile_sample_min_num_frames // ratio
-            return self._blend_windows(outs, extent=size - stride, stride=stride, frames=(frames - 1) // ratio + 1)
+            kept = self._blended(outs, extent=size - stride, stride=stride, frames=(frames - 1) // ratio + 1)
+            return join_chunks(kept, axis=2)
         return self._clip("encode", source, (0, frames), tiled, conditioning)
 
     def decode_chunks(self, source, tiled: bool | None = None, **conditioning):
@@ -169,27 +170,28 @@ class Windows(Family):
         if frames <= size:
             yield self._clip("decode", source, (0, frames), tiled, conditioning)
             return
-        # diffusers' windows blended in order (tiling.assemble_windows): each window fades in from the one before
-        # (the blend writes the later window's head), so a window's kept frames are final once it is blended
-        trim = _drop_first if self.decode_window_drop == "first" else _drop_last
         sample_stride = self.tile_sample_stride_num_frames
-        extent = self.tile_sample_min_num_frames - sample_stride
-        left = (frames - 1) * ratio + 1  # frames still to hand out
+        outs = (self._clip("decode", source, span, tiled, conditioning) for span in windows(frames, size, stride))
+        yield from self._blended(outs, extent=self.tile_sample_min_num_frames - sample_stride, stride=sample_stride,
+                                 frames=(frames - 1) * ratio + 1, drop=self.decode_window_drop)
+
+    @staticmethod
+    def _blended(outs, *, extent: int, stride: int, frames: int, drop: str = "first"):
+        """diffusers' temporal tiling (`blend_t`, HunyuanVideo's and LTX's `_encode`/`_decode` windows): the windows
+        `outs` blended in order, each after the first losing the frame it shares with the one before (its first, or
+        with `drop="last"` its last) and fading in from it over `extent` frames. Yields each window's kept frames
+        (the first stride + 1, then stride; `frames` in all) as soon as it is blended: the blend writes the later
+        window's head, so a window's kept frames are final then. What encode joins and a decode stream hands out."""
+        trim = _drop_first if drop == "first" else _drop_last
         before = None
-        for i, span in enumerate(windows(frames, size, stride)):
-            out = self._clip("decode", source, span, tiled, conditioning)
+        for i, out in enumerate(outs):
             if before is not None:
                 out = apply(tiling.blend, before, apply(trim, out), extent=extent, axis=2)
-            keep = min(left, sample_stride + (i == 0), out.shape[2])
+            keep = min(frames, stride + (i == 0), out.shape[2])
             if keep > 0:
                 yield apply(_head, out, count=keep)
-            left -= keep
+            frames -= keep
             before = out  # what the next window fades in from
-
-    def _blend_windows(self, outs, *, extent, stride, frames, drop="first"):
-        trim = _drop_first if drop == "first" else _drop_last
-        trimmed = [out if i == 0 else apply(trim, out) for i, out in enumerate(outs)]
-        return apply(tiling.assemble_windows, trimmed, extent=extent, stride=stride, frames=frames)
 
     def _clip(self, kind: str, source, span, tiled, conditioning=None) -> jax.Array:
         """One clip (frames `span`) encoded or decoded: one call, or tiled as the tiling mode (or `tiled`) says."""

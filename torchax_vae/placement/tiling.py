@@ -143,22 +143,6 @@ def _joined(batches: list[jax.Array]) -> jax.Array:
     return batches[0] if len(batches) == 1 else jnp.concatenate(batches, axis=2)
 
 
-@functools.partial(jax.jit, static_argnames=("extent", "stride", "frames"))
-def assemble_windows(windows: list[jax.Array], *, extent: int, stride: int, frames: int) -> jax.Array:
-    """diffusers' temporal tiling (HunyuanVideo, LTX): frame windows blended in order, each fading in from the one
-    before it over `extent` frames (`blend_t`), the first keeping stride + 1 frames and the rest `stride`, cut to `frames`.
-
-    Each window after the first has already lost its first frame (the one it shares with the window before).
-    """
-    blended = []
-    for i, window in enumerate(windows):
-        if i > 0:
-            window = blend(blended[i - 1], window, extent, axis=2)
-        blended.append(window)
-    kept = [w[:, :, : stride + 1] if i == 0 else w[:, :, :stride] for i, w in enumerate(blended)]
-    return jnp.concatenate(kept, axis=2)[:, :, :frames]
-
-
 def extent_at(valid, tile: int, size: int):
     """The valid extent at a resolution `size` of a `tile`-sized input with `valid` valid entries.
 
