@@ -377,6 +377,7 @@ def test_a_decode_that_cannot_fit_in_memory_is_refused_before_it_runs(model_dir,
 
     monkeypatch.setattr(memory, "free_bytes", lambda device: 1000)
     monkeypatch.setattr(commands.TorchaxVAE, "decode", lambda *a, **k: pytest.fail("decoded anyway"))
+    monkeypatch.setattr(commands.TorchaxVAE, "_decode_call", lambda *a, **k: pytest.fail("decoded anyway"))
     # refused before its programs compile (it took 96 s and 5.5 GB at a released size), and before "auto"
     # tiling's line that it would tile
     monkeypatch.setattr(commands, "_precompile", lambda *a, **k: pytest.fail("compiled anyway"))

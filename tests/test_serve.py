@@ -344,22 +344,23 @@ def test_requests_of_one_shape_batch_together(wrapped):
 
 
 class Gate:
-    """Holds the model's decode until opened: the worker is busy, so requests queue behind it."""
+    """Holds the model's decode until opened: the worker is busy, so requests queue behind it. (The worker's
+    decode is a stream: its prepared call, `_decode_call`, is where each request's decode starts.)"""
 
     def __init__(self, vae):
         self.open, self.entered = threading.Event(), threading.Event()
-        self.vae, self.decode = vae, vae.decode
+        self.vae, self.decode = vae, vae._decode_call
 
         def decode(*args, **kwargs):
             self.entered.set()
             self.open.wait(60)
             return self.decode(*args, **kwargs)
 
-        vae.decode = decode
+        vae._decode_call = decode
 
     def close(self):
         self.open.set()
-        del self.vae.decode  # the class's method again
+        del self.vae._decode_call  # the class's method again
 
 
 def _send(url, z):

@@ -15,7 +15,7 @@ import importlib.metadata
 from packaging.version import Version
 
 __all__ = ["FLOOR", "ROWS", "Row", "by_class", "facade", "facade_for", "facade_for_class_name", "installed_diffusers", "labels",
-           "register", "rows", "served", "served_here", "supported"]
+           "register", "rows", "served", "served_here", "supported", "unregister"]
 
 # The oldest diffusers this package supports (pyproject's range): a class older than it says FLOOR as its `since`.
 FLOOR = (0, 36)
@@ -125,8 +125,10 @@ ROWS: tuple[Row, ...] = (
         (0, 42), pipelines="MiniMax Music 3 (modular)", sound="decode only"),
 )
 
-# Rows a user adds at run time (`register`): their own VAEs, served as the package's own are.
+# Rows a user adds at run time (`register`): their own VAEs, served as the package's own are; and the facade classes
+# made for them (torchax_vae/facade/plugins.py), where their module has none of that name.
 _ADDED: list[Row] = []
+_FACADES: dict[str, type] = {}
 
 
 def _check_unique(table) -> None:
@@ -141,11 +143,20 @@ def _check_unique(table) -> None:
 _check_unique(ROWS)
 
 
-def register(row: Row) -> Row:
-    """Adds a family of a user's own (docs/api.md); ValueError where another row claims its class already."""
+def register(row: Row, facade: type | None = None) -> Row:
+    """Adds a family of a user's own (docs/api.md, torchax_vae/facade/plugins.py), with its facade class where its
+    module does not hold it; ValueError where another row claims its class already."""
     _check_unique((*ROWS, *_ADDED, row))
     _ADDED.append(row)
+    if facade is not None:
+        _FACADES[row.diffusers_class] = facade
     return row
+
+
+def unregister(name: str) -> None:
+    """Removes the row a user added for the class named `name` (`register`); the package's own rows stay."""
+    _ADDED[:] = [row for row in _ADDED if row.diffusers_class != name]
+    _FACADES.pop(name, None)
 
 
 def rows() -> tuple[Row, ...]:
@@ -180,7 +191,8 @@ def served_here(row: Row) -> bool:
 
 def facade(row: Row) -> type:
     """The facade class (a TorchaxVAE subclass) of a row, its module imported by name."""
-    return getattr(importlib.import_module(row.module), row.facade)
+    made = _FACADES.get(row.diffusers_class)
+    return made if made is not None else getattr(importlib.import_module(row.module), row.facade)
 
 
 def served() -> tuple[Row, ...]:

@@ -19,6 +19,7 @@ import threading
 
 from torchax_vae import FAMILIES, __version__, quiet_diffusers_import
 from torchax_vae.stage3 import arguments
+from torchax_vae.stage3.arguments import PLUGIN_HELP
 from torchax_vae.media.checks import (IMAGE_SUFFIXES, LATENT_SUFFIXES, MAX_FPS, SOUND_SUFFIXES, VIDEO_SUFFIXES, InputError, WriteError,
                      check_distinct, check_readable, check_writable, vae_subfolder)
 
@@ -33,6 +34,7 @@ def _model_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="compute dtype (default: fp32)")
     p.add_argument("--tiling", action="store_true",
                    help="force spatial tiling (default: tile only when the untiled programs would not fit in memory)")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE:FAMILY", help=PLUGIN_HELP)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -222,8 +224,10 @@ def _run(args) -> dict:
     from torchax_vae import cache
     from torchax_vae.cli import ahead_commands, commands
     from torchax_vae.engine import process
+    from torchax_vae.stage3.loading import load_plugins
 
     process.start()  # before any JAX device query: a machine without an accelerator stays quiet
+    load_plugins(getattr(args, "plugin", ()))
     folder = cache.resolve(args.cache_dir, args.no_cache)
     try:
         cache.enable(folder)

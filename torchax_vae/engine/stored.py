@@ -37,6 +37,8 @@ import tempfile
 
 import jax
 
+from torchax_vae.engine.weights import config_of
+
 logger = logging.getLogger(__name__)
 
 SUFFIX = ".jaxexport"
@@ -62,7 +64,7 @@ def model_digest(model) -> str:
     """SHA-256 of a diffusers model's class, config and module tree (not its weights: those are arguments)."""
     # without diffusers' bookkeeping keys (_name_or_path, _use_default_values: a list in set order, which
     # differs between processes)
-    config = {k: v for k, v in dict(model.config).items() if not k.startswith("_")}
+    config = {k: v for k, v in dict(config_of(model)).items() if not k.startswith("_")}
     text = json.dumps([type(model).__qualname__, config, repr(model)], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -23,6 +23,7 @@ import warnings
 
 import jax
 import torch
+from diffusers.configuration_utils import FrozenDict
 from torch import nn
 
 from torchax_vae.engine import convert
@@ -199,6 +200,21 @@ class Submodule:
         return f"<a read-only view of {self._owner.model_class.__name__}.{self._path}: copies of its JAX weights>"
 
 
+def config_of(model: nn.Module):
+    """A model's config: a diffusers model's, or (a PyTorch model of a user's own, which has none) its `config` if it
+    has one, else an empty one (docs/api.md, "Your own VAE")."""
+    config = getattr(model, "config", None)
+    return config if isinstance(config, FrozenDict) else FrozenDict(dict(config or {}))
+
+
+def device_of(model: nn.Module) -> torch.device:
+    """A model's device: a diffusers model's `device`, or that of its first parameter (CPU for none)."""
+    device = getattr(model, "device", None)
+    if isinstance(device, torch.device):
+        return device
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
+
+
 def compute_dtype_of(model: nn.Module) -> torch.dtype:
     """The dtype a model computes in: its own (`model.dtype`), or for a class that keeps some modules in float32
     (`_keep_in_fp32_modules`), that of its other floating-point weights (loaded with torch_dtype=bf16: bf16)."""
@@ -207,7 +223,10 @@ def compute_dtype_of(model: nn.Module) -> torch.dtype:
         for name, tensor in model.named_parameters():
             if tensor.is_floating_point() and not kept_in_fp32(name, keep):
                 return tensor.dtype
-    return model.dtype
+    dtype = getattr(model, "dtype", None)  # (a PyTorch model of a user's own: its first floating-point weights')
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    return next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
 
 
 def stochastic_layers(model: nn.Module) -> list[str]:

@@ -23,6 +23,7 @@ from torch import nn
 from torchax_vae.engine import convert
 from torchax_vae.engine.arrays import join_chunks, run_out
 from torchax_vae.engine.runtime import Engine
+from torchax_vae.engine.weights import config_of, quiet_construction
 
 
 def whole_groups(frames: int, first: bool, size: int) -> str | None:
@@ -111,12 +112,25 @@ class Family:
     rows_only: bool = False
 
     def __init__(self, vae: nn.Module, engine: Engine | None = None):
-        self.config = vae.config
+        self.config = config_of(vae)
         self.engine = engine
         for name in self.settings:
             if hasattr(vae, name):
                 setattr(self, name, getattr(vae, name))
         self.lowered = None if engine is None else self.lower(vae)
+
+    @classmethod
+    def load_model(cls, name_or_path: str, subfolder: str | None, **kwargs) -> nn.Module:
+        """The model saved in a folder (or hub id) whose config.json names this family's class: diffusers'
+        `from_pretrained` (`kwargs` go to it). A family of a model diffusers does not ship says how it is built
+        (docs/api.md, "Your own VAE")."""
+        model_class = cls.model_class
+        # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load. A class
+        # with modules kept in float32 (AutoencoderKLMiniMaxH3) loads only with it on.
+        if not model_class._keep_in_fp32_modules:
+            kwargs.setdefault("low_cpu_mem_usage", False)
+        with quiet_construction():
+            return model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
 
     def lower(self, vae: nn.Module):
         """The family's `lowering.Lowered`: a private, patched copy of `vae` and its step functions."""

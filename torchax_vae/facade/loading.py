@@ -26,15 +26,10 @@ def load_diffusers(name_or_path, subfolder: str | None = "vae", expected: type |
     name_or_path = str(name_or_path)  # a pathlib.Path too
     hub = {key: kwargs[key] for key in _HUB_OPTIONS if key in kwargs}
     config = AutoencoderKL.load_config(name_or_path, subfolder=subfolder, **hub)
-    model_class = registry.facade_for_class_name(config.get("_class_name", "")).model_class
-    if expected is not None and model_class is not expected:
-        raise ValueError(f"the model is a {model_class.__name__}, not a {expected.__name__}")
-    # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load. A class
-    # with modules kept in float32 (AutoencoderKLMiniMaxH3) loads only with it on.
-    if not model_class._keep_in_fp32_modules:
-        kwargs.setdefault("low_cpu_mem_usage", False)
-    with quiet_construction():
-        return model_class.from_pretrained(name_or_path, subfolder=subfolder, **kwargs)
+    family = registry.facade_for_class_name(config.get("_class_name", "")).family
+    if expected is not None and family.model_class is not expected:
+        raise ValueError(f"the model is a {family.model_class.__name__}, not a {expected.__name__}")
+    return family.load_model(name_or_path, subfolder, **kwargs)
 
 
 def load_meta(name_or_path, subfolder: str | None = "vae", **hub):

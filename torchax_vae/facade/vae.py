@@ -127,8 +127,8 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
             raise TypeError(f"vae must be a diffusers {self.model_class.__name__}, got {type(vae).__name__}")
         super().__init__()  # a ModelMixin, so pipelines cast, save and offload it (see `save_pretrained`)
         process.start()  # the process-wide changes, once, before the first device query starts JAX's backends
-        self._device = vae.device
-        self._internal_dict = vae.config  # ConfigMixin's `config`: the wrapped model's (register_to_config copies)
+        self._device = weights.device_of(vae)
+        self._internal_dict = weights.config_of(vae)  # ConfigMixin's `config`: the wrapped model's
         twin = _TWIN.get()  # what `_twin` builds this one for: another platform, its own program cache
         placement = Placement(None if mesh is None else check_mesh(mesh), platform=twin.get("platform"),
                               rows_only=self.family.rows_only)

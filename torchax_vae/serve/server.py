@@ -53,7 +53,7 @@ def _warmup(text: str) -> tuple[str | None, str, tuple[int, ...]]:
 
 
 def add_parser(sub) -> None:
-    from torchax_vae.stage3.arguments import positive as _positive  # the command's own number checks
+    from torchax_vae.stage3.arguments import PLUGIN_HELP, positive as _positive  # the command's own checks
 
     p = sub.add_parser("serve", help="a VAE service for diffusers' remote_decode / remote_encode (docs/serve.md)")
     p.add_argument("--model", action="append", required=True, type=_named_model, metavar="NAME=PATH",
@@ -87,6 +87,7 @@ def add_parser(sub) -> None:
                    help="with several devices: the mesh's 'dp' rows, over which batches split (default: 1)")
     p.add_argument("--cache-dir", default=None, help="the program cache folder (default: as for decode)")
     p.add_argument("--no-cache", action="store_true", help="no persistent program cache")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE:FAMILY", help=PLUGIN_HELP)
     p.add_argument("--log-level", choices=("warning", "info", "debug"), default="info")
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors before the server starts")
 
@@ -112,6 +113,7 @@ def run(args) -> int:
     from torchax_vae.engine import process
     from torchax_vae.engine.process import make_mesh
     from torchax_vae.serve.app import create_app  # (starlette and the engine: after the arguments are checked)
+    from torchax_vae.stage3.loading import load_plugins
 
     names = [name for name, _, _ in args.model]
     if len(set(names)) != len(names):
@@ -119,6 +121,7 @@ def run(args) -> int:
     token = _token(args.token_file)
     _return_large_buffers()
     process.start()
+    load_plugins(args.plugin)
     cache.enable(cache.resolve(args.cache_dir, args.no_cache))
     mesh = _mesh(args.dp, jax.device_count(), make_mesh)
     limits = Limits(args.max_batch, args.max_queue, args.max_wait_ms, args.max_body_mb, args.timeout,

@@ -63,3 +63,7 @@ def fps(text: str) -> float:
     if value > MAX_FPS:
         raise argparse.ArgumentTypeError(f"at most {MAX_FPS} frames per second, got {text!r}")
     return value
+
+
+PLUGIN_HELP = ("MODULE:FAMILY: a VAE of your own (docs/api.md, \"Your own VAE\"): the family Python imports from MODULE, "
+               "registered before the model loads; its folder's config.json names its model class; repeatable")

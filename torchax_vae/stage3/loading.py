@@ -8,7 +8,7 @@ from torchax_vae import registry
 from torchax_vae.facade.loading import load_diffusers, load_meta  # noqa: F401 (stage 3's loaders, in one place)
 from torchax_vae.media.checks import InputError, vae_subfolder
 
-__all__ = ["check_served", "load_diffusers", "load_meta", "load_vae", "summary"]
+__all__ = ["check_served", "load_diffusers", "load_meta", "load_plugins", "load_vae", "summary"]
 
 # The VAEs that are their pipeline's whole sound (torchax_vae/registry.py: `sound`), and their labels.
 AUDIO_ONLY = {row.diffusers_class: row.label for row in registry.ROWS if row.sound}
@@ -83,3 +83,14 @@ def _cached_snapshot(model: str, subfolder: str | None) -> pathlib.Path:
             f"and the hub cannot be reached ({host}: {e.strerror or e}); download it first or pass a local folder"
         ) from None
     return pathlib.Path(model)  # diffusers downloads it
+
+
+def load_plugins(specs) -> None:
+    """The command's and the service's `--plugin MODULE:FAMILY`s registered (InputError for one that is not)."""
+    from torchax_vae.facade import plugins  # (the facade and torch: after the command's fast checks)
+
+    for spec in specs or ():
+        try:
+            plugins.load_plugin(spec)
+        except ValueError as error:
+            raise InputError(str(error)) from None
