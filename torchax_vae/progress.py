@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 __all__ = ["reporting", "ran_batch"]
 
+# A context variable, not an argument: the observer is the caller's (`reporting`), and diffusers' signatures, which
+# `decode` keeps, have no place for it; per thread and per task, so two callers never see each other's batches.
 _ON_BATCH: contextvars.ContextVar = contextvars.ContextVar("torchax_vae_on_batch", default=None)
 
 

@@ -138,7 +138,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.add_argument("--verbose", action="store_true", help="also one line per compiled program")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
-    from torchax_vae.serve import server
+    from torchax_vae.serve import server  # (stdlib-only at import: its parser, beside the command's)
 
     server.add_parser(sub)
     return top
@@ -185,7 +185,7 @@ def preflight(args) -> None:
     elif args.command == "demo":
         check_writable(args.output, (".mp4",))
     elif args.command == "plan":
-        from torchax_vae.plan.targets import TargetError, target
+        from torchax_vae.plan.targets import TargetError, target  # (stdlib until a target's devices are asked for)
 
         try:
             target(args.target)
@@ -207,12 +207,12 @@ def preflight(args) -> None:
 def _run(args) -> dict:
     preflight(args)
     if args.command == "serve":  # runs until SIGTERM or Ctrl-C, which it handles itself (serve/server.py)
-        from torchax_vae.serve import server
+        from torchax_vae.serve import server  # (its own heavy imports come in `run`)
 
         return {"status": server.run(args)}
     if args.command == "plan":  # compiles for abstract devices: no backend of this machine is needed or held
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
-        from torchax_vae.cli import ahead_commands
+        from torchax_vae.cli import ahead_commands  # (torch, JAX: after the checks)
 
         return ahead_commands.plan(args.model, args.shape, target=args.target, kind=args.kind, subfolder=args.subfolder or None,
                              dtype=args.dtype, tiling=args.tiling, dp=args.dp, progress=not args.no_progress,
@@ -221,6 +221,7 @@ def _run(args) -> dict:
     progress = None if args.no_progress else "bar" if sys.stderr.isatty() else "log"
     if progress == "bar":  # the imports and the model take seconds before the progress bar appears
         print("loading torch, JAX and the model ...", file=sys.stderr, flush=True)
+    # torch, JAX and diffusers load here, after every check that needs none of them (`preflight`)
     from torchax_vae import cache
     from torchax_vae.cli import ahead_commands, commands
     from torchax_vae.engine import process
@@ -250,7 +251,7 @@ def _run(args) -> dict:
             max_frames=args.frames, progress=progress,
         )
     if args.command == "demo":
-        from torchax_vae.cli.demo import demo
+        from torchax_vae.cli.demo import demo  # (the demo's model: only for the demo)
 
         return demo(args.output, progress=progress)
     kinds = ("decode", "encode") if args.kind == "both" else (args.kind,)

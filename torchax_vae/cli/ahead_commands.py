@@ -6,12 +6,16 @@ import json
 import pathlib
 import sys
 
+from torchax_vae import cache
 from torchax_vae.cli.commands import _make_vae
 from torchax_vae.cli.frame_progress import precompile_counting as _precompile
+from torchax_vae.engine.stored import code_digest, model_digest
 from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.media import files
 from torchax_vae.media.files import InputError
-from torchax_vae.stage3.loading import _cached_snapshot, load_vae, summary
+from torchax_vae.plan import Plan, plan as make_plan, ProgramPlan
+from torchax_vae.plan.targets import target as parse_target, TargetError
+from torchax_vae.stage3.loading import _cached_snapshot, load_meta, load_vae, summary
 
 
 def warmup(model: str, shape, *, subfolder: str | None = "vae", dtype: str = "fp32", tiling: bool = False,
@@ -79,11 +83,6 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
     A plan is stored in the cache folder (plans/), keyed by the code, the model's config, the shape, target and
     settings: the same plan again is read back, not compiled.
     """
-    from torchax_vae import cache
-    from torchax_vae.stage3.loading import load_meta
-    from torchax_vae.plan import Plan, ProgramPlan
-    from torchax_vae.plan import plan as make_plan
-    from torchax_vae.plan.targets import TargetError, target as parse_target
 
     try:
         chosen = parse_target(target)
@@ -151,8 +150,6 @@ def plan(model: str, shape, *, target: str, kind: str = "decode", subfolder: str
 def _plan_path(folder: pathlib.Path, meta, kind, shape, target: str, dp: int, dtype: str, tiling: bool) -> pathlib.Path:
     """Where the plan of this model, call and target is kept: keyed by everything that changes it."""
     import hashlib
-
-    from torchax_vae.engine.stored import code_digest, model_digest
 
     key = json.dumps([code_digest(), model_digest(meta), kind, list(shape), target, dp, dtype, tiling])
     return folder / "plans" / (hashlib.sha256(key.encode()).hexdigest() + ".json")

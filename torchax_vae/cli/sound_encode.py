@@ -25,10 +25,14 @@ import time
 import numpy as np
 import torch
 
+from torchax_vae.cli.frame_progress import precompile_counting as _precompile
+from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.media import files
-from torchax_vae.stage3 import sound
 from torchax_vae.media.checks import SOUND_SUFFIXES
 from torchax_vae.media.files import InputError, quiet_ffmpeg
+from torchax_vae.stage3 import sound
+from torchax_vae.stage3.input_checks import check_video_shape
+from torchax_vae.stage3.loading import load_vae
 
 __all__ = ["SOUND_SUFFIXES", "encode_file", "read_sound"]
 
@@ -98,10 +102,6 @@ def read_sound(path, sample_rate: int, channels: int) -> tuple[torch.Tensor, int
 def encode_file(path: str, out, model: str, *, subfolder: str | None = "vae", dtype: str = "fp32",
                 tiling: bool = False, posterior: str = "mean", seed: int = 0, progress=None) -> dict:
     """A sound file -> an audio pipeline's latents, written to `out` (.pt, .safetensors or .npy)."""
-    from torchax_vae.cli.frame_progress import precompile_counting as _precompile
-    from torchax_vae.stage3.loading import load_vae
-    from torchax_vae.stage3.input_checks import check_video_shape
-    from torchax_vae.facade.vae import TorchaxVAE
 
     if posterior not in ("mean", "sample"):
         raise InputError(f"posterior must be 'mean' or 'sample', got {posterior!r}")

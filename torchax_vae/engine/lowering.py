@@ -20,7 +20,9 @@ from torch import nn
 
 from torchax_vae import patches
 from torchax_vae.engine import convert
+from torchax_vae.engine.weights import compute_dtype
 from torchax_vae.placement.backends import backend
+from torchax_vae.placement.mesh import program_grid
 
 
 def private_copy(model: nn.Module) -> nn.Module:
@@ -47,7 +49,6 @@ def jax_weights(model: nn.Module, dtype, device=None) -> dict[str, dict[str, jax
     lower and compile. Floating-point tensors take `dtype`, except where the model's class keeps them in float32
     under any `torch_dtype` (`_keep_in_fp32_modules`: weights.compute_dtype).
     """
-    from torchax_vae.engine.weights import compute_dtype
 
     keep = tuple(getattr(model, "_keep_in_fp32_modules", None) or ())
     grouped: dict[str, dict[str, jax.Array]] = {}
@@ -74,7 +75,6 @@ def grid_for(mesh, shape, ratio: int, rows_only: bool = False):
     (N, C, [T,] H, W); ratio: what divides that input's height and width down to the program's smallest
     level, the latents (the encoder's spatial compression; 1 for a decoder, whose input is the latents);
     rows_only: the family's programs split the height alone."""
-    from torchax_vae.placement.mesh import program_grid
 
     return program_grid(mesh, shape[0], shape[-2] // ratio, shape[-1] // ratio, rows_only)
 

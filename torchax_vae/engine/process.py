@@ -61,6 +61,7 @@ def start() -> None:
         from torchax_vae.engine import gpu_memory
 
         gpu_memory.share_gpu_with_torch()
+        # (the same: torchax and the patched lowerings, once per process)
         from torchax_vae.patches import attention_split, gpu_conv, import_torchax, nearest_upsample, torch_accelerator
 
         import_torchax()

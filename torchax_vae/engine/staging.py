@@ -75,6 +75,8 @@ class _Trace:
     sub_output: Any = None
 
 
+# A context variable, not an argument: the stage being traced is read inside diffusers' own forward (its layers'
+# patched calls), which takes no argument of ours; set only while one stage's program traces.
 _ACTIVE: contextvars.ContextVar[_Trace | None] = contextvars.ContextVar("torchax_vae_stage", default=None)
 
 

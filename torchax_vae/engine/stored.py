@@ -37,6 +37,7 @@ import tempfile
 
 import jax
 
+from torchax_vae import patches
 from torchax_vae.engine.weights import config_of
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,6 @@ _PACKAGES = ("jax", "jaxlib", "torch", "torchax", "diffusers")
 @functools.cache
 def code_digest() -> str:
     """SHA-256 of this package's and its patches' source files, with the versions of what it traces with."""
-    from torchax_vae import patches
 
     digest = hashlib.sha256()
     for folder in sorted({pathlib.Path(__file__).parent, pathlib.Path(patches.__file__).parent}):

@@ -10,8 +10,11 @@ import dataclasses
 
 from torchax_vae.engine import weights
 from torchax_vae.engine.programs import LoweredOnly
+from torchax_vae.plan import plan
 
-# Set only while `_twin` constructs: the platform and program cache of the twin being built.
+# Set only while `_twin` constructs: the platform and program cache of the twin being built. A context variable, not
+# an argument: the twin is built through diffusers' own `TorchaxVAE(vae)` signature (a ModelMixin's __init__, whose
+# keywords diffusers' loaders and pipelines pass), which has no place for them.
 _TWIN: contextvars.ContextVar = contextvars.ContextVar("torchax_vae_twin", default={})
 # The settings every family has; each family declares its own (diffusers' tiling and batching attributes) in
 # `Family.settings`, and `_twin` copies exactly those.
@@ -99,7 +102,6 @@ class AheadOfTime:
             dp (`int`): the mesh's 'dp' rows, a divisor of the target's device count.
             observer: called (program name, None) before and (name, stats) after each compile.
         """
-        from torchax_vae.plan import plan
 
         return plan(self, kind, shape, target, dp=dp, observer=observer)
 

@@ -7,9 +7,10 @@ out the chunks `decode` would join (torchax_vae/facade/stream.py); the sessions 
 import torch
 
 from torchax_vae.engine import convert
-from torchax_vae.facade import stream
-from torchax_vae.media import pixels
 from torchax_vae.engine.arrays import chunks_of
+from torchax_vae.facade import stream
+from torchax_vae.facade.session import DecodeSession, EncodeSession
+from torchax_vae.media import pixels
 
 
 class Streaming:
@@ -47,13 +48,11 @@ class Streaming:
     def decode_session(self):
         """A decode fed latents chunk by chunk, as a generator makes them (torchax_vae/facade/session.py):
         `session.decode(latent_chunk)` returns the frames that chunk completes; `session.close()` frees it."""
-        from torchax_vae.facade.session import DecodeSession
 
         return DecodeSession(self)
 
     def encode_session(self):
         """An encode fed video chunk by chunk, as a camera or a file read in order gives it (torchax_vae/facade/session.py):
         `session.encode(frames)` returns the posterior of the latent frames those frames complete."""
-        from torchax_vae.facade.session import EncodeSession
 
         return EncodeSession(self)

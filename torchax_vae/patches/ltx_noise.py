@@ -29,6 +29,8 @@ from diffusers.models.autoencoders.autoencoder_kl_ltx import LTXVideoResnetBlock
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+# A context variable, not an argument: the noise is drawn inside diffusers' own LTX resnet forward, which takes no
+# argument of ours; set only while one decoder call traces or runs.
 _FEED: contextvars.ContextVar = contextvars.ContextVar("ltx_noise_feed", default=None)
 
 

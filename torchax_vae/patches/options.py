@@ -58,6 +58,8 @@ class TraceOptions:
                    halo_conv=row.halo_conv, attention_score_limit=row.attention_score_limit, **options)
 
 
+# A context variable, not an argument: the patched layers read the trace's options inside diffusers' own forward,
+# which takes no argument of ours; set only while a program traces (`tracing`).
 _CURRENT = contextvars.ContextVar("torchax_vae_trace_options", default=TraceOptions())
 
 

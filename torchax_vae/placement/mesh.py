@@ -32,6 +32,7 @@ import logging
 import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
+from torchax_vae.placement.backends import backend
 
 
 __all__ = ["make_mesh"]
@@ -180,7 +181,6 @@ def keeps_width(mesh: Mesh) -> bool:
     against 2 x 4), Qwen-Image 2.1's decode 0.92 -> 1.00, Wan 2.2's 0.93 -> 0.97 and Wan 2.1 480p's
     0.95 -> 0.98 (4 x 2). GPUs and CPUs keep the squarest blocks (the least halo).
     """
-    from torchax_vae.placement.backends import backend
 
     return backend(mesh.devices.flat[0].platform).height_splits_first
 

@@ -33,10 +33,10 @@ import re
 import jax
 import numpy as np
 
-from torchax_vae.engine.arrays import LOOKAHEAD, chunks_of
-from torchax_vae.placement.mesh import make_mesh
+from torchax_vae.engine.arrays import chunks_of, LOOKAHEAD
 from torchax_vae.engine.programs import Programs
-from torchax_vae.plan.targets import Target, TargetError, target as parse_target
+from torchax_vae.placement.mesh import _batch_and_group, make_mesh, program_grid
+from torchax_vae.plan.targets import Target, target as parse_target, TargetError
 
 __all__ = ["Plan", "ProgramPlan", "plan"]
 
@@ -148,7 +148,6 @@ def _time(seconds: float) -> str:
 def describe_sharding(mesh, kind: str, input_shape, output_shape, rows_only: bool = False) -> str:
     """How a call's activations split over the mesh, by the rule every program follows (torchax_vae/placement/mesh.py):
     the batch over 'dp' where it divides it, height x width in one grid over the rest, chosen at the latents."""
-    from torchax_vae.placement.mesh import _batch_and_group, program_grid
 
     devices = math.prod(mesh.shape.values())
     if devices == 1:

@@ -76,7 +76,7 @@ class Target:
         """The target's abstract devices (compile with them; they run nothing). TargetError if the compiler is missing."""
         from jax.experimental import topologies
 
-        from torchax_vae.engine import process
+        from torchax_vae.engine import process  # (the engine: when devices are asked for, not at the command's checks)
 
         process.start()  # JAX's platforms first: on a machine without the chip, its plugin stays quiet
         if self.platform == "tpu":

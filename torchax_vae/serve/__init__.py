@@ -10,7 +10,7 @@ __all__ = ["Limits", "create_app"]
 def __getattr__(name):
     # The app and its stack load when asked for: `torchax-vae --help` and argument errors stay stdlib-only.
     if name in __all__:
-        from torchax_vae.serve import app
+        from torchax_vae.serve import app  # (starlette and the engine: only when the app is asked for)
 
         return getattr(app, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,20 +24,25 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from torchax_vae import registry
+from torchax_vae.engine import process
+from torchax_vae.engine.memory import host_available_bytes
+from torchax_vae.facade.vae import TorchaxVAE
+from torchax_vae.media.checks import shown
+from torchax_vae.placement.backends import backend
 from torchax_vae.serve import bodies, conditions, outputs, protocol, sounds, streams
-from torchax_vae.serve.bodies import BodyBudget, body_size, read_body
+from torchax_vae.serve.bodies import body_size, BodyBudget, read_body
 from torchax_vae.serve.limits import DEFAULT_MAX_PIXELS, Limits  # noqa: F401 (create_app's keywords; their old home)
 from torchax_vae.serve.metrics import Metrics
-from torchax_vae.media.checks import shown
 from torchax_vae.serve.protocol import RequestError
 from torchax_vae.serve.worker import DeviceWorker, Job
+from torchax_vae.stage3 import sound
+from torchax_vae.stage3.loading import check_served, load_vae, summary
 
 log = logging.getLogger("torchax_vae.serve")
 
 
 def default_inflight_bytes(max_body: int) -> int:
     """The body budget by default: a quarter of the host memory available now, and at least one largest body."""
-    from torchax_vae.engine.memory import host_available_bytes
 
     available = host_available_bytes()
     return max(max_body, available // 4) if available else 4 * max_body
@@ -71,9 +76,6 @@ class Service:
 
     def load(self) -> None:
         """Loads and wraps every model, then compiles the warm-up shapes (on the worker's thread)."""
-        from torchax_vae.stage3 import sound
-        from torchax_vae.stage3.loading import check_served, load_vae, summary
-        from torchax_vae.facade.vae import TorchaxVAE
 
         try:
             for name, spec in self.specs.items():
@@ -123,9 +125,6 @@ class Service:
 def _backend_batch(mesh) -> int:
     """--max-batch by default: the backend table's, for the devices the models run on."""
     import jax
-
-    from torchax_vae.engine import process
-    from torchax_vae.placement.backends import backend
 
     process.start()  # before the first device query (a machine without an accelerator stays quiet)
     device = mesh.devices.flat[0] if mesh is not None else jax.devices()[0]

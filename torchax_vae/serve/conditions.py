@@ -10,7 +10,8 @@ alone (its condition is its own), in the device worker's queue as any other.
 
 import math
 
-from torchax_vae.serve.protocol import TENSOR_DTYPES, Parsed, RequestError, decode_request, shape_of, tensor_of
+from torchax_vae.models.asym_kl import AsymmetricKL
+from torchax_vae.serve.protocol import decode_request, Parsed, RequestError, shape_of, TENSOR_DTYPES, tensor_of
 
 KEYS = ("image_shape", "mask_shape")
 
@@ -21,7 +22,6 @@ def asked(params) -> bool:
 
 
 def _conditioned(vae) -> bool:
-    from torchax_vae.models.asym_kl import AsymmetricKL
 
     return isinstance(vae._family, AsymmetricKL)
 

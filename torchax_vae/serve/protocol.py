@@ -13,7 +13,9 @@ import ml_dtypes
 import numpy as np
 import torch
 
+from torchax_vae.media import pixels
 from torchax_vae.media.checks import InputError, shown
+from torchax_vae.stage3.input_checks import check_input, check_output_fits, smallest_output
 
 # The dtypes a request body may hold (the client's DTYPE_MAP, less uint8: latents and images are floats).
 TENSOR_DTYPES = {"float16": np.dtype("<f2"), "float32": np.dtype("<f4"), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
@@ -140,7 +142,6 @@ def image_from_body(body: bytes, channels: int, family=None) -> torch.Tensor:
         raise RequestError(400, "the body is neither an image PIL can read nor a tensor (a tensor needs the shape "
                                 f"and dtype parameters): {type(e).__name__}: {e}") from None
     array = np.asarray(image, dtype=np.float32)
-    from torchax_vae.media import pixels
 
     return pixels.from_uint8(torch.from_numpy(array).permute(2, 0, 1)[None], family, 1)
 
@@ -235,7 +236,6 @@ def _check_channels(vae, z: torch.Tensor, layout: str) -> None:
 
 
 def _check_input(vae, x: torch.Tensor, kind: str) -> None:
-    from torchax_vae.stage3.input_checks import check_input
 
     check_input(x, vae, kind, f"the {kind} input")
 
@@ -279,7 +279,6 @@ def scaled_latents(vae, z: torch.Tensor, parsed: Parsed) -> torch.Tensor:
 def check_answer(vae, parsed: Parsed) -> None:
     """Refuses, before anything compiles, a decode whose answer cannot be given: one image or MP4 for several
     videos or frames, or an output larger than the device and host can hold (413)."""
-    from torchax_vae.stage3.input_checks import check_output_fits, smallest_output
 
     shape = tuple(parsed.tensor.shape)
     smallest = smallest_output(vae, shape)  # [B, C, F, H, W], or images [B, C, H, W]
@@ -331,7 +330,6 @@ def check_query_pixels(vae, kind: str, params, cap: int) -> None:
 
 
 def _check_pixels(vae, kind: str, shape, cap: int) -> None:
-    from torchax_vae.stage3.input_checks import smallest_output
 
     video = smallest_output(vae, shape) if kind == "decode" else shape
     batch, frames, (height, width) = video[0], math.prod(video[2:-2]), video[-2:]

@@ -19,7 +19,7 @@ def deployment(models: dict, *, name: str = "torchax-vae", ray_actor_options: di
     """
     from ray import serve
 
-    from torchax_vae.serve.app import create_app
+    from torchax_vae.serve.app import create_app  # (the engine: in the replica that builds the app)
 
     def build():
         return create_app(models, **options)

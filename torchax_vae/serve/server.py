@@ -109,6 +109,7 @@ def run(args) -> int:
     import torch
     import uvicorn
 
+    # torch, JAX and the app load here, after `torchax-vae serve`'s argument checks
     from torchax_vae import cache
     from torchax_vae.engine import process
     from torchax_vae.engine.process import make_mesh

@@ -21,10 +21,12 @@ import tempfile
 
 import torch
 
-from torchax_vae.stage3 import sound
 from torchax_vae.media.checks import InputError
+from torchax_vae.serve.outputs import tensor_answer
+from torchax_vae.serve.protocol import (_number, decode_request, Output, Parsed, RequestError, shape_of,
+                                        TENSOR_DTYPES, tensor_of)
+from torchax_vae.stage3 import sound
 from torchax_vae.stage3.sound import VAESound
-from torchax_vae.serve.protocol import TENSOR_DTYPES, Output, Parsed, RequestError, _number, decode_request, shape_of, tensor_of
 
 
 def asked(params) -> bool:
@@ -114,7 +116,6 @@ def waveform(speaker, audio: torch.Tensor) -> torch.Tensor:
 def answer(speaker, parsed: Parsed, wave: torch.Tensor) -> tuple[bytes, dict, str]:
     """(body, headers, media type) of a sound-alone decode from its waveform: a 16-bit WAV of its one clip's sound,
     or the waveform tensor of all its clips, cropped as asked (`audio_start`, `audio_end`)."""
-    from torchax_vae.serve.outputs import tensor_answer
 
     first, stop = parsed.crop
     wave = wave[:, :, first:stop]

@@ -22,8 +22,9 @@ import subprocess
 import numpy as np
 
 from torchax_vae.media import files, pixels
-from torchax_vae.serve.protocol import RequestError
 from torchax_vae.serve.outputs import _channels_last, _uint8
+from torchax_vae.serve.protocol import RequestError
+from torchax_vae.serve.worker import Job
 
 log = logging.getLogger("torchax_vae.serve")
 
@@ -151,8 +152,6 @@ def _remove(path) -> None:
 
 async def _answer(request, service, name: str, parsed, deadline: float, done, audio):
     from starlette.responses import StreamingResponse
-
-    from torchax_vae.serve.worker import Job
 
     feed = ChunkFeed(asyncio.get_running_loop(), service.worker.wake, service.models[name]._family)
     job = Job(name, parsed, feed.deliver, deadline, on_chunk=feed.on_chunk, ready=feed.ready)

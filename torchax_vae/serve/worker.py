@@ -23,6 +23,7 @@ from typing import Callable
 import torch
 
 from torchax_vae.serve.protocol import Parsed, RequestError, scaled_latents
+from torchax_vae.serve.sounds import waveform
 
 log = logging.getLogger("torchax_vae.serve")
 
@@ -315,7 +316,6 @@ def _decode_steps(stream, vae, sizes: list[int]):
 
 
 def _sound_steps(speaker, audio):
-    from torchax_vae.serve.sounds import waveform
 
     yield [waveform(speaker, audio)]
 

@@ -11,11 +11,12 @@ import jax
 import numpy as np
 import torch
 
+from torchax_vae.engine.convert import on_device as _on_device
 from torchax_vae.media import files, pixels, video_input
 from torchax_vae.media.checks import IMAGE_SUFFIXES, InputError
-from torchax_vae.engine.convert import on_device as _on_device
-from torchax_vae.stage3.input_checks import check_input, check_output_fits, smallest_output
-from torchax_vae.stage3.input_checks import unpacked_latents as _unpacked
+from torchax_vae.stage3 import inpainting
+from torchax_vae.stage3.input_checks import (check_input, check_output_fits, smallest_output,
+                                             unpacked_latents as _unpacked)
 
 
 def _to_uint8(images, family=None):
@@ -44,7 +45,6 @@ def decode(ours, z: torch.Tensor, latents, paths: list[pathlib.Path], *, precomp
     image, mask: files SD inpainting's asymmetric VAE conditions its decoder on (torchax_vae/stage3/inpainting.py).
     seed: where the decoder draws noise (the consistency decoder), its generator's seed.
     """
-    from torchax_vae.stage3 import inpainting
 
     if z.ndim == 3:
         z = _unpacked(ours, z, size, latents, ours.pipeline_layout)

@@ -20,10 +20,14 @@ import wave
 import numpy as np
 import torch
 
-from torchax_vae.media.files import InputError, atomic_output
-from torchax_vae.stage3.sound_families import (AUDIO_ONLY, DECODE_ONLY, FAMILIES, WITH_SOUND, Kandinsky6Sound,  # noqa: F401
-                             LTX2Sound, MiniMaxH3Sound, MusicSound, Sound, SoundFamily, VAESound, _folders,
-                             audio_only, families)
+from torchax_vae.facade.vae import TorchaxVAE
+from torchax_vae.media import files
+from torchax_vae.media.checks import vae_subfolder
+from torchax_vae.media.files import atomic_output, InputError
+from torchax_vae.stage3.loading import load_vae
+from torchax_vae.stage3.sound_families import (  # noqa: F401 (their home before sound_families.py)
+    AUDIO_ONLY, DECODE_ONLY, FAMILIES, WITH_SOUND, Kandinsky6Sound, LTX2Sound, MiniMaxH3Sound, MusicSound, Sound,
+    SoundFamily, VAESound, _folders, audio_only, families)
 
 __all__ = ["AUDIO_ONLY", "WITH_SOUND", "Sound", "pcm16", "write_wav"]
 
@@ -33,8 +37,6 @@ _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # the command's --dty
 def saved_class(model: str, subfolder: str = "vae") -> str | None:
     """The `_class_name` of a pipeline folder's (or cached hub id's) `subfolder` model, or None where it has none."""
     from diffusers import AutoencoderKL
-
-    from torchax_vae.media.checks import vae_subfolder
 
     try:  # (any diffusers model class reads any config.json)
         return AutoencoderKL.load_config(str(model), subfolder=vae_subfolder(model, subfolder)).get("_class_name")
@@ -78,8 +80,6 @@ def load(model: str, video_class: str | None = None, dtype: torch.dtype | None =
     """The sound of a pipeline folder (or hub id) `model`: its audio VAE (and vocoder) as TorchaxVAEs in `dtype`
     (None: the checkpoint's) on `mesh` (None: one device), for a video VAE of `video_class` (None: the family whose
     audio VAE is there); InputError where it has none."""
-    from torchax_vae.stage3.loading import load_vae
-    from torchax_vae.facade.vae import TorchaxVAE
 
     expected = FAMILIES[video_class] if video_class else None
     _check_folders(model, expected)
@@ -126,7 +126,6 @@ def wav_paths(out: pathlib.Path, batch: int) -> list[pathlib.Path]:
 
 def read(latents: str, audio_latents: str | None):
     """(video latents or None, audio latents or None) of the command's input files (files.load_latents)."""
-    from torchax_vae.media import files
 
     z, audio = files.load_latents(latents, None, packed=True, images=True, audio=True)
     if audio_latents is not None:
@@ -140,7 +139,6 @@ def read(latents: str, audio_latents: str | None):
 def read_windows(path):
     """Latents that a vocoder takes window by window (MiniMax Music 3's): one tensor [B, C, L], or the pipeline's
     windows, `latent_chunks` (a list of them, or a dict with that entry), as float tensors."""
-    from torchax_vae.media import files
 
     path = pathlib.Path(path)
     data = files._read_latents(path)
@@ -182,8 +180,6 @@ def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model
     and `end` (seconds) crop it as Stable Audio's pipeline crops its output (`audio_start_in_s`, `audio_end_in_s`)."""
     import time
 
-    from torchax_vae.media import files
-
     speaker = load_audio_only(model, _DTYPES[dtype])
     if isinstance(speaker, MusicSound):  # MiniMax Music 3: one window's latents, or the pipeline's latent_chunks
         if audio_latents is not None:
@@ -217,8 +213,6 @@ def sound_only(latents: str, audio_latents: str | None, out: pathlib.Path, model
 
 def load_audio_only(model: str, dtype: torch.dtype | None = None, mesh=None) -> "VAESound | None":
     """The sound of a pipeline folder whose own VAE decodes sound alone (`AUDIO_ONLY`), or None for others."""
-    from torchax_vae.stage3.loading import load_vae
-    from torchax_vae.facade.vae import TorchaxVAE
 
     if saved_class(model) not in AUDIO_ONLY:
         return None

@@ -31,6 +31,7 @@ import torch
 
 from torchax_vae import registry
 from torchax_vae.media.files import InputError
+from torchax_vae.models.minimax_music3 import _CROP_LEFT_LATENT, _CROP_RIGHT_LATENT, song
 
 __all__ = ["AUDIO_ONLY", "DECODE_ONLY", "FAMILIES", "WITH_SOUND", "Kandinsky6Sound", "LTX2Sound", "MiniMaxH3Sound",
            "MusicSound", "Sound", "VAESound", "audio_only", "families"]
@@ -227,14 +228,12 @@ class MusicSound(VAESound):
         return (z[0] if isinstance(z, (list, tuple)) else z).shape[0]
 
     def waveform(self, z) -> torch.Tensor:
-        from torchax_vae.models.minimax_music3 import song
 
         windows = z if isinstance(z, (list, tuple)) else [z]
         return song([self.audio_vae(w.contiguous().to(self.audio_vae.dtype)) for w in windows],
                     self.audio_vae.spatial_compression_ratio)
 
     def samples(self, z) -> int:
-        from torchax_vae.models.minimax_music3 import _CROP_LEFT_LATENT, _CROP_RIGHT_LATENT
 
         windows = z if isinstance(z, (list, tuple)) else [z]
         cropped = (_CROP_LEFT_LATENT + _CROP_RIGHT_LATENT) * self.audio_vae.spatial_compression_ratio
