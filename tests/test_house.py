@@ -128,8 +128,6 @@ def test_places_that_list_the_classes_agree_with_the_registry():
     """Every place that names the served classes' labels names all of them (the registry's)."""
     import torchax_vae
     from torchax_vae import cli
-    from torchax_vae.facade.vae import TorchaxVAE
-
     assert torchax_vae.FAMILIES == {row.diffusers_class: row.label for row in registry.ROWS}
     readme_opening = ROOT.joinpath("README.md").read_text().split("```")[0]
     parser = cli.parser()
@@ -143,8 +141,6 @@ def test_places_that_list_the_classes_agree_with_the_registry():
     for place, text in places.items():
         missing = [label for label in registry.labels() if label not in text]
         assert not missing, f"{place} leaves out {missing}: {text[:200]!r}"
-    missing = [row.diffusers_class for row in registry.ROWS if row.diffusers_class not in TorchaxVAE.__doc__]
-    assert not missing, f"TorchaxVAE's docstring leaves out {missing}"
 
 
 def _package_modules() -> dict[str, pathlib.Path]:
@@ -246,3 +242,18 @@ def test_the_top_level_is_small():
     """At most ten modules beside the subpackages at the package's top level."""
     top = sorted(path.name for path in (ROOT / "torchax_vae").glob("*.py"))
     assert len(top) <= 10, top
+
+
+def test_one_package_file_lists_the_served_classes():
+    """The registry is the list: another module names a few classes (its own, its companions, examples), never
+    the served set (a third of it or more)."""
+    import re
+
+    names = [row.diffusers_class for row in registry.ROWS]
+    listing = {}
+    for path in (ROOT / "torchax_vae").rglob("*.py"):
+        text = path.read_text()
+        found = [name for name in names if re.search(rf"\b{name}\b", text)]
+        if len(found) >= len(names) // 3:
+            listing[str(path.relative_to(ROOT))] = len(found)
+    assert listing == {"torchax_vae/registry.py": len(names)}, listing

@@ -51,19 +51,11 @@ FAMILY_FACTS = ("model_class", "rank", "pipeline_layout", "decoded_layout", "pos
 class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, ModelMixin, ConfigMixin):
     """A diffusers VAE lowered to JAX through torchax; a drop-in for `pipe.vae`.
 
-    `TorchaxVAE(vae)` returns the wrapper for the family of `vae` (see
-    `torchax_vae.models`): `AutoencoderKL`, `AutoencoderKLFlux2`, `AutoencoderDC`, `AutoencoderKLHunyuanImage`, `AutoencoderKLHunyuanImageRefiner` (its one-frame videos), `AutoencoderTiny`, `AsymmetricAutoencoderKL` (SD inpainting), `ConsistencyDecoderVAE` (the consistency decoder), `AutoencoderKLKVAE` (KVAE), `VQModel` (Kandinsky's MoVQ), `AutoencoderRAE` (RAE: [0, 1] pixels) and `AutoencoderKLTemporalDecoder` (images), `AutoencoderKLCogVideoX`, `AutoencoderKLWan`, `AutoencoderKLQwenImage`,
-    `AutoencoderKLHunyuanVideo`, `AutoencoderKLHunyuanVideo15`, `AutoencoderKLLTXVideo`,
-    `AutoencoderKLLTX2Video`, `AutoencoderKLQwenImage21`, `AutoencoderKLAllegro`, `AutoencoderKLMochi`,
-    `AutoencoderKLCosmos`, `AutoencoderKLMagvit` or `Kandinsky6SRVAE` (Kandinsky 6's video super-resolution), `AutoencoderKLKVAEVideo` (KVAE video), `AutoencoderVidTok` (VidTok: KL or FSQ latents); and
-    LTX-2's sound, `AutoencoderKLLTX2Audio` (`pipe.audio_vae`) and
-    its vocoders `LTX2Vocoder` and `LTX2VocoderWithBWE` (`pipe.vocoder`: called as diffusers' module is); MiniMax H3's
-    `AutoencoderKLMiniMaxH3` and `AutoencoderKLMiniMaxH3Audio` (mono waveforms [B, 1, samples]); Stable Audio's
-    `AutoencoderOobleck` (waveforms [B, 2, samples]) Stable Audio 3's `AutoencoderSAME` and LongCat audio's
-    `LongCatAudioDiTVae`; Kandinsky 6's sound, `MMAudioVAE` (its decode: a log-mel
-    spectrogram) and `MMAudioVocoder`; Cosmos 3's `Cosmos3AVAEAudioTokenizer` (its decode); MiniMax Music 3's
-    `MiniMaxMusic3Vocoder` (latents to stereo waveforms, called as diffusers' module is); Kandinsky's
-    `AutoencoderKLKVAEAudio` (KVAE-Audio, waveforms [B, C, samples]).
+    `TorchaxVAE(vae)` returns the facade class for the family of `vae`: any diffusers class in
+    torchax_vae/registry.py (`torchax_vae.FAMILIES` names them, with their labels), or a model of your own whose
+    family is registered (docs/api.md, "Your own VAE"). Video VAEs take [B, C, F, H, W], image VAEs
+    [B, C, H, W], sound VAEs waveforms or spectrograms as diffusers' classes do; vocoders are called as
+    diffusers' modules are.
 
     The PyTorch module passed in is left untouched and keeps working: its weights
     are copied to the JAX device, and a private, storage-less copy of its module
