@@ -86,7 +86,7 @@ def test_the_registry_is_every_served_class():
     from torchax_vae.models import WRAPPERS
 
     assert [row.diffusers_class for row in registry.ROWS] == [name for name, _, _ in SAVED_NAMES]
-    assert WRAPPERS == tuple(registry.facade(row) for row in registry.served())
+    assert WRAPPERS == tuple(registry.loaded(row) for row in registry.served())
 
 
 @pytest.mark.parametrize("module,name", DOCUMENTED_PATHS, ids=[f"{m}.{n}" for m, n in DOCUMENTED_PATHS])

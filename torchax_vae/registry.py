@@ -14,8 +14,8 @@ import importlib.metadata
 
 from packaging.version import Version
 
-__all__ = ["FLOOR", "ROWS", "Row", "by_class", "facade", "facade_for", "facade_for_class_name", "installed_diffusers", "labels",
-           "register", "rows", "served", "served_here", "supported", "unregister"]
+__all__ = ["FLOOR", "ROWS", "Row", "by_class", "facade", "facade_for", "facade_for_class_name", "installed_diffusers",
+           "labels", "loaded", "register", "rows", "served", "served_here", "supported", "unregister"]
 
 # The oldest diffusers this package supports (pyproject's range): a class older than it says FLOOR as its `since`.
 FLOOR = (0, 36)
@@ -195,6 +195,15 @@ def facade(row: Row) -> type:
     return made if made is not None else getattr(importlib.import_module(row.module), row.facade)
 
 
+def loaded(row: Row) -> type | None:
+    """The row's facade class, or None where its module refuses the installed diffusers (an ImportError: KVAE video's
+    where diffusers' segment length differs) and the class is not served."""
+    try:
+        return facade(row)
+    except ImportError:
+        return None
+
+
 def served() -> tuple[Row, ...]:
     """The rows the installed diffusers has the classes of."""
     return tuple(row for row in rows() if served_here(row))
@@ -211,8 +220,8 @@ def facade_for(model) -> type:
     for cls in model.__class__.__mro__:  # (`__class__`, as isinstance asks: a TorchaxVAE reports its diffusers class)
         row = by_class(cls.__name__)
         if row is not None and served_here(row):
-            found = facade(row)
-            if found.model_class is cls:
+            found = loaded(row)
+            if found is not None and found.model_class is cls:
                 return found
     raise TypeError(f"vae must be one of diffusers' {supported()}, got {type(model).__name__}")
 
@@ -220,6 +229,7 @@ def facade_for(model) -> type:
 def facade_for_class_name(name: str) -> type:
     """The facade class for a saved model's `_class_name`; ValueError for a class not served here."""
     row = by_class(name)
-    if row is None or not served_here(row):
+    found = loaded(row) if row is not None and served_here(row) else None
+    if found is None:
         raise ValueError(f"the model is a {name}; supported VAEs: {supported()}")
-    return facade(row)
+    return found

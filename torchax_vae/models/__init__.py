@@ -22,7 +22,7 @@ __all__ = ["WRAPPERS", "input_shape", "load_diffusers", "load_meta", "wrapper_fo
 
 # The facade classes of every class the installed diffusers has, in the registry's order (torchax_vae/registry.py:
 # the one list; each family module is imported from its row by name).
-WRAPPERS = tuple(registry.facade(row) for row in registry.ROWS if registry.served_here(row))
+WRAPPERS = tuple(found for row in registry.ROWS if registry.served_here(row) and (found := registry.loaded(row)))
 supported = registry.supported
 wrapper_for = registry.facade_for  # the TorchaxVAE subclass for a diffusers model instance; TypeError for others
 wrapper_for_config = registry.facade_for_class_name  # ... for a saved model's `_class_name`; ValueError for others

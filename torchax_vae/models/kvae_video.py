@@ -39,7 +39,7 @@ from torchax_vae.facade.family import config_value
 __all__ = ["KVAEVideo", "KVAEVideoVAE"]
 
 # diffusers' segment length for this class (`_encode(x, seg_len=16)`), the one Kandinsky 6's SR VAE uses too; a
-# diffusers whose default differs is not served (models/__init__.py skips an adapter that raises ImportError), rather
+# diffusers whose default differs is not served (this module refuses to import: `registry.loaded`), rather
 # than served with another segmentation
 if inspect.signature(AutoencoderKLKVAEVideo._encode).parameters["seg_len"].default != SEGMENT_FRAMES:
     raise ImportError(f"this diffusers' AutoencoderKLKVAEVideo segments by other than {SEGMENT_FRAMES} frames")

@@ -21,7 +21,7 @@ timestep and inject noise from torch's global generator, `latents_mean` /
   denormalizes.
 
 diffusers has the class from 0.37 on; with an older diffusers this module is not imported
-(models/__init__.py) and TorchaxVAE lists the classes it serves without it.
+(its registry row's `since`: torchax_vae/registry.py) and TorchaxVAE serves the others without it.
 """
 
 import torch
