@@ -257,3 +257,10 @@ def test_one_package_file_lists_the_served_classes():
         if len(found) >= len(names) // 3:
             listing[str(path.relative_to(ROOT))] = len(found)
     assert listing == {"torchax_vae/registry.py": len(names)}, listing
+
+
+def test_the_families_page_names_every_served_class():
+    """docs/families.md's table names each registry row, by its class or its label."""
+    text = ROOT.joinpath("docs", "families.md").read_text()
+    missing = [row.diffusers_class for row in registry.ROWS if row.diffusers_class not in text and row.label not in text]
+    assert not missing, f"docs/families.md leaves out {missing}"
