@@ -129,7 +129,7 @@ def test_slicing_and_tiling_switches(tiny_torchax):
 
 
 def test_every_subpackage_ships_in_the_wheel():
-    """pyproject lists packages by hand (patches/ is mapped into the package): a new folder must be listed."""
+    """pyproject lists packages by hand: a new folder must be listed."""
     import tomllib
     from pathlib import Path
 
@@ -137,7 +137,6 @@ def test_every_subpackage_ships_in_the_wheel():
     config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])
     found = {".".join(p.parent.relative_to(root).parts) for p in (root / "torchax_vae").rglob("__init__.py")}
-    found |= {"torchax_vae.patches"}  # patches/ at the top, shipped as torchax_vae.patches
     assert found == listed, f"pyproject packages {sorted(listed)} != folders with __init__.py {sorted(found)}"
 
 
