@@ -264,3 +264,25 @@ def test_the_families_page_names_every_served_class():
     text = ROOT.joinpath("docs", "families.md").read_text()
     missing = [row.diffusers_class for row in registry.ROWS if row.diffusers_class not in text and row.label not in text]
     assert not missing, f"docs/families.md leaves out {missing}"
+
+
+def test_no_computation_leaves_a_call_through_an_exception_or_a_context_variable():
+    """A stream is the prepared call's chunks (`_decode_call`): the capture machinery is gone for good."""
+    for path in (ROOT / "torchax_vae").rglob("*.py"):
+        text = path.read_text()
+        for name in ("Captured", "_CHUNKED", "_CAPTURING", "is_capturing", "is_chunked"):
+            assert name not in text, f"{path.relative_to(ROOT)} still has {name}"
+
+
+def test_the_design_map_and_the_package_docstring_show_every_folder():
+    """docs/design.md's map and torchax_vae/__init__.py's docstring name each subpackage, and no folder that is gone."""
+    import torchax_vae
+
+    folders = sorted(p.parent.name for p in (ROOT / "torchax_vae").glob("*/__init__.py"))
+    design = ROOT.joinpath("docs", "design.md").read_text()
+    tree = design.split("## Layout", 1)[1].split("```", 2)[1]
+    shown = sorted(line.split()[0].rstrip("/") for line in tree.splitlines() if line.startswith("  ") and
+                   line.split()[0].endswith("/"))
+    assert shown == folders, f"docs/design.md's map shows {shown}; the package has {folders}"
+    missing = [name for name in folders if f"`{name}/`" not in torchax_vae.__doc__]
+    assert not missing, f"the package docstring leaves out {missing}"

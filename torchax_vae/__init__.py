@@ -10,7 +10,8 @@ The package, a layer a folder (docs/design.md has the map); a folder imports onl
   tiling policy, streams, sessions, compiling ahead of time);
 - `registry.py`: the one list of served diffusers classes, plain data;
 - `models/`: the families, one file per class or loop kind (`models/family.py`: what a family is);
-- `engine/`: what computes: programs, lowering, sources, tiling, staging, mesh, weights, memory, backends;
+- `engine/`: what computes: programs, lowering, sources, staging, weights, memory, the process;
+- `placement/`: below it: the device mesh, tiles, the per-backend choices;
 - `patches/`: the changes to diffusers' and torchax's layers a trace applies, one file each;
 - `media/`: video, image and sound files in and out, pixels;
 - `stage3/`: what the command and the service share: loading a model folder, input checks, sound;
