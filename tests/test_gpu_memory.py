@@ -34,7 +34,8 @@ SCRIPT = """
 import os, torch
 torch.cuda.is_available = lambda: True  # as in a pipeline whose transformer runs on CUDA
 from helpers import random_vae
-from torchax_vae import TorchaxVAE, gpu_memory
+from torchax_vae import TorchaxVAE
+from torchax_vae.engine import gpu_memory
 assert not gpu_memory._jax_started(), "importing torchax_vae started JAX's backends"
 TorchaxVAE(random_vae("tiny"))
 print(os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"), os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION"))

@@ -21,7 +21,7 @@ from torchax_vae.media.synthetic import moving_shapes
 
 __all__ = ["DEMO_MODEL", "DEMO_CLIP", "demo"]
 
-DEMO_MODEL = pathlib.Path(__file__).resolve().parent / "assets" / "tiny_vae"
+DEMO_MODEL = pathlib.Path(__file__).resolve().parent.parent / "assets" / "tiny_vae"  # (torchax_vae/assets)
 # A seed scripts/train_tiny.py never draws (training: seed * 10**6 + step, below 10**9 for its seeds
 # under 1000; validation 10**9 + seed; scaling 2 * 10**9 + seed), so a clip the training never saw.
 DEMO_CLIP = {"seed": 3 * 10**9, "frames": 17, "height": 96, "width": 128}

@@ -37,7 +37,6 @@ import tempfile
 
 import jax
 
-from torchax_vae import patches
 from torchax_vae.engine.weights import config_of
 
 logger = logging.getLogger(__name__)
@@ -48,13 +47,12 @@ _PACKAGES = ("jax", "jaxlib", "torch", "torchax", "diffusers")
 
 @functools.cache
 def code_digest() -> str:
-    """SHA-256 of this package's and its patches' source files, with the versions of what it traces with."""
-
+    """SHA-256 of this package's source files (its patches among them), with the versions of what it traces with."""
     digest = hashlib.sha256()
-    for folder in sorted({pathlib.Path(__file__).parent, pathlib.Path(patches.__file__).parent}):
-        for path in sorted(folder.rglob("*.py")):
-            digest.update(str(path.relative_to(folder)).encode())
-            digest.update(path.read_bytes())
+    package = pathlib.Path(__file__).resolve().parent.parent  # (torchax_vae/, two levels above engine/stored.py)
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode())
+        digest.update(path.read_bytes())
     for name in _PACKAGES:
         digest.update(f"{name}=={importlib.metadata.version(name)}".encode())
     return digest.hexdigest()
