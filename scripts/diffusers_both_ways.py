@@ -128,7 +128,8 @@ def table(state: dict) -> tuple[str, dict]:
 
 
 def readme_sentence(summary: dict, total: int) -> str:
-    """README's counts, from the table: the sentence README must hold (tests/test_scripts.py checks that it does)."""
+    """The counts, from the table: the sentence docs/diffusers_both_ways.md opens with (tests/test_scripts.py checks
+    that it does)."""
     wrapped, plain = summary["wrapped"], summary["plain"]
     clean = min(wrapped["files_without_failures"], plain["files_without_failures"] + wrapped["files"] - plain["files"])
     ran = f"All {total}" if wrapped["files"] == total else f"{wrapped['files']} of the {total}"
@@ -162,9 +163,17 @@ def main() -> None:
         write_atomically(args.state, json.dumps(state, indent=1, sort_keys=True) + "\n")
         print(f"{start + len(chunk)}/{len(todo)} files ({minutes} min for the last {len(chunk)})", flush=True)
     text, summary = table(state)
-    write_atomically(args.markdown, text + "\n")
+    write_atomically(args.markdown, page(text, summary))
     print("\n".join(line for line in text.splitlines()[-3:] if line))
-    print(f"README: {readme_sentence(summary, len(test_files([])))}.")
+    print(f"{readme_sentence(summary, len(test_files([])))}.")
+
+
+def page(text: str, summary: dict) -> str:
+    """docs/diffusers_both_ways.md: the counts first (tests/test_scripts.py holds the page to the table), then the
+    table of every file."""
+    return (f"# diffusers' own tests, both ways\n\n{readme_sentence(summary, len(test_files([])))}.\n"
+            f"Written by `scripts/diffusers_both_ways.py` (hours on 2 cores; `--table-only` rewrites this page).\n\n"
+            f"{text}\n")
 
 
 if __name__ == "__main__":

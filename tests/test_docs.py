@@ -1,0 +1,54 @@
+"""The docs a user reads first hold to what they say: README fits a screen and its class table is the registry's,
+every relative link resolves, and the service examples ask diffusers' client for the MP4 it can return."""
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "torchax_vae").rglob("*.md")),
+         *sorted((ROOT / "tests" / "diffusers").glob("*.md"))]
+
+
+def test_readme_fits_a_first_screen():
+    text = README.read_text()
+    before = text.split("```")[0]
+    assert len(before) <= 900, f"{len(before)} characters before README's first code block (at most 900)"
+    lines = text.splitlines()
+    assert len(lines) <= 140, f"README has {len(lines)} lines (at most 140)"
+    long = [(number, len(line)) for number, line in enumerate(lines, 1) if len(line) > 120]
+    assert not long, f"README lines over 120 characters (line, length): {long}"
+
+
+def test_readmes_class_table_is_the_registrys():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import class_table
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    assert class_table.table() in README.read_text(), "README's table differs: python scripts/class_table.py prints it"
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for page in PAGES:
+        for link in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+:", link) or link.startswith("#"):
+                continue
+            if not (page.parent / link.split("#")[0]).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {link}")
+    assert not broken, f"links that resolve to nothing: {broken}"
+
+
+def test_mp4_examples_ask_for_the_mp4():
+    """diffusers 0.42.1's `remote_decode(..., output_type="mp4")` fails in its postprocessing unless
+    `return_type="mp4"` comes with it: every example that asks for an MP4 says both."""
+    calls = []
+    for page in PAGES:
+        text = page.read_text()
+        for match in re.finditer(r"remote_decode\(", text):
+            call = text[match.start():text.find(")", text.find("output_type", match.start())) + 1]
+            if re.search(r"output_type=['\"]mp4['\"]", call) and not re.search(r"return_type=['\"]mp4['\"]", call):
+                calls.append(f"{page.relative_to(ROOT)}: {call[:120]}")
+    assert not calls, f"MP4 examples without return_type='mp4': {calls}"
