@@ -6,7 +6,7 @@ compiled program is shared between cases. Two XLA:CPU schedulers are reported:
 the default, and `--xla_cpu_enable_concurrency_optimized_scheduler=false`
 ("concurrency_off"), which is said to schedule for memory as accelerators do;
 with jaxlib 0.10.2 and this package's graph it reports more temp memory, not
-less (docs/tiling.md).
+less (docs/design/tiling.md).
 With `--devices 1,2,4,8` the cases are one call compiled for a ('dp', 'tp')
 mesh of that many devices (virtual CPU devices,
 --xla_force_host_platform_device_count, in the worker): per-device memory as

@@ -27,8 +27,8 @@ import xml.etree.ElementTree as ET
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 VENDORED = ROOT / "tests" / "diffusers"
 SIDES = {"wrapped": {}, "plain": {"TORCHAX_VAE_PLAIN_DIFFUSERS": "1"}}
-STATE = ROOT / "docs" / "diffusers_both_ways.json"
-MARKDOWN = ROOT / "docs" / "diffusers_both_ways.md"
+STATE = ROOT / "docs" / "results" / "data" / "diffusers_both_ways.json"
+MARKDOWN = ROOT / "docs" / "results" / "diffusers_both_ways.md"
 OUTCOMES = ("passed", "xfailed", "failed", "skipped")
 
 
@@ -128,7 +128,7 @@ def table(state: dict) -> tuple[str, dict]:
 
 
 def readme_sentence(summary: dict, total: int) -> str:
-    """The counts, from the table: the sentence docs/diffusers_both_ways.md opens with (tests/test_scripts.py checks
+    """The counts, from the table: the sentence docs/results/diffusers_both_ways.md opens with (tests/test_scripts.py checks
     that it does)."""
     wrapped, plain = summary["wrapped"], summary["plain"]
     clean = min(wrapped["files_without_failures"], plain["files_without_failures"] + wrapped["files"] - plain["files"])
@@ -169,7 +169,7 @@ def main() -> None:
 
 
 def page(text: str, summary: dict) -> str:
-    """docs/diffusers_both_ways.md: the counts first (tests/test_scripts.py holds the page to the table), then the
+    """docs/results/diffusers_both_ways.md: the counts first (tests/test_scripts.py holds the page to the table), then the
     table of every file."""
     return (f"# diffusers' own tests, both ways\n\n{readme_sentence(summary, len(test_files([])))}.\n"
             f"Written by `scripts/diffusers_both_ways.py` (hours on 2 cores; `--table-only` rewrites this page).\n\n"

@@ -1,4 +1,4 @@
-"""One row of the accelerator table (docs/performance.md): a released size, timed against diffusers' PyTorch VAE.
+"""One row of the accelerator table (docs/results/performance.md): a released size, timed against diffusers' PyTorch VAE.
 
 Each case is one invocation, well inside the device tool's 10 minutes on an
 H100, and runs every side in a fresh process (scripts/speed.py): diffusers'

@@ -1,4 +1,4 @@
-"""`torchax-vae serve` under hostile load (issue 55; docs/serve.md, "Hostile load"): a benchmark, never a test.
+"""`torchax-vae serve` under hostile load (issue 55; docs/guide/serve.md, "Hostile load"): a benchmark, never a test.
 
 One server process (a tiny Wan folder, loopback only), first idle under good clients alone, then all at once:
   - good clients: small decodes in a loop, each answer checked against the idle run's (bit for bit);

@@ -1,6 +1,6 @@
 """Print max |Δ| of TorchaxVAE against diffusers' PyTorch VAE (fp32) for a grid of cases.
 
-    python scripts/parity.py                       # tiny and official configs, the table in docs/parity.md
+    python scripts/parity.py                       # tiny and official configs, the table in docs/results/parity.md
     python scripts/parity.py --config tiny --frames 9 17
     python scripts/parity.py --config wan2.1 wan2.2 --frames 1 5 9 17   # Wan's released architectures
 """

@@ -1,4 +1,4 @@
-"""Plans of the released sizes for TPUs and GPUs, compiled offline on this machine (docs/plan.md's tables).
+"""Plans of the released sizes for TPUs and GPUs, compiled offline on this machine (docs/guide/plan.md's tables).
 
 Each row is `TorchaxVAE.plan` of one released size (vaes.RELEASED and RELEASED_SOUND: the pipelines' defaults), bf16,
 on a target: whether it fits, the peak per chip, sharding efficiency, FLOPs, the roofline lower bound, the
@@ -59,7 +59,7 @@ def row(case: str, kind: str, target: str, dp: int = 1, split: str | None = None
 
 
 def max_temp(r: dict) -> int:
-    """The largest program's XLA temp bytes per chip (what the 2-GPU criterion compares: docs/plan.md)."""
+    """The largest program's XLA temp bytes per chip (what the 2-GPU criterion compares: docs/guide/plan.md)."""
     return max(p["temp_bytes"] for p in r["programs"])
 
 

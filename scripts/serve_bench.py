@@ -1,5 +1,5 @@
 """Measures `torchax-vae serve` against the same decode in process and against a `torchax-vae decode` process per
-video, on one machine in one run (docs/serve.md has the figures).
+video, on one machine in one run (docs/guide/serve.md has the figures).
 
 For each model (the demo's tiny CogVideoX, and Wan 2.1's released architecture with random weights at a small
 shape) it starts the server twice (--max-batch 1 and 4), sends the unchanged client's requests (output_type

@@ -1,4 +1,4 @@
-"""Streamed decode figures (docs/performance.md, "Streaming"): a benchmark, never a timed test.
+"""Streamed decode figures (docs/results/performance.md, "Streaming"): a benchmark, never a timed test.
 
 --ttff: time to first chunk over the whole decode's time, per video family, warm (programs compiled), with
         decode_stream against decode on the same wrapper in one process.

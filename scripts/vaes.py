@@ -462,7 +462,7 @@ MMAUDIO_VOCODER_CONFIGS = {
 # 58eb52c: hop 4, as its encoder fills its strides out), and the released LongCat-AudioDiT VAE: the class defaults
 # with the checkpoint config's `vae_config` levels, c_mults [1, 2, 4, 8, 16] and strides [2, 4, 4, 8, 8] (hop 2048,
 # its downsampling_ratio). diffusers' snapshot has no copy of that config (its converter reads the checkpoint's);
-# these two lists are as two third-party ports restate it (docs/plan.md)
+# these two lists are as two third-party ports restate it (docs/guide/plan.md)
 LONGCAT_AUDIO_CONFIGS = {
     "longcat-audio-tiny": {"in_channels": 1, "channels": 16, "c_mults": [1, 2], "strides": [2], "latent_dim": 8,
                            "encoder_latent_dim": 16, "downsampling_ratio": 2, "sample_rate": 24000},

@@ -158,7 +158,7 @@ def wan():
     # (Wan's tiles are exact-shape calls of these same programs; tiling on a mesh is checked with CogVideoX above.)
     # Memory: the steady decoder call at 64x256 on one device and on a (1, 8) mesh; per-device temp bytes.
     # (The mid block's attention runs replicated: at 16x64 latents its 1024x1024 scores take the
-    # ratio to 0.45; see docs/wan.md.)
+    # ratio to 0.45; see docs/design/wan.md.)
     vae = random_vae("wan-tiny")
     single = TorchaxVAE(vae).precompile("decode", (1, 16, 2, 8, 32))
     sharded = TorchaxVAE(vae, mesh=make_mesh()).precompile("decode", (1, 16, 2, 8, 32))

@@ -135,7 +135,7 @@ def test_gradients_of_the_newer_families_equal_pytorchs(name, video, latents):
 
 def check_grads_against_fp64(vae, ours, x, z, what):
     """Each input gradient held to the fp64 model's: no further from it than 1e-4 or twice PyTorch fp32's own
-    distance from it, whichever is larger (the rule bf16 outputs have against fp32, docs/parity.md). For
+    distance from it, whichever is larger (the rule bf16 outputs have against fp32, docs/results/parity.md). For
     families whose tiny models have input gradients in the tens or hundreds, where fp32 itself is off by more
     than 1e-4 and 1e-4 against PyTorch fp32 would measure PyTorch's rounding as much as ours."""
     import copy

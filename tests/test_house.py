@@ -59,7 +59,7 @@ SAVED_NAMES = [
     ("MiniMaxMusic3Vocoder", "torchax_vae.models.minimax_music3", "MiniMaxMusic3VocoderModel"),
 ]
 
-# Import paths the docs (README, docs/api.md, docs/cli.md, docs/serve.md) and pyproject name
+# Import paths the docs (README, docs/guide/api.md, docs/guide/cli.md, docs/guide/serve.md) and pyproject name
 DOCUMENTED_PATHS = [
     ("torchax_vae", "TorchaxVAE"), ("torchax_vae", "make_mesh"), ("torchax_vae", "clear_compiled"),
     ("torchax_vae.cli", "main"), ("torchax_vae.serve", "create_app"), ("torchax_vae.serve.client", "stream_frames"),
@@ -259,10 +259,10 @@ def test_one_package_file_lists_the_served_classes():
 
 
 def test_the_families_page_names_every_served_class():
-    """docs/families.md's table names each registry row, by its class or its label."""
-    text = ROOT.joinpath("docs", "families.md").read_text()
+    """docs/guide/families.md's table names each registry row, by its class or its label."""
+    text = ROOT.joinpath("docs", "guide", "families.md").read_text()
     missing = [row.diffusers_class for row in registry.ROWS if row.diffusers_class not in text and row.label not in text]
-    assert not missing, f"docs/families.md leaves out {missing}"
+    assert not missing, f"docs/guide/families.md leaves out {missing}"
 
 
 def test_no_computation_leaves_a_call_through_an_exception_or_a_context_variable():
@@ -274,14 +274,14 @@ def test_no_computation_leaves_a_call_through_an_exception_or_a_context_variable
 
 
 def test_the_design_map_and_the_package_docstring_show_every_folder():
-    """docs/design.md's map and torchax_vae/__init__.py's docstring name each subpackage, and no folder that is gone."""
+    """docs/design/how_it_works.md's map and torchax_vae/__init__.py's docstring name each subpackage, and no folder that is gone."""
     import torchax_vae
 
     folders = sorted(p.parent.name for p in (ROOT / "torchax_vae").glob("*/__init__.py"))
-    design = ROOT.joinpath("docs", "design.md").read_text()
+    design = ROOT.joinpath("docs", "design", "how_it_works.md").read_text()
     tree = design.split("## Layout", 1)[1].split("```", 2)[1]
     shown = sorted(line.split()[0].rstrip("/") for line in tree.splitlines() if line.startswith("  ") and
                    line.split()[0].endswith("/"))
-    assert shown == folders, f"docs/design.md's map shows {shown}; the package has {folders}"
+    assert shown == folders, f"docs/design/how_it_works.md's map shows {shown}; the package has {folders}"
     missing = [name for name in folders if f"`{name}/`" not in torchax_vae.__doc__]
     assert not missing, f"the package docstring leaves out {missing}"

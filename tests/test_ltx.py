@@ -121,7 +121,7 @@ def test_bad_timesteps_are_refused_before_compiling(noisy):
 @pytest.mark.parametrize("name", [pytest.param("ltx-tiny", marks=pytest.mark.slow), "ltx091-tiny"])
 def test_bf16(name):
     """Four videos in one batch: the worst of four inputs on each side (one input alone put our encode
-    error at 2.05x PyTorch bf16's on one seed of four and at 0.6-1.9x on the others: docs/parity.md)."""
+    error at 2.05x PyTorch bf16's on one seed of four and at 0.6-1.9x on the others: docs/results/parity.md)."""
     vae = random_vae(name)
     decode_args = (torch.tensor([0.05] * 4),) if vae.config.timestep_conditioning else ()
     torch.manual_seed(0)

@@ -114,7 +114,7 @@ def test_bf16():
 
 
 @pytest.mark.slow
-@pytest.mark.heavy  # 39 s: mochi-tiny has the same blocks (the released config: docs/parity.md)
+@pytest.mark.heavy  # 39 s: mochi-tiny has the same blocks (the released config: docs/results/parity.md)
 def test_official_fp32_and_bf16():
     """The released Mochi 1 VAE's architecture (the class defaults), seeded random weights, small sizes."""
     vae = random_vae("mochi")

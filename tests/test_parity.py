@@ -61,7 +61,7 @@ def test_tiny_bf16(tiny_vae, frames):
 # against torch's own bf16 CPU kernels here, where those are fast enough: the tiny config of every family.
 # Never looser than torch's own (at most 1.5x its error), and not absurdly stricter (at least half of it): torch's
 # kernels depend on the CPU (sums/kernels 0.74-1.36 on an AVX2 AMD EPYC; 0.59-1.36 on an AVX512-BF16 Xeon, where
-# most are 1.00 and CogVideoX's tiny encode is 0.59; docs/parity.md). A stricter yardstick only tightens bf16_check.
+# most are 1.00 and CogVideoX's tiny encode is 0.59; docs/results/parity.md). A stricter yardstick only tightens bf16_check.
 @pytest.mark.parametrize("name", [n for n in ("tiny", "wan-tiny", "wan2.2-tiny", "qwenimage-tiny", "hunyuan-tiny",
                                               "ltx2-tiny") if n in MODELS])
 def test_bf16_yardstick_is_torchs_own_bf16_error(name):

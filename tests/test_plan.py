@@ -158,7 +158,7 @@ def test_abstract_devices_report_no_free_memory():
 
 
 def test_compile_effort_is_lower_on_tpus_only(meta_tiny):
-    """libtpu's default effort costs seconds per convolution (docs/tpu.md): "auto" is -0.5 there, XLA's default
+    """libtpu's default effort costs seconds per convolution (docs/results/tpu.md): "auto" is -0.5 there, XLA's default
     elsewhere; a set effort applies everywhere; bad values are refused."""
     assert meta_tiny._engine.programs.compiler_options == {}  # a CPU device
     model_class, config = MODELS["tiny"]
@@ -176,7 +176,7 @@ def test_compile_effort_is_lower_on_tpus_only(meta_tiny):
 
 
 def test_gpu_programs_compile_with_synchronous_collectives():
-    """XLA:GPU's schedule around asynchronous halo exchanges kept more activations alive per GPU (docs/plan.md,
+    """XLA:GPU's schedule around asynchronous halo exchanges kept more activations alive per GPU (docs/guide/plan.md,
     item 8): a TorchaxVAE on (abstract) GPUs compiles with them synchronous, whatever the effort."""
     model_class, config = MODELS["tiny"]
     with torch.device("meta"):
@@ -191,7 +191,7 @@ def test_gpu_programs_compile_with_synchronous_collectives():
 @pytest.mark.slow  # 17 s on 2 cores: two H100 plans of the tiny Wan 2.2 decoder
 def test_gpu_programs_run_their_gemms_on_cublas_not_triton(monkeypatch):
     """XLA:GPU's Triton GEMM fusions died with CUDA_ERROR_ILLEGAL_INSTRUCTION on an H100 in Wan 2.2's released
-    decode (docs/performance.md, "On an H100"). Compiled offline for one H100, the tiny Wan 2.2 decoder's GEMMs
+    decode (docs/results/performance.md, "On an H100"). Compiled offline for one H100, the tiny Wan 2.2 decoder's GEMMs
     (its pointwise convolutions and attention) are all cuBLAS calls under our options, and Triton fusions
     under XLA's defaults (so the check can fail)."""
     model_class, config = MODELS["wan2.2-tiny"]

@@ -1,5 +1,5 @@
 """A VAE of a user's own, defined here and not in the package: a small PyTorch autoencoder that is no diffusers class,
-served through the registry alone (docs/api.md, "Your own VAE"): decode, encode, a stream, a session, the command
+served through the registry alone (docs/guide/api.md, "Your own VAE"): decode, encode, a stream, a session, the command
 (`--plugin test_plugin:TinyFrameFamily`) and the service, each compared with the same model in plain PyTorch."""
 
 import json

@@ -393,10 +393,10 @@ def test_released_sound_sizes_agree_with_their_models():
 
 
 def test_the_both_ways_page_is_the_table_it_was_written_from():
-    """docs/diffusers_both_ways.md is what scripts/diffusers_both_ways.py writes from its state file (the counts
+    """docs/results/diffusers_both_ways.md is what scripts/diffusers_both_ways.py writes from its state file (the counts
     first): a table run that the page does not follow fails. README carries no test counts, only the link."""
     both_ways = load("diffusers_both_ways")
     text, summary = both_ways.table(json.loads(both_ways.STATE.read_text()))
     assert both_ways.MARKDOWN.read_text() == both_ways.page(text, summary)
     readme = (SCRIPTS.parent / "README.md").read_text()
-    assert " passed" not in readme and "docs/diffusers_both_ways.md" in readme
+    assert " passed" not in readme and "docs/results/diffusers_both_ways.md" in readme

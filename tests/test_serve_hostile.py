@@ -2,7 +2,7 @@
 stalled bodies timed out, caps on the work of one request, short echoes, `--dp` errors, a second Ctrl-C, the
 model's own normalization without diffusers' deprecated `do_scaling`, and a readable repr.
 
-scripts/hostile_load.py sends all of these at once against one server; its figures are in docs/serve.md.
+scripts/hostile_load.py sends all of these at once against one server; its figures are in docs/guide/serve.md.
 """
 
 import os

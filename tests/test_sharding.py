@@ -142,7 +142,7 @@ def test_gpu_rules_on_8_devices_match_pytorch(request, fixture, names):
         check_parity(mine)
         count = next(row["count"] for row in mine if row["what"] == "split convolutions")
         if name == "cosmos-tiny":  # its causal convolutions pad with F.pad first and convolve unpadded: XLA's
-            assert count == 0, mine  # partitioner splits them (two H100s: 0.51x one's temp memory, docs/plan.md)
+            assert count == 0, mine  # partitioner splits them (two H100s: 0.51x one's temp memory, docs/guide/plan.md)
         else:
             assert count > 0, mine
 

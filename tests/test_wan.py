@@ -268,7 +268,7 @@ def test_official_fp32_and_bf16(name):
     ours = TorchaxVAE(vae)
     ratio = vae.config.scale_factor_spatial
     # Wan 2.2 runs 1 and 5 frames (the first call, then a steady chunk: all six programs): its 17 frames took
-    # most of 13 minutes of the slow set on a 2-core AMD EPYC (scripts/parity.py covers more: docs/wan.md).
+    # most of 13 minutes of the slow set on a 2-core AMD EPYC (scripts/parity.py covers more: docs/design/wan.md).
     for frames in (1, 5, 9, 17) if name == "wan2.1" else (1, 5):
         check_encode_decode(vae, ours, video(vae, 1, frames, 3 * ratio, 5 * ratio, seed=frames), f"{name} {frames}f")
     assert len(ours.compile_stats()) == 6  # two programs each way whatever the length, and one for 1 frame

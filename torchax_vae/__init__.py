@@ -4,7 +4,7 @@
     pipe.vae = TorchaxVAE(pipe.vae)
     pipe.vae = TorchaxVAE(pipe.vae, mesh=make_mesh())  # every device, width-sharded
 
-The package, a layer a folder (docs/design.md has the map); a folder imports only the ones below it:
+The package, a layer a folder (docs/design/how_it_works.md has the map); a folder imports only the ones below it:
 
 - `vae.py`: `TorchaxVAE`, the facade, with its mixins in `facade/` (config and saving, the torch module surface,
   tiling policy, streams, sessions, compiling ahead of time);

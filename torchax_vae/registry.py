@@ -5,7 +5,7 @@ served classes comes from here: the public class list (`torchax_vae.FAMILIES`), 
 and the service's model lookup (`torchax_vae.models`), the sound tables, the version gates of scripts/vaes.py, and
 the README's table (tests/test_registry.py holds the README to it).
 
-A family module under `torchax_vae.models` (or a user's own, docs/api.md: "Your own VAE") is imported from its row
+A family module under `torchax_vae.models` (or a user's own, docs/guide/api.md: "Your own VAE") is imported from its row
 by name, only where the installed diffusers has the class (`since`).
 """
 
@@ -144,7 +144,7 @@ _check_unique(ROWS)
 
 
 def register(row: Row, facade: type | None = None) -> Row:
-    """Adds a family of a user's own (docs/api.md, torchax_vae/facade/plugins.py), with its facade class where its
+    """Adds a family of a user's own (docs/guide/api.md, torchax_vae/facade/plugins.py), with its facade class where its
     module does not hold it; ValueError where another row claims its class already."""
     _check_unique((*ROWS, *_ADDED, row))
     _ADDED.append(row)

@@ -9,7 +9,7 @@ latents' de-normalization) passes them with a wrong video. Here the outputs are 
 - within 1e-4 (fp32, max abs) where the pipeline only decodes;
 - where it also encodes an input and denoises it from there, the same, or 10x the maximum measured for it where
   that is more (`ENCODED_MAXIMA`: the encode differs by at most 1e-4, and the transformer carries that on; every
-  measured maximum is in docs/parity.md); and the decode step itself (the latents the plain pipeline decoded,
+  measured maximum is in docs/results/parity.md); and the decode step itself (the latents the plain pipeline decoded,
   decoded wrapped) at the decode-only tolerance.
 
 Whether a pipeline encoded is read off the programs the TorchaxVAE compiled.
@@ -57,7 +57,7 @@ CLASSES = [
     ("wan.test_wan_image_to_video", "TestWanFLFToVideoPipeline"),
 ]
 DECODE_ONLY = 1e-4
-# Pipelines that encode, whose output's measured max |Δ| (docs/parity.md, 2026-11-26) is above a tenth of the decode-only
+# Pipelines that encode, whose output's measured max |Δ| (docs/results/parity.md, 2026-11-26) is above a tenth of the decode-only
 # tolerance: their band is 10x that maximum (issue 56: a band near 10x each one's measured maximum; every other
 # encoding pipeline measured at most 7.8e-6, so the decode-only tolerance is within 10x of it).
 ENCODED_MAXIMA = {

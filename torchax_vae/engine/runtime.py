@@ -100,7 +100,7 @@ class Engine:
         """Whether to tile an input larger than a tile: "on"/"off" as set; in "auto", if the untiled call would not fit.
 
         The one memory rule of every family: `need()` gives the device bytes of the untiled call, XLA's temp +
-        argument + output bytes of its largest program (`memory.call_bytes`; docs/design.md argues it); it
+        argument + output bytes of its largest program (`memory.call_bytes`; docs/design/how_it_works.md argues it); it
         compiles programs, so only "auto" calls it.
         """
         if self._tiling != "auto":

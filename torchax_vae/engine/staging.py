@@ -3,7 +3,7 @@
 One program per encoder/decoder frame batch leaves XLA to plan every
 activation of the batch at once, and XLA:CPU's schedulers keep dozens of
 activation-sized buffers live (113.8 GB for one 480x720 decoder batch on the
-memory scheduler, docs/performance.md, "Memory"). Split into stages, what one program can
+memory scheduler, docs/results/performance.md, "Memory"). Split into stages, what one program can
 hold is bounded by one stage: its inputs, its activations, its output.
 
 The stages (`plan`): each top-level layer of the encoder or decoder, each

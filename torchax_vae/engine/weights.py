@@ -202,7 +202,7 @@ class Submodule:
 
 def config_of(model: nn.Module):
     """A model's config: a diffusers model's, or (a PyTorch model of a user's own, which has none) its `config` if it
-    has one, else an empty one (docs/api.md, "Your own VAE")."""
+    has one, else an empty one (docs/guide/api.md, "Your own VAE")."""
     config = getattr(model, "config", None)
     return config if isinstance(config, FrozenDict) else FrozenDict(dict(config or {}))
 

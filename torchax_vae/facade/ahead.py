@@ -30,7 +30,7 @@ class AheadOfTime:
         Follows the current tiling and slicing settings. Returns those programs'
         `compile_stats()` entries; later calls with that shape compile nothing.
         A pipeline that will decode at a known size can call this first, so that
-        the first video does not pay the compilation (docs/performance.md, "The first call").
+        the first video does not pay the compilation (docs/results/performance.md, "The first call").
 
         Args:
             kind (`str`): `"encode"` or `"decode"`.
@@ -93,7 +93,7 @@ class AheadOfTime:
         abstract devices compiles the same programs a run there would; nothing runs. Returns a
         `torchax_vae.plan.Plan`: per program its runs per call, compile seconds, per-chip memory and FLOPs; per
         call the peak per chip against the chip's memory (`fits`), sharding efficiency and a roofline bound.
-        Figures are compiled offline, never measured speed (docs/plan.md).
+        Figures are compiled offline, never measured speed (docs/guide/plan.md).
 
         Args:
             kind (`str`): `"encode"` or `"decode"`.

@@ -1,4 +1,4 @@
-"""What a model family is: the facts of its diffusers class and its encode and decode loops (docs/families.md).
+"""What a model family is: the facts of its diffusers class and its encode and decode loops (docs/guide/families.md).
 
 A `TorchaxVAE` (torchax_vae/facade/vae.py) is the facade: diffusers' interface and the torch module surface. It holds
 one `Family` object, made from the wrapped model and the facade's `Engine` (torchax_vae/engine/runtime.py), and asks it
@@ -123,7 +123,7 @@ class Family:
     def load_model(cls, name_or_path: str, subfolder: str | None, **kwargs) -> nn.Module:
         """The model saved in a folder (or hub id) whose config.json names this family's class: diffusers'
         `from_pretrained` (`kwargs` go to it). A family of a model diffusers does not ship says how it is built
-        (docs/api.md, "Your own VAE")."""
+        (docs/guide/api.md, "Your own VAE")."""
         model_class = cls.model_class
         # Weights are copied to the JAX device anyway; without accelerate diffusers would warn on every load. A class
         # with modules kept in float32 (AutoencoderKLMiniMaxH3) loads only with it on.

@@ -1,5 +1,5 @@
 """A VAE of your own, served as diffusers' own are: its family added to the registry (`register_family`), or named
-on the command line (`--plugin module:Family`, `load_plugin`). docs/api.md, "Your own VAE"."""
+on the command line (`--plugin module:Family`, `load_plugin`). docs/guide/api.md, "Your own VAE"."""
 
 import importlib
 

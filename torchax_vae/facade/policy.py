@@ -84,7 +84,7 @@ class Policy:
         "auto" is -0.5 on TPUs and XLA's default elsewhere (torchax_vae/placement/backends.py). libtpu spends about 3 s per
         convolution at its default effort: CogVideoX's first 480x720 decoder batch compiled in 135 s for v6e-8,
         at -0.5 in 34 s, with the same FLOPs and fewer bytes accessed by XLA's count (compiled offline; speed on
-        a TPU unmeasured: docs/tpu.md). Set 0.0 for XLA's full effort. Programs compiled before a change are kept.
+        a TPU unmeasured: docs/results/tpu.md). Set 0.0 for XLA's full effort. Programs compiled before a change are kept.
         """
         return self._engine.compile_effort
 

@@ -53,7 +53,7 @@ class TorchaxVAE(Streaming, AheadOfTime, ConfigFacade, ModuleSurface, Policy, Mo
 
     `TorchaxVAE(vae)` returns the facade class for the family of `vae`: any diffusers class in
     torchax_vae/registry.py (`torchax_vae.FAMILIES` names them, with their labels), or a model of your own whose
-    family is registered (docs/api.md, "Your own VAE"). Video VAEs take [B, C, F, H, W], image VAEs
+    family is registered (docs/guide/api.md, "Your own VAE"). Video VAEs take [B, C, F, H, W], image VAEs
     [B, C, H, W], sound VAEs waveforms or spectrograms as diffusers' classes do; vocoders are called as
     diffusers' modules are.
 

@@ -299,7 +299,7 @@ def mp4_command(tmp, height: int, width: int, fps: float, fragmented: bool = Fal
 
     # With sound, the first fragment's moov waits for the AAC encoder's priming (delay_moov), so that players skip
     # it; the track's end cannot be trimmed in a fragmented file: it keeps the last AAC frame's padding (under 1024
-    # samples of near silence, docs/serve.md)
+    # samples of near silence, docs/guide/serve.md)
     flags = "frag_keyframe+empty_moov+default_base_moof" + ("+delay_moov" if audio is not None else "")
     fragments = ["-movflags", flags] if fragmented else []
     sound = ["-i", str(audio), "-map", "0:v:0", "-map", "1:a:0", "-c:a", "aac"] if audio is not None else ["-an"]

@@ -8,7 +8,7 @@ class that holds it (`WanVAE`, ...: the name saved pipelines' model_index.json
 gives), with what diffusers' class differs in at its interface. The engine
 (torchax_vae.facade.vae, engine, programs, sources, tiling, mesh) names no model class.
 
-Adding a family: docs/families.md (a module here with its `Family`, often of a
+Adding a family: docs/guide/families.md (a module here with its `Family`, often of a
 shared scheme: `feat_cache.FeatCache`, `windows.Windows`; its facade class;
 its row in torchax_vae/registry.py; its tests).
 """

@@ -1,4 +1,4 @@
-"""A VAE of your own: a PyTorch autoencoder that diffusers does not ship, run as diffusers' own are (docs/api.md).
+"""A VAE of your own: a PyTorch autoencoder that diffusers does not ship, run as diffusers' own are (docs/guide/api.md).
 
 A research decoder, or the tiny preview decoders realtime video generators use (TAEHV), has no diffusers class and
 no diffusers config. `PlainFamily` runs a model whose `encoder` and `decoder` children each take a whole input (a

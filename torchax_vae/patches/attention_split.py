@@ -25,7 +25,7 @@ Any attention with at least one query per device is split: even where the
 scores are small beside q, k and v (Qwen-Image 2.1's 64 x 64 latents of 1152
 channels), the replicated attention cost its decode's efficiency on v6e-8
 (0.85 unsplit). Compiled for v6e-8 (offline, not run on a TPU): Wan 2.1 720p 0.86 ->
-0.92, HunyuanVideo 0.75 -> 0.93, Qwen-Image 0.75 -> 0.89 (docs/tpu.md).
+0.92, HunyuanVideo 0.75 -> 0.93, Qwen-Image 0.75 -> 0.89 (docs/results/tpu.md).
 XLA:CPU note: on one CPU device the whole attention becomes one YNNPACK
 fusion whose scores its memory analysis does not count, so CPU temp figures
 understate one device's attention (the 8-device test compares TPU compiles).

@@ -7,7 +7,7 @@ the weights do: few output positions, many channels. LTX-2's encoder mid
 block (3x3x3, 2048 -> 2048 channels on 2x2x3 latents) took 23.6 s in
 XLA:CPU against PyTorch's 0.32 s; one such convolution alone, 5.6 s against
 PyTorch's 0.085 s, and 0.055 s gathered and multiplied here (2026-11-23,
-2-core AMD EPYC). That is LTX's CPU cliff (docs/performance.md).
+2-core AMD EPYC). That is LTX's CPU cliff (docs/results/performance.md).
 
 Here, while tracing for CPU (`TraceOptions.cpu_conv_matmul`), a
 convolution (one group) with fewer output positions (batch x output

@@ -7,7 +7,7 @@ its shard padded with its neighbours' edge columns, and a `pred` mask of the
 same extent that zeroes the padding on the edge devices, then convolves that
 copy without padding. On one GPU cuDNN pads inside the kernel, so neither
 buffer exists. The copy and the mask are live beside the shard, which is why
-two H100s kept more than half of one H100's memory (docs/plan.md): a Wan
+two H100s kept more than half of one H100's memory (docs/guide/plan.md): a Wan
 residual block at 704x1280 (two 3x3x3 convolutions of 512 and 256 channels
 with their cached frames) needed 1.72 GiB of temp per GPU on two H100s
 against 1.29 GiB on one; this way 0.65 GiB.
@@ -42,7 +42,7 @@ convolution padded (2, 0), for which XLA:GPU pads the input explicitly.)
 
 Other convolutions (strided, dilated, one-sided padding along a split axis)
 keep XLA's partitioner. TPUs keep it too: their compiler pads without a copy
-of this size (sharding efficiency 0.92-0.99 on v6e-8, docs/tpu.md).
+of this size (sharding efficiency 0.92-0.99 on v6e-8, docs/results/tpu.md).
 """
 
 import functools

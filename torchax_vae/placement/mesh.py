@@ -23,7 +23,7 @@ level up, and its 166 x 166 latents take it in blocks of 42 rows (the last
 40). Arrays that cross a program's boundary split evenly.
 Every sharding is on `fine_mesh(mesh)`: the same devices in the same order,
 each axis cut into its prime factors, where any such grid is a PartitionSpec.
-docs/sharding.md argues the choices.
+docs/design/sharding.md argues the choices.
 """
 
 import functools

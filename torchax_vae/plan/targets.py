@@ -5,13 +5,13 @@ descriptions, `target("h100x2")` two abstract H100s from JAX's CUDA plugin and a
 `GpuTargetConfigProto` kept in the package (assets/gpu/). Programs compiled for
 their devices are what a real run on that slice would compile; nothing runs.
 
-Names (docs/plan.md):
+Names (docs/guide/plan.md):
 - TPU as Google Cloud names slices: `v5e-N` and `v6e-N` count chips (1, 4, 8,
   16, ...); `v4-N` and `v5p-N` count TensorCores, two per chip (`v5p-8` is 4
   chips). A libtpu topology name works too: `v6e:2x4`, `v5p:2x2x2`.
 - GPU: `h100`, `h200`, or `h100xN` for N of them in one host.
 
-The chip facts are the vendors' published figures (docs/plan.md cites them);
+The chip facts are the vendors' published figures (docs/guide/plan.md cites them);
 for TPU v4 libtpu's abstract topology has one device per TensorCore, so a
 device gets half a chip's memory, FLOP/s and bandwidth.
 """

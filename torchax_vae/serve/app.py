@@ -2,7 +2,7 @@
 
 Routes: `POST /decode/{name}`, `POST /encode/{name}`, `GET /health/live`, `GET /health/ready`, `GET /metrics`.
 Every error is JSON `{"error": ...}` with a meaningful status (the client calls `response.json()` on any
-non-2xx answer). docs/serve.md has the protocol, the options and the measurements.
+non-2xx answer). docs/guide/serve.md has the protocol, the options and the measurements.
 """
 
 import asyncio

@@ -56,7 +56,7 @@ def _open(endpoint: str, query: list, body: bytes, token: str | None, timeout: f
 def decode_with_sound(endpoint: str, latents=None, audio=None, *, output_type: str | None = None,
                       token: str | None = None, timeout: float = 600, **params) -> bytes:
     """An MP4 with sound from a video's latents and its audio latents (LTX2Pipeline's `output_type="latent"`
-    pair), or a WAV of the audio latents alone (`latents` None), as the service answers them (docs/serve.md).
+    pair), or a WAV of the audio latents alone (`latents` None), as the service answers them (docs/guide/serve.md).
 
     output_type: "mp4" (with both; the default) or, for the audio alone, "wav" (the default) or "pt" (the
     waveform's raw float bytes). params: the service's other query parameters (`fps`, ...). Raises StreamError
@@ -82,7 +82,7 @@ def decode_with_condition(endpoint: str, latents, image, mask, *, token: str | N
                           **params) -> np.ndarray:
     """The decoder's output [B, 3, H, W] (float32, the decoder's values) of latents conditioned on the image being
     inpainted and its mask, as SD inpainting's pipeline calls its AsymmetricAutoencoderKL: `image` [B, 3, H, W] in
-    [-1, 1] and `mask` [B, 1, H, W] as its processors make them, at the decoded size (docs/serve.md).
+    [-1, 1] and `mask` [B, 1, H, W] as its processors make them, at the decoded size (docs/guide/serve.md).
 
     params: the service's other query parameters (`do_scaling`, `scaling_factor`, ...), as `remote_decode` sends
     them. Raises StreamError with the server's message on a refusal.

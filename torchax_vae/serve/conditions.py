@@ -2,7 +2,7 @@
 sends the image being inpainted and its mask beside the latents gets the conditioned decode, as the pipeline's
 `vae.decode(latents, generator=, image=, mask=)`.
 
-The protocol (docs/serve.md): `image_shape` and `mask_shape` (repeated, as `shape`) give their shapes, [B, 3, H, W]
+The protocol (docs/guide/serve.md): `image_shape` and `mask_shape` (repeated, as `shape`) give their shapes, [B, 3, H, W]
 and [B, 1, H, W] at the decoded size, as the pipeline preprocesses them (the image in [-1, 1], the mask 1 where it
 repaints); their bytes follow the latents' in the body, image then mask, in the same `dtype`. Such a decode runs
 alone (its condition is its own), in the device worker's queue as any other.

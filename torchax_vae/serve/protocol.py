@@ -2,7 +2,7 @@
 into jobs for the device worker: every check happens here, before anything reaches the device.
 
 A request that cannot be served raises `RequestError` with its HTTP status and a message saying what was wrong
-and what was expected; the app answers it as JSON `{"error": ...}` (docs/serve.md has the protocol table).
+and what was expected; the app answers it as JSON `{"error": ...}` (docs/guide/serve.md has the protocol table).
 """
 
 import dataclasses

@@ -1,5 +1,5 @@
 """The service as a Ray Serve deployment, for users who outgrow one host: Ray runs the replicas, routes requests
-and scales them; each replica is this app with its own device worker (docs/serve.md, "Past one host").
+and scales them; each replica is this app with its own device worker (docs/guide/serve.md, "Past one host").
 
     from ray import serve
     from torchax_vae.serve.ray_serve import deployment

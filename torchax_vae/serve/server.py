@@ -55,7 +55,7 @@ def _warmup(text: str) -> tuple[str | None, str, tuple[int, ...]]:
 def add_parser(sub) -> None:
     from torchax_vae.stage3.arguments import PLUGIN_HELP, positive as _positive  # the command's own checks
 
-    p = sub.add_parser("serve", help="a VAE service for diffusers' remote_decode / remote_encode (docs/serve.md)")
+    p = sub.add_parser("serve", help="a VAE service for diffusers' remote_decode / remote_encode (docs/guide/serve.md)")
     p.add_argument("--model", action="append", required=True, type=_named_model, metavar="NAME=PATH",
                    help="serve the VAE of PATH (a model folder or hub id, as for decode) at /decode/NAME and "
                         "/encode/NAME; repeat for more models; a :normalized or :raw suffix overrides --latents")

@@ -1,7 +1,7 @@
 """Sound in the service (LTX-2, MiniMax H3): a decode that sends audio latents beside the video's gets an MP4 with their sound,
 and one that sends them alone gets the sound (`output_type=wav`, or the waveform as a tensor with `pt`).
 
-The protocol (docs/serve.md): `audio_shape` (repeated, as `shape`) gives the audio latents' shape: [B, C, L, M]
+The protocol (docs/guide/serve.md): `audio_shape` (repeated, as `shape`) gives the audio latents' shape: [B, C, L, M]
 as LTX2Pipeline returns them with `output_type="latent"`, [2B, C, L] as MiniMax H3's modular pipeline holds them
 (torchax_vae/stage3/sound.py); their bytes follow the video latents' in the body, in
 the same `dtype`. Without `shape`, the body holds the audio latents alone. A model has sound where it is served

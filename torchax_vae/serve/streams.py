@@ -1,7 +1,7 @@
 """Streamed decode answers: a fragmented MP4 (`output_type=mp4`) and raw uint8 frames (`output_type=frames`), sent
 as the device worker finishes each chunk of final frames, with chunked transfer.
 
-The frames framing (docs/serve.md; `torchax_vae.serve.client.stream_frames` reads it): a sequence of records, each
+The frames framing (docs/guide/serve.md; `torchax_vae.serve.client.stream_frames` reads it): a sequence of records, each
 a 4-byte little-endian length N, N bytes of a UTF-8 JSON header, then the header's payload:
 - `{"shape": [B, f, H, W, C], "dtype": "uint8"}`: f more frames of each of the B videos, channels last, C-order;
 - `{"end": true, "frames": F}`: the last record (F frames per video in all); a stream without it was cut short;

@@ -65,5 +65,5 @@ def fps(text: str) -> float:
     return value
 
 
-PLUGIN_HELP = ("MODULE:FAMILY: a VAE of your own (docs/api.md, \"Your own VAE\"): the family Python imports from MODULE, "
+PLUGIN_HELP = ("MODULE:FAMILY: a VAE of your own (docs/guide/api.md, \"Your own VAE\"): the family Python imports from MODULE, "
                "registered before the model loads; its folder's config.json names its model class; repeatable")

@@ -40,10 +40,10 @@ def check_served(vae, audio: bool = False) -> None:
     name = family.model_class.__name__
     if name in AUDIO_ONLY and not audio:
         raise InputError(f"{name} ({AUDIO_ONLY[name]}) decodes sound alone: write its latents' sound with "
-                         "`torchax-vae decode LATENTS -o NAME.wav` (docs/cli.md); it makes no video or image")
+                         "`torchax-vae decode LATENTS -o NAME.wav` (docs/guide/cli.md); it makes no video or image")
     if family.rank == 3 and name not in AUDIO_ONLY:
         raise InputError(f"{name} decodes waveforms alone: give the pipeline folder (vae/ and "
-                         "audio_vae/) as the model, and its audio latents beside the video's (docs/cli.md), or use "
+                         "audio_vae/) as the model, and its audio latents beside the video's (docs/guide/cli.md), or use "
                          "TorchaxVAE in Python")
 
 
