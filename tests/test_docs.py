@@ -52,3 +52,19 @@ def test_mp4_examples_ask_for_the_mp4():
             if re.search(r"output_type=['\"]mp4['\"]", call) and not re.search(r"return_type=['\"]mp4['\"]", call):
                 calls.append(f"{page.relative_to(ROOT)}: {call[:120]}")
     assert not calls, f"MP4 examples without return_type='mp4': {calls}"
+
+
+def test_docs_are_in_their_parts():
+    """docs/ holds pages at its top and in guide/, design/ and results/; data files only under results/data/; and
+    limits.md is arranged by topic, not by issue."""
+    docs = ROOT / "docs"
+    for path in docs.rglob("*"):
+        if path.is_dir():
+            continue
+        where = path.relative_to(docs)
+        if path.suffix == ".md":
+            assert len(where.parts) == 1 or where.parts[0] in ("guide", "design", "results") and len(where.parts) == 2, where
+        else:
+            assert where.parts[:2] == ("results", "data"), f"a data file outside docs/results/data/: {where}"
+    headings = [line for line in (docs / "limits.md").read_text().splitlines() if line.startswith("#")]
+    assert not [h for h in headings if re.search(r"issue \d", h)], headings
