@@ -68,3 +68,23 @@ def test_docs_are_in_their_parts():
             assert where.parts[:2] == ("results", "data"), f"a data file outside docs/results/data/: {where}"
     headings = [line for line in (docs / "limits.md").read_text().splitlines() if line.startswith("#")]
     assert not [h for h in headings if re.search(r"issue \d", h)], headings
+
+
+def _blocks(page: Path) -> list[tuple[str, str]]:
+    return re.findall(r"```(bash|python)\n(.*?)```", page.read_text(), flags=re.S)
+
+
+def test_the_offline_page_runs_as_written(tmp_path):
+    """docs/guide/offline.md's blocks, in order, in an empty folder: the command from this environment's scripts."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "TORCHAX_VAE_CACHE_DIR": str(tmp_path / "cache")}
+    blocks = _blocks(ROOT / "docs" / "guide" / "offline.md")
+    assert [kind for kind, _ in blocks] == ["bash", "bash", "python"]
+    for kind, code in blocks:
+        command = ["bash", "-e", "-c", code] if kind == "bash" else [sys.executable, "-c", code]
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, f"{kind} block failed:\n{code}\n{done.stderr[-2000:]}"
+    assert (tmp_path / "video.mp4").stat().st_size > 0

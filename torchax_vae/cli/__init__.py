@@ -112,6 +112,9 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="offline: the shipped tiny VAE reconstructs a synthetic clip")
     p.add_argument("-o", "--output", default="torchax_vae_demo.mp4", help="side-by-side MP4 (default: %(default)s)")
+    p.add_argument("--save-models", default=None, metavar="DIR",
+                   help="instead: write tiny random-weight model folders (Wan, an SD image VAE, the demo's CogVideoX) "
+                        "into DIR, to try the command, the service and sessions offline (docs/guide/offline.md)")
     _common(p)
 
     p = sub.add_parser("warmup", help="compile ahead of time into the persistent cache")
@@ -182,6 +185,9 @@ def preflight(args) -> None:
         check_readable(args.video, "sound file" if args.video.lower().endswith(SOUND_SUFFIXES) else "video file")
         check_writable(args.output, LATENT_SUFFIXES)
         check_distinct(args.output, [args.video])
+    elif args.command == "demo" and args.save_models:
+        if pathlib.Path(args.save_models).expanduser().is_file():
+            raise InputError(f"--save-models {args.save_models} is a file; give a folder to write the models into")
     elif args.command == "demo":
         check_writable(args.output, (".mp4",))
     elif args.command == "plan":
@@ -250,6 +256,10 @@ def _run(args) -> dict:
             tiling=args.tiling, layout=args.layout, posterior=args.posterior, seed=args.seed,
             max_frames=args.frames, progress=progress,
         )
+    if args.command == "demo" and args.save_models:
+        from torchax_vae.cli.tiny_models import save_models  # (the tiny models: only when asked for)
+
+        return {"saved": save_models(args.save_models)}
     if args.command == "demo":
         from torchax_vae.cli.demo import demo  # (the demo's model: only for the demo)
 
@@ -294,6 +304,8 @@ def _report(command: str, result: dict) -> str:
                 f"{result['frames_per_second']:.2f} frames/s")
     if command == "plan":
         return result["summary"]
+    if command == "demo" and "saved" in result:
+        return "wrote " + ", ".join(f"{name}: {path}" for name, path in result["saved"].items())
     if command == "demo":
         return (f"wrote {result['output']} (input | reconstruction, {result['clip']}); "
                 f"PSNR {result['psnr_db']:.2f} dB; max |Δ| vs the same model in PyTorch "
