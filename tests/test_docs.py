@@ -88,3 +88,11 @@ def test_the_offline_page_runs_as_written(tmp_path):
         done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{kind} block failed:\n{code}\n{done.stderr[-2000:]}"
     assert (tmp_path / "video.mp4").stat().st_size > 0
+
+
+def test_each_readme_code_block_runs_or_says_why_not():
+    """README's blocks: those that can run offline run (here or in CI), and each of the others says why not in its
+    fence (a model download, an install, an accelerator)."""
+    fences = [line for line in README.read_text().splitlines() if line.startswith("```") and line.strip() != "```"]
+    unmarked = [fence for fence in fences if "(not run here:" not in fence]
+    assert not unmarked, f"README blocks neither run nor marked: {unmarked}"
