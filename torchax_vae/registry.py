@@ -10,6 +10,7 @@ by name, only where the installed diffusers has the class (`since`).
 """
 
 import dataclasses
+import functools
 import importlib.metadata
 
 from packaging.version import Version
@@ -174,9 +175,10 @@ def labels() -> list[str]:
     return list(dict.fromkeys(row.label for row in ROWS))
 
 
+@functools.cache
 def installed_diffusers() -> tuple[int, ...] | None:
-    """The installed diffusers' release (0.42.0.dev0 counts as 0.42), read without importing it; None where it is
-    not installed."""
+    """The installed diffusers' release (0.42.0.dev0 counts as 0.42), read once without importing it; None where it
+    is not installed."""
     try:
         return Version(importlib.metadata.version("diffusers")).release
     except importlib.metadata.PackageNotFoundError:
