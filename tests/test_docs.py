@@ -83,12 +83,12 @@ def test_the_offline_page_runs_as_written(tmp_path):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "TORCHAX_VAE_CACHE_DIR": str(tmp_path / "cache")}
     blocks = _blocks(ROOT / "docs" / "guide" / "offline.md")
-    assert [kind for kind, _ in blocks] == ["bash", "bash", "python"]
+    assert [kind for kind, _ in blocks] == ["bash", "bash", "python", "bash", "python"]
     for kind, code in blocks:
         command = ["bash", "-e", "-c", code] if kind == "bash" else [sys.executable, "-c", code]
         done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{kind} block failed:\n{code}\n{done.stderr[-2000:]}"
-    assert (tmp_path / "video.mp4").stat().st_size > 0
+    assert (tmp_path / "video.mp4").stat().st_size > 0 and (tmp_path / "clip.mp4").stat().st_size > 0
 
 
 def test_each_readme_code_block_runs_or_says_why_not():
