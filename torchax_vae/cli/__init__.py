@@ -114,7 +114,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="torchax_vae_demo.mp4", help="side-by-side MP4 (default: %(default)s)")
     p.add_argument("--save-models", default=None, metavar="DIR",
                    help="instead: write tiny random-weight model folders (Wan, an SD image VAE, LTX-2 with its sound, the "
-                        "demo's CogVideoX) into DIR, to try the command, the service and sessions offline (docs/guide/offline.md)")
+                        "demo's CogVideoX) into DIR, to try the command, the service and sessions offline "
+                        "(docs/guide/offline.md)")
     _common(p)
 
     p = sub.add_parser("warmup", help="compile ahead of time into the persistent cache")
