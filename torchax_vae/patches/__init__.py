@@ -19,6 +19,8 @@ applied; importing this package changes nothing.
   XLA cannot partition: on a mesh it all-gathered every upsampler's input); every trace.
 - `hann_window`: `torch.hann_window` from `arange` and `cos` (torchax 0.0.13 has no lowering for it; Cosmos 3's
   sound tokenizer makes its STFT window with it).
+- `keyword_linear`: `F.linear(input=..., weight=..., bias=...)` by torch's keyword names (torchax 0.0.13's lowering
+  names them otherwise; MiniMax H3's audio VAE calls it so).
 - `antialias_resize`: `F.interpolate(..., antialias=True)`, bilinear and bicubic, as ATen's separable kernel
   weighs it (torchax 0.0.13's lowering fails; DINOv2's position embeddings in AutoencoderRAE's encoder use it).
 - `attention_split`: on a mesh, scaled-dot-product attention with each device's share of the queries (keys and
