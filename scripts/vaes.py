@@ -238,8 +238,22 @@ LTX2_AUDIO_CONFIGS = {
 # LTX2Vocoder (diffusers >= 0.37) and LTX2VocoderWithBWE (>= 0.38): the released LTX-2 vocoder (the class defaults,
 # as diffusers' scripts/convert_ltx2_to_diffusers.py at 58eb52c configures version 2.0: 16 kHz spectrogram to 24 kHz
 # stereo) and LTX-2.3's with bandwidth extension (that script's 2.3 config: 48 kHz).
-LTX2_VOCODER_CONFIGS = {"ltx2-vocoder": {}}
+LTX2_VOCODER_CONFIGS = {
+    # small (tests/test_ltx2_audio.py's): 16 mel bins of stereo, 4x upsampling, 16 kHz
+    "ltx2-vocoder-tiny": {"in_channels": 2 * 16, "hidden_channels": 32, "out_channels": 2, "upsample_kernel_sizes": [4, 4],
+                          "upsample_factors": [2, 2], "resnet_kernel_sizes": [3], "resnet_dilations": [[1, 3, 5]],
+                          "leaky_relu_negative_slope": 0.1, "output_sampling_rate": 16000},
+    "ltx2-vocoder": {},
+}
 LTX23_VOCODER_CONFIGS = {
+    # small (tests/test_ltx2_audio.py's BWE): 16 kHz from the vocoder, its STFT's hop 4, the extension's 12x
+    "ltx2.3-vocoder-tiny": {
+        "in_channels": 2 * 16, "hidden_channels": 32, "upsample_kernel_sizes": [4, 4], "upsample_factors": [2, 2],
+        "resnet_kernel_sizes": [3], "resnet_dilations": [[1, 3, 5]], "bwe_in_channels": 2 * 8,
+        "bwe_hidden_channels": 32, "bwe_upsample_kernel_sizes": [5, 8], "bwe_upsample_factors": [3, 4],
+        "bwe_resnet_kernel_sizes": [3], "bwe_resnet_dilations": [[1, 3, 5]], "filter_length": 16, "hop_length": 4,
+        "window_length": 16, "num_mel_channels": 8,
+    },
     "ltx2.3-vocoder": {
         "in_channels": 128, "hidden_channels": 1536, "out_channels": 2, "upsample_kernel_sizes": [11, 4, 4, 4, 4, 4],
         "upsample_factors": [5, 2, 2, 2, 2, 2], "resnet_kernel_sizes": [3, 7, 11],

@@ -15,7 +15,16 @@ through the host.
 Under `jax.distributed` an array can span devices of other processes; every
 process then holds the same host data, puts its own shards, and gathers the
 whole result back (`put`, `to_torch`).
+
+Every float result a caller gets (decode, a stream's chunk, a session's, encode's moments, the command's and the
+service's, which call these) leaves through `like` or, with gradients, `gradients.vjp` (which calls `mutated`). That
+is where the tests' mutation check reaches it: `TORCHAX_VAE_MUTATE=EPS` in the environment (read once, at import, so
+that it reaches the 8-device worker and the command's and the service's processes) scales each such result by (1 +
+EPS). A parity test that still passes under `TORCHAX_VAE_MUTATE=2e-4` cannot see a 0.02 % error (tests/contract).
+uint8 frames (`uint8_like`) and integer results are left alone. Unset, nothing changes.
 """
+
+import os
 
 import jax
 from jax.experimental import multihost_utils
@@ -33,6 +42,16 @@ _TORCH_TO_JAX = {
     torch.float64: jnp.float64,
 }
 _JAX_TO_TORCH = {jnp.dtype(v): k for k, v in _TORCH_TO_JAX.items()}
+
+# the tests' mutation check (module docstring): 0.0 leaves every result as it is
+MUTATION = float(os.environ.get("TORCHAX_VAE_MUTATE") or 0.0)
+
+
+def mutated(out: jax.Array) -> jax.Array:
+    """`out` scaled by (1 + MUTATION) when it is a float result and the mutation check is on; else `out`."""
+    if MUTATION and jnp.issubdtype(out.dtype, jnp.floating):
+        return out * jnp.asarray(1.0 + MUTATION, out.dtype)
+    return out
 
 
 def jax_dtype(dtype: torch.dtype):
@@ -144,6 +163,7 @@ def is_torchax(x) -> bool:
 def like(out: jax.Array, x: torch.Tensor, own_dtype: bool = False) -> torch.Tensor:
     """out as a tensor like the caller's x: a torchax tensor on the device, or a torch tensor on x's device; in x's
     dtype, or with `own_dtype` in out's (a class whose diffusers code returns its modules' dtype whatever the input's)."""
+    out = mutated(out)
     if is_torchax(x):
         return x._env.j2t_iso(out if own_dtype else out.astype(jax_dtype(x.dtype)))
     return to_torch(out, device=x.device, dtype=None if own_dtype else x.dtype)

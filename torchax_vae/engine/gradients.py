@@ -44,6 +44,6 @@ def vjp(f: Callable, start: jax.Array, x: torch.Tensor) -> torch.Tensor:
             return convert.to_torch(dx, device=x.device, dtype=x.dtype)
 
         # a copy: the output must not alias a JAX buffer the VJP may still read
-        return convert.to_torch(out, device=x.device, dtype=x.dtype).clone(), backward
+        return convert.to_torch(convert.mutated(out), device=x.device, dtype=x.dtype).clone(), backward
 
     return _Bridge.apply(x, compute)

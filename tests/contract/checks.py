@@ -1,0 +1,189 @@
+"""The family contract's checks, for every row of cases.py: TorchaxVAE against the same diffusers model in PyTorch.
+
+Every comparison goes through `close`: fp32 within min(1e-4, 5e-5 x the reference's peak), so that a 0.02 % error
+fails wherever the output is; the failure prints the measured max |Δ|. Under the mutation check
+(`TORCHAX_VAE_MUTATE=2e-4`: torchax_vae/engine/convert.py scales every float result TorchaxVAE hands out) each
+comparison must fail instead, and `close` asserts that it does (a reference of all zeros, which no scaling moves,
+is exempt). CI runs the contract both ways.
+
+Each test file runs the rows of one kind (video, images, sound), so that pytest-xdist spreads them over both cores;
+a row's PyTorch model and its TorchaxVAE are built once per file and shared by its checks (one compile per shape).
+"""
+
+import functools
+import inspect
+import json
+import os
+
+import pytest
+import torch
+
+from contract.cases import CASES
+from helpers import random_vae  # (helpers puts scripts/ on sys.path: vaes)
+from vaes import decode_args, requires
+from torchax_vae import TorchaxVAE, registry
+from torchax_vae.engine import convert
+from torchax_vae.facade.family import Family
+
+MUTATION = convert.MUTATION
+# where a run writes each comparison's measured max |Δ| (scripts/contract_table.py: docs/results/parity.md)
+RECORD = os.environ.get("TORCHAX_VAE_CONTRACT_RECORD")
+
+
+def rows(kind: str) -> list:
+    """The contract's rows of one registry kind, as pytest parameters (a class the installed diffusers lacks:
+    skipped, with its reason)."""
+    out = []
+    for row in registry.ROWS:
+        if row.kind != kind:
+            continue
+        reason = requires(CASES[row.diffusers_class].model)
+        out.append(pytest.param(row.diffusers_class, id=row.diffusers_class,
+                                marks=pytest.mark.skip(reason=reason) if reason else ()))
+    return out
+
+
+@functools.cache
+def pair(name: str):
+    """(diffusers' model, TorchaxVAE of it) for a row, built once per test process."""
+    vae = random_vae(CASES[name].model).eval()
+    ours = TorchaxVAE(vae)
+    if CASES[name].tiled:
+        vae.enable_tiling()
+    for key, value in CASES[name].settings.items():  # (LTX's frame windows: off by default in both)
+        setattr(vae, key, value)
+        setattr(ours, key, value)
+    return vae, ours
+
+
+def randn(*shape, seed=1) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def tolerance(expected: torch.Tensor) -> float:
+    return min(1e-4, 5e-5 * expected.detach().abs().max().item())
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> float:
+    """max |actual - expected| within `tolerance(expected)` (under the mutation check: beyond it); returns it."""
+    assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    worst = (actual.detach().float() - expected.detach().float()).abs().max().item()
+    atol, peak = tolerance(expected), expected.detach().abs().max().item()
+    if RECORD and not MUTATION:
+        with open(RECORD, "a") as f:
+            f.write(json.dumps({"check": what, "max_abs_diff": worst, "peak": peak, "atol": atol}) + "\n")
+    if MUTATION:
+        assert peak == 0 or worst > atol, (
+            f"{what}: the mutation check (results x (1 + {MUTATION:g})) went unseen: max |Δ| {worst:.3g} <= {atol:.3g}")
+    else:
+        assert worst <= atol, f"{what}: max |Δ| {worst:.3g} > {atol:.3g} (peak {peak:.3g})"
+    return worst
+
+
+def outputs(out) -> dict:
+    """The float tensors of an encode's or a decode's output, by name: a posterior's mode and logvar, `.sample`,
+    `.latents` (AutoencoderTiny, SAME, LongCat), `.latent` (DC-AE, RAE), or the tensor itself."""
+    if hasattr(out, "latent_dist"):
+        dist = out.latent_dist
+        return {"mode": dist.mode(), **({"logvar": dist.logvar} if hasattr(dist, "logvar") else {})}
+    for name in ("sample", "latents", "latent"):
+        if hasattr(out, name):
+            return {name: getattr(out, name)}
+    return {"output": out[0] if isinstance(out, tuple) else out}
+
+
+def encoded(model, vae, x) -> dict:
+    """`model.encode(x)`'s tensors; a class that samples in encode (LongCat) gets a generator of one seed."""
+    kwargs = {"generator": torch.Generator().manual_seed(3)} if "generator" in inspect.signature(vae.encode).parameters else {}
+    return outputs(model.encode(x, **kwargs))
+
+
+def decoded(model, vae, z, name: str) -> dict:
+    """The row's decoding call on `z`, with what its pipelines pass besides (LTX's timestep, Stable Video
+    Diffusion's frame count, the consistency decoder's generator: fresh for each side), torch's global generator
+    seeded alike (LTX's injected noise)."""
+    torch.manual_seed(0)
+    return outputs(getattr(model, CASES[name].call)(z, *decode_args(vae, z.shape[0])))
+
+
+def encode_input(name: str, ours) -> torch.Tensor:
+    shape = list(CASES[name].encode_input)
+    shape[1] = ours.video_channels
+    return randn(*shape)
+
+
+def latents(name: str) -> torch.Tensor:
+    """What the row decodes: PyTorch's latents of its encode input, or its decoder's own input."""
+    vae, ours = pair(name)
+    if CASES[name].encode_input is None:
+        return randn(*CASES[name].decode_input)
+    with torch.no_grad():
+        return next(iter(encoded(vae, vae, encode_input(name, ours)).values()))
+
+
+# ----- the checks -----
+
+
+def check_encode(name: str):
+    vae, ours = pair(name)
+    if CASES[name].encode_input is None:
+        pytest.skip(f"{name} decodes only")
+    x = encode_input(name, ours)
+    with torch.no_grad():
+        expected, actual = encoded(vae, vae, x), encoded(ours, vae, x)
+    assert actual.keys() == expected.keys()
+    for key in expected:
+        close(actual[key], expected[key], f"{name} encode {key}")
+
+
+def check_decode(name: str):
+    vae, ours = pair(name)
+    z = latents(name)
+    with torch.no_grad():
+        expected, actual = decoded(vae, vae, z, name), decoded(ours, vae, z, name)
+    for key in expected:
+        close(actual[key], expected[key], f"{name} {CASES[name].call} {key}")
+
+
+def stream_latents(name: str, ours) -> torch.Tensor:
+    """The latents of the row's stream video (several chunks), or else its decode input."""
+    if CASES[name].stream is None:
+        return latents(name)
+    frames, height, width = CASES[name].stream
+    return randn(*ours.latent_shape((1, ours.video_channels, frames, height, width)), seed=2)
+
+
+def check_stream(name: str):
+    """A stream, joined, is diffusers' whole decode; of several chunks where the row gives a stream video."""
+    vae, ours = pair(name)
+    if CASES[name].call != "decode":
+        pytest.skip(f"{name} is called, not decoded: no stream")
+    z = stream_latents(name, ours)
+    with torch.no_grad():
+        (expected,) = decoded(vae, vae, z, name).values()
+        torch.manual_seed(0)
+        chunks = list(ours.decode_stream(z, *decode_args(vae, z.shape[0])))
+    if CASES[name].stream is not None:
+        assert len(chunks) >= 2, f"{name}: {len(chunks)} chunk(s) for latents {tuple(z.shape)}"
+    axis = ours._family.frame_axis or 0
+    close(torch.cat(chunks, dim=axis), expected, f"{name} stream of {len(chunks)} chunk(s)")
+
+
+def check_session(name: str):
+    """A session fed the stream's latents in the row's chunks is diffusers' whole decode."""
+    vae, ours = pair(name)
+    if not ours._family.carries_state:
+        assert CASES[name].session is None, f"{name} carries no state: its row needs no session"
+        pytest.skip(f"{name} carries no state from chunk to chunk: no sessions")
+    sizes = CASES[name].session
+    assert sizes is not None, f"{name} carries state: its row needs session chunks"
+    z = stream_latents(name, ours)
+    assert sum(sizes) == z.shape[2], f"{name}: session chunks {sizes} for {z.shape[2]} latent frames"
+    with torch.no_grad():
+        (expected,) = decoded(vae, vae, z, name).values()
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        with ours.decode_session() as session:
+            frames = [session.decode(z[:, :, start:start + size]) for start, size in zip(starts, sizes)]
+            frames.append(session.finish())
+    close(torch.cat(frames, dim=2), expected, f"{name} session of chunks {list(sizes)}")
