@@ -16,7 +16,7 @@ import torch
 
 from file_sets import imports
 from modular_expectations import SECOND_ENVIRONMENT_CLASSES
-from test_pipeline_outputs import _as_array, decode_tolerance
+from test_pipeline_outputs import _as_array, decode_tolerance, judged
 from torchax_vae import TorchaxVAE
 from wrapping import wrap_served_vaes
 
@@ -110,4 +110,4 @@ def test_modular_output_equals_plain_diffusers(module, name):
         assert spread > 1e-3, f"{name} {output}: a near-constant output (std {spread:.3g}) proves nothing"
         delta = float(np.abs(got[output] - want).max())
         print(f"{name} {output}: max |delta| {delta:.3g} on outputs up to {float(np.abs(want).max()):.3g}")
-        assert delta <= decode_tolerance(want), f"{name} {output}: max |delta| {delta:.3g} > {decode_tolerance(want):.3g}"
+        judged(delta, decode_tolerance(want), f"{name} {output}")

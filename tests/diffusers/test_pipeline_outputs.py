@@ -6,13 +6,18 @@ The vendored tests themselves (tests/pipelines, run by conftest.py's harness) mo
 that takes another branch for a wrapped VAE (SanaVideoPipeline's `isinstance(self.vae, AutoencoderKLWan)` picks the
 latents' de-normalization) passes them with a wrong video. Here the outputs are compared:
 
-- within 1e-4 (fp32, max abs) where the pipeline only decodes;
+- within min(1e-4, 5e-5 x the plain output's peak) (fp32, max abs) where the pipeline only decodes, so that a
+  decode 0.02 % off fails at any output scale;
 - where it also encodes an input and denoises it from there, the same, or 10x the maximum measured for it where
   that is more (`ENCODED_MAXIMA`: the encode differs by at most 1e-4, and the transformer carries that on; every
   measured maximum is in docs/results/parity.md); and the decode step itself (the latents the plain pipeline decoded,
   decoded wrapped) at the decode-only tolerance.
 
 Whether a pipeline encoded is read off the programs the TorchaxVAE compiled.
+
+Under the mutation check (`TORCHAX_VAE_MUTATE=2e-4`: every float result of TorchaxVAE x 1.0002; CI runs it) each
+comparison at the decode-only tolerance must fail instead: a decode-only pipeline's output, an encoding one's
+decode steps, a pipeline's sound.
 """
 
 import copy
@@ -25,6 +30,7 @@ import torch
 
 from file_sets import SECOND_ENVIRONMENT, imports
 from torchax_vae import TorchaxVAE
+from torchax_vae.engine.convert import MUTATION
 from wrapping import wrap_served_vaes
 
 # module under tests/pipelines, its fast-test class
@@ -343,8 +349,8 @@ def _one_allegro_tile(inputs: dict) -> dict:
 
 # test class -> how its inputs are changed for the comparison, and why (in the function's docstring)
 INPUT_CHANGES = {"TestStableDiffusionInpaintPipeline": _half_mask, "AllegroPipelineFastTests": _one_allegro_tile}
-# test class -> why its decode-only tolerance is 1e-4 of its output's scale, not 1e-4 (outputs far below 1, where an
-# absolute 1e-4 could not fail)
+# test class -> why its output may be near constant (outputs far below 1, which the decode-only tolerance, sized to
+# the output's peak, still compares)
 RELATIVE = {"AudioLDM2PipelineFastTests": "a waveform from the tests' random vocoder, peaking near 3e-6"}
 # Pipelines that round their video down to uint8 and back (Cosmos' safety-checker step) after encoding an input: an
 # encode difference within 1e-4, carried through the transformer, moves a value across a 1/255 boundary, so the
@@ -421,11 +427,17 @@ def _run(tester, wrap: bool, record: list | None = None):
 
 
 def decode_tolerance(expected: np.ndarray, name: str = "") -> float:
-    """1e-4 of the plain output's spread (its standard deviation x 10, at least 1): outputs of any scale, compared
-    alike (RELATIVE's waveforms far below 1: of their max abs instead)."""
-    if name in RELATIVE:
-        return DECODE_ONLY * (float(np.abs(expected).max()) or 1.0)
-    return DECODE_ONLY * max(1.0, 10 * float(expected.std()))
+    """min(1e-4, 5e-5 x the plain output's peak): outputs of any scale compared alike, so that a result 0.02 %
+    off fails (tests/contract/checks.py's rule)."""
+    return min(DECODE_ONLY, 5e-5 * float(np.abs(expected).max()))
+
+
+def judged(delta: float, tolerance: float, what: str) -> None:
+    """delta within tolerance; under the mutation check, beyond it (the mutation must show)."""
+    if MUTATION:
+        assert delta > tolerance, f"{what}: the mutation check went unseen: max |delta| {delta:.3g} <= {tolerance:.3g}"
+    else:
+        assert delta <= tolerance, f"{what}: max |delta| {delta:.3g} > {tolerance:.3g}"
 
 
 def check_decode_steps(recorders: list, vae, name: str) -> None:
@@ -440,7 +452,7 @@ def check_decode_steps(recorders: list, vae, name: str) -> None:
         got = (out[0] if isinstance(out, tuple) else out.sample).float().numpy()
         delta, tolerance = float(np.abs(got - expected.float().numpy()).max()), decode_tolerance(expected.numpy())
         print(f"{name}: the plain pipeline's decode step, decoded wrapped: max |delta| {delta:.3g}")
-        assert delta <= tolerance, f"{name}: decode step max |delta| {delta:.3g} > {tolerance:.3g}"
+        judged(delta, tolerance, f"{name}: decode step")
 
 
 @pytest.mark.parametrize("module,name", CASES)
@@ -457,7 +469,7 @@ def test_output_equals_plain_diffusers(module, name):
     if expected_sound is not None:  # decoded only (the audio VAE's decoder, the vocoder): the decode tolerance
         delta = float(np.abs(sound - expected_sound).max())
         print(f"{name}: sound max |delta| {delta:.3g} on a waveform up to {float(np.abs(expected_sound).max()):.3g}")
-        assert delta <= decode_tolerance(expected_sound), f"{name}: sound max |delta| {delta:.3g}"
+        judged(delta, decode_tolerance(expected_sound), f"{name}: sound")
     assert got.shape == expected.shape, (got.shape, expected.shape)
     assert vae.compile_stats(), f"{name}: no TorchaxVAE program ran"
     spread = float(expected.std())
@@ -476,13 +488,18 @@ def test_output_equals_plain_diffusers(module, name):
     delta, beyond = float(difference.max()), int((difference > DECODE_ONLY).sum())
     print(f"{name}: max |delta| {delta:.3g} on outputs up to {scale:.3g} ({'encodes' if encoded else 'decodes only'}; "
           f"{beyond} of {difference.size} values beyond {DECODE_ONLY:g})")
-    assert delta <= tolerance, f"{name}: max |delta| {delta:.3g} > {tolerance:.3g} (encodes: {encoded})"
+    if encoded and MUTATION:
+        return  # (its decode steps showed the mutation above; the whole output's band is wider)
+    judged(delta, tolerance, f"{name} (encodes: {encoded})")
 
 
 def test_ltx2_diffusion_decode_reads_the_same_statistics():
     """LTX-2's diffusion-decode pipeline decodes with its own diffusion decoder and reads only the VAE's latent
     statistics (`latents_mean`, `latents_std`); its test file builds that pipeline in module functions, which this
-    uses as they are. A wrapped VAE must give the same video."""
+    uses as they are. A wrapped VAE must give the same video. (No TorchaxVAE result reaches that video: outside the
+    mutation check.)"""
+    if MUTATION:
+        pytest.skip("no TorchaxVAE result reaches this pipeline's video (it reads the VAE's statistics only)")
     module = importlib.import_module("tests.pipelines.ltx2.test_ltx2_diffusion_decode")
     frames = []
     with torch.no_grad():
@@ -494,7 +511,7 @@ def test_ltx2_diffusion_decode_reads_the_same_statistics():
             frames.append(pipe(module._latents(), generator=generator, output_type="np").frames)
     delta = float(np.abs(frames[1] - frames[0]).max())
     print(f"LTX-2 diffusion decode: max |delta| {delta:.3g} on outputs up to {float(np.abs(frames[0]).max()):.3g}")
-    assert delta <= DECODE_ONLY, f"LTX-2 diffusion decode: max |delta| {delta:.3g} > {DECODE_ONLY}"
+    judged(delta, decode_tolerance(frames[0]), "LTX-2 diffusion decode")
 
 
 @torch.no_grad()
@@ -525,7 +542,8 @@ def test_sd_inpainting_with_the_asymmetric_vae_equals_plain_diffusers():
     delta, scale = float(np.abs(outputs[1] - outputs[0]).max()), float(np.abs(outputs[0]).max())
     print(f"SD inpainting with the asymmetric VAE: max |delta| {delta:.3g} on outputs up to {scale:.3g}")
     # (measured 2.4e-6: within the decode-only tolerance, though the pipeline also encodes the masked image)
-    assert outputs[0].std() > 1e-3 and delta <= decode_tolerance(outputs[0]), delta
+    assert outputs[0].std() > 1e-3
+    judged(delta, decode_tolerance(outputs[0]), "SD inpainting with the asymmetric VAE")
 
 
 @torch.no_grad()
@@ -556,4 +574,5 @@ def test_sd_with_the_consistency_decoder_equals_plain_diffusers():
     assert isinstance(pipe.vae, TorchaxVAE) and pipe.vae.compile_stats(), "no TorchaxVAE program ran"
     delta, scale = float(np.abs(outputs[1] - outputs[0]).max()), float(np.abs(outputs[0]).max())
     print(f"SD with the consistency decoder: max |delta| {delta:.3g} on outputs up to {scale:.3g}")
-    assert outputs[0].std() > 1e-3 and delta <= decode_tolerance(outputs[0]), delta
+    assert outputs[0].std() > 1e-3
+    judged(delta, decode_tolerance(outputs[0]), "SD with the consistency decoder")
