@@ -95,3 +95,30 @@ def pytest_ignore_collect(collection_path, config):
     if collection_path == here / "diffusers" and "not slow" in (config.getoption("markexpr") or ""):
         return True
     return None
+
+
+# The rotation (pyproject's `rotate` marker): CI sets TORCHAX_VAE_ROTATION=K/N, K from the commit, and of the nodes
+# marked `rotate` runs only those whose id hashes (crc32, the same on every machine) to K modulo N: each CI run a
+# slice, every node within N runs. A failure names its node, and `TORCHAX_VAE_ROTATION= pytest NODE` runs it again.
+ROTATION = os.environ.get("TORCHAX_VAE_ROTATION", "").strip()
+
+
+def rotation_slice(nodeid: str, rotation: str = ROTATION) -> bool:
+    """Whether a `rotate` node runs under `rotation` ("K/N"; "" runs every node)."""
+    import zlib
+
+    if not rotation:
+        return True
+    k, n = (int(part) for part in rotation.split("/"))
+    return zlib.crc32(nodeid.encode()) % n == k % n
+
+
+def pytest_collection_modifyitems(config, items):
+    if not ROTATION:
+        return
+    kept, left = [], []
+    for item in items:
+        (kept if item.get_closest_marker("rotate") is None or rotation_slice(item.nodeid) else left).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept

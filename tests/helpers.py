@@ -22,7 +22,8 @@ from vaes import CONFIGS, MODELS, WAN_CONFIGS, random_vae  # noqa: E402
 
 __all__ = [
     "CONFIGS", "MODELS", "WAN_CONFIGS", "TOLERANCE", "assert_close", "bf16_check", "check_encode_decode", "random_vae",
-    "randn", "seeded", "with_noise", "Bf16ConvsWithFp32Sums", "bf16_errors", "fp32_reference",
+    "randn", "seeded", "with_noise", "Bf16ConvsWithFp32Sums", "bf16_errors", "fp32_reference", "fp32_tolerance",
+    "assert_parity",
 ]
 
 # Max |Δ| allowed against the same model in plain PyTorch fp32.
@@ -66,6 +67,17 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, atol: float, what
         where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
         raise AssertionError(f"{what}: max |Δ| = {worst:.3g} > {atol:g} at index {where} (shape {tuple(diff.shape)})")
     return worst
+
+
+def fp32_tolerance(reference: torch.Tensor) -> float:
+    """The fp32 tolerance of a comparison with PyTorch, sized to the output: min(1e-4, 5e-5 x the reference's peak),
+    so that a result 0.02 % off fails at any scale (tests/contract/checks.py)."""
+    return min(TOLERANCE[torch.float32], 5e-5 * reference.detach().float().abs().max().item())
+
+
+def assert_parity(actual: torch.Tensor, expected: torch.Tensor, what: str = "") -> float:
+    """assert_close at fp32_tolerance(expected): TorchaxVAE's result against diffusers' in PyTorch."""
+    return assert_close(actual, expected, fp32_tolerance(expected), what)
 
 
 def batch_program(name: str) -> str:

@@ -153,3 +153,14 @@ def test_the_docs_index_links_every_page():
     pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")} - {"README.md"}
     missing = sorted(page for page in pages if f"]({page})" not in index)
     assert not missing, f"pages docs/README.md does not link: {missing}"
+
+
+def test_the_documented_rejection_reasons_are_the_services():
+    """docs/guide/serve.md's list of `torchax_vae_rejected_requests_total` reasons is every reason the service counts."""
+    code = "".join(path.read_text() for path in (ROOT / "torchax_vae" / "serve").glob("*.py"))
+    counted = set(re.findall(r'reason="([a-z_]+)"', code)) | set(re.findall(r'rejected\.labels\("([a-z_]+)"\)', code))
+    line = next(line for line in (ROOT / "docs" / "guide" / "serve.md").read_text().splitlines()
+                if "torchax_vae_rejected_requests_total{reason}" in line)
+    documented = set(re.findall(r"`([a-z_]+)`", line))
+    assert counted <= documented, f"counted, not documented: {sorted(counted - documented)}"
+    assert documented - {"torchax_vae_rejected_requests_total"} <= counted | {"reason"}, sorted(documented - counted)

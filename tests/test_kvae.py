@@ -4,7 +4,7 @@ decode, diffusers' tiles and slicing, bf16, the mesh, the command and the servic
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, deltas_on_8_devices, randn, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae
 from vaes import requires
 
 from torchax_vae import TorchaxVAE
@@ -92,24 +92,3 @@ def test_command_and_service(pair, tmp_path, capsys):
     with serving(create_app({"kvae": TorchaxVAE(vae)})) as base:
         raw = remote_decode(endpoint=f"{base}/decode/kvae", tensor=z, output_type="pt", return_type="pt")
     assert_close(raw, expected, ATOL, "served decode")
-
-
-MESH_SCRIPT = """
-import json, torch
-from helpers import random_vae
-from torchax_vae import TorchaxVAE, make_mesh
-vae = random_vae("kvae-tiny")
-ours = TorchaxVAE(vae, mesh=make_mesh())
-x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(9))
-with torch.no_grad():
-    z = vae.encode(x).latent_dist.mean
-    rows = {"devices": ours.mesh.devices.size, "encode": (ours.encode(x).latent_dist.mean - z).abs().max().item(),
-            "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()}
-print(json.dumps(rows))
-"""
-
-
-@pytest.mark.slow  # a second process on 8 virtual devices
-@pytest.mark.heavy  # CI keeps one family per kind on the mesh: asym_kl, oobleck (sound), kvae_video, vidtok
-def test_on_8_devices_matches_pytorch():
-    deltas_on_8_devices(MESH_SCRIPT, ATOL)

@@ -7,7 +7,7 @@ import io
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, deltas_on_8_devices, max_abs_diff, randn, random_vae
+from helpers import TOLERANCE, assert_close, max_abs_diff, randn, random_vae
 from vaes import requires
 
 from torchax_vae import TorchaxVAE
@@ -94,24 +94,3 @@ def test_service_answers_its_sound(pair, tmp_path):
     assert encode.status_code == 400 and "is served for its sound" in encode.json()["error"], encode.text
     pcm, rate = sound.read_wav(io.BytesIO(wav))
     assert rate == 48000 and np.abs(pcm.astype(int) - expected).max() <= 1
-
-
-MESH_SCRIPT = """
-import json, torch
-from helpers import random_vae
-from torchax_vae import TorchaxVAE, make_mesh
-vae = random_vae("kvae-audio-tiny")
-ours = TorchaxVAE(vae, mesh=make_mesh())
-x = torch.randn(8, 1, 64, generator=torch.Generator().manual_seed(9))
-with torch.no_grad():
-    z = vae.encode(x).latent_dist.mean
-    rows = {"devices": ours.mesh.devices.size, "encode": (ours.encode(x).latent_dist.mean - z).abs().max().item(),
-            "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()}
-print(json.dumps(rows))
-"""
-
-
-@pytest.mark.slow  # a second process on 8 virtual devices
-@pytest.mark.heavy  # CI keeps one family per kind on the mesh: asym_kl, oobleck (sound), kvae_video, vidtok
-def test_on_8_devices_matches_pytorch():
-    deltas_on_8_devices(MESH_SCRIPT, FP32)

@@ -5,7 +5,7 @@ the mesh, in the command and the service (models/kvae_video.py)."""
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, deltas_on_8_devices, randn, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, randn, random_vae
 from vaes import requires
 
 from torchax_vae import TorchaxVAE
@@ -134,23 +134,3 @@ def test_command_and_service(pair, tmp_path, capsys):
     with serving(create_app({"kvae": TorchaxVAE(vae)})) as base:
         raw = remote_decode(endpoint=f"{base}/decode/kvae", tensor=z, output_type="pt", return_type="pt")
     assert_close(raw, expected, FP32, "served decode")
-
-
-MESH_SCRIPT = """
-import json, torch
-from helpers import random_vae
-from torchax_vae import TorchaxVAE, make_mesh
-vae = random_vae("kvae-video-tiny")
-ours = TorchaxVAE(vae, mesh=make_mesh())
-x = torch.randn(1, 3, 19, 16, 16, generator=torch.Generator().manual_seed(9))
-with torch.no_grad():
-    z = vae.encode(x).latent_dist.mean
-    rows = {"devices": ours.mesh.devices.size, "encode": (ours.encode(x).latent_dist.mean - z).abs().max().item(),
-            "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()}
-print(json.dumps(rows))
-"""
-
-
-@pytest.mark.slow  # a second process on 8 virtual devices
-def test_on_8_devices_matches_pytorch():
-    deltas_on_8_devices(MESH_SCRIPT, FP32)

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from helpers import deltas_on_8_devices, random_vae, TOLERANCE, assert_close, bf16_check, check_encode_decode, randn
+from helpers import random_vae, TOLERANCE, assert_close, bf16_check, check_encode_decode, randn
 from vaes import requires
 from torchax_vae import TorchaxVAE
 
@@ -273,28 +273,3 @@ def test_released_audio_vae_and_vocoders_match_pytorch():
             torch.manual_seed(0)
             voc = getattr(module, name)().eval()
             assert_close(TorchaxVAE(voc)(mel), voc(mel), ATOL, f"released {name}")
-
-
-MESH_SCRIPT = """
-import json, torch
-from torchax_vae import TorchaxVAE, make_mesh
-import test_ltx2_audio as t
-vae, voc = t.audio_vae(**t.THREE_LEVELS), t.vocoder(**t.VOCODER)
-mesh = make_mesh()
-ours, ours_voc = TorchaxVAE(vae, mesh=mesh), TorchaxVAE(voc, mesh=mesh)
-x = t.randn(2, 2, 33, 16, seed=9)
-with torch.no_grad():
-    z = vae.encode(x).latent_dist.mean
-    mel = vae.decode(z).sample
-    rows = {"devices": ours.mesh.devices.size,
-            "encode": (ours.encode(x).latent_dist.mean - z).abs().max().item(),
-            "decode": (ours.decode(z).sample - mel).abs().max().item(),
-            "vocoder": (ours_voc(mel) - voc(mel)).abs().max().item()}
-print(json.dumps(rows))
-"""
-
-
-@pytest.mark.slow  # 36 s on 2 cores: CI's slow set (the default suite under 20 minutes)
-@pytest.mark.heavy  # CI keeps one family per kind on the mesh: asym_kl, oobleck (sound), kvae_video, vidtok
-def test_on_8_devices_matches_pytorch():
-    deltas_on_8_devices(MESH_SCRIPT, ATOL)

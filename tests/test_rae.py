@@ -4,7 +4,7 @@ PyTorch: encode, decode, forward, slicing, bf16, saving, the mesh, the command a
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, deltas_on_8_devices, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, random_vae
 from vaes import requires
 
 from torchax_vae import TorchaxVAE
@@ -109,24 +109,3 @@ def test_command_and_service(pair, tmp_path, capsys):
     with serving(create_app({"rae": TorchaxVAE(vae)})) as base:
         raw = remote_decode(endpoint=f"{base}/decode/rae", tensor=z, output_type="pt", return_type="pt")
     assert_close(raw, expected, ATOL, "served decode")
-
-
-MESH_SCRIPT = """
-import json, torch
-from helpers import random_vae
-from torchax_vae import TorchaxVAE, make_mesh
-vae = random_vae("rae-tiny")
-ours = TorchaxVAE(vae, mesh=make_mesh())
-x = torch.rand(2, 3, 56, 56, generator=torch.Generator().manual_seed(9))
-with torch.no_grad():
-    z = vae.encode(x).latent
-    rows = {"devices": ours.mesh.devices.size, "encode": (ours.encode(x).latent - z).abs().max().item(),
-            "decode": (ours.decode(z).sample - vae.decode(z).sample).abs().max().item()}
-print(json.dumps(rows))
-"""
-
-
-@pytest.mark.slow  # a second process on 8 virtual devices
-@pytest.mark.heavy  # CI keeps one family per kind on the mesh: asym_kl, oobleck (sound), kvae_video, vidtok
-def test_on_8_devices_matches_pytorch():
-    deltas_on_8_devices(MESH_SCRIPT, ATOL)

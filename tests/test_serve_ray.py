@@ -2,12 +2,12 @@
 unchanged client as the plain server does."""
 
 import pytest
+import torch
 import requests
 from diffusers.utils.remote_utils import remote_decode
 
-from helpers import randn, random_vae
+from helpers import assert_parity, randn, random_vae
 from serving import free_port, wait_ready
-from torchax_vae import TorchaxVAE
 
 # Ray warns of its own deprecations (pydantic, its APIs) as it imports and starts: not this package's.
 # `ray.init` forks the test's process. Where an earlier test of the same process has started JAX's CPU backend (the
@@ -40,9 +40,8 @@ def test_a_ray_serve_replica_answers_remote_decode(tmp_path):
         z = randn(1, 16, 2, 8, 8, seed=7)
         out = remote_decode(endpoint=f"{base}/decode/wan", tensor=z, output_type="pt", return_type="pt",
                             do_scaling=False)
-        expected = TorchaxVAE(model).decode(z).sample
-        delta = (out - expected).abs().max().item()
-        assert delta <= 1e-4, f"through Ray Serve: max |Δ| {delta:.3g} against an in-process decode"
+        with torch.no_grad():
+            assert_parity(out, model.decode(z).sample, "through Ray Serve, against diffusers' decode")
         missing = requests.get(f"{base}/decode/nope", timeout=30)
         assert missing.status_code == 405 and "error" in missing.json()
     finally:

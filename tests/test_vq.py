@@ -183,6 +183,6 @@ print(json.dumps(rows))
 
 
 @pytest.mark.slow  # a second process on 8 virtual devices
-@pytest.mark.heavy  # CI keeps one family per kind on the mesh: asym_kl, oobleck (sound), kvae_video, vidtok
+@pytest.mark.rotate  # beyond the contract's mesh check (tests/contract): in CI a slice of these at a time
 def test_on_8_devices_matches_pytorch():
     deltas_on_8_devices(MESH_SCRIPT, FP32)

@@ -14,6 +14,7 @@ import functools
 import inspect
 import json
 import os
+import pathlib
 
 import pytest
 import torch
@@ -23,7 +24,6 @@ from helpers import random_vae  # (helpers puts scripts/ on sys.path: vaes)
 from vaes import decode_args, requires
 from torchax_vae import TorchaxVAE, registry
 from torchax_vae.engine import convert
-from torchax_vae.facade.family import Family
 
 MUTATION = convert.MUTATION
 # where a run writes each comparison's measured max |Δ| (scripts/contract_table.py: docs/results/parity.md)
@@ -60,16 +60,18 @@ def randn(*shape, seed=1) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
-def tolerance(expected: torch.Tensor) -> float:
-    return min(1e-4, 5e-5 * expected.detach().abs().max().item())
-
-
 def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> float:
     """max |actual - expected| within `tolerance(expected)` (under the mutation check: beyond it); returns it."""
     assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
     assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
     worst = (actual.detach().float() - expected.detach().float()).abs().max().item()
-    atol, peak = tolerance(expected), expected.detach().abs().max().item()
+    return judge(worst, expected.detach().abs().max().item(), what)
+
+
+def judge(worst: float, peak: float, what: str) -> float:
+    """A comparison's max |Δ| against its tolerance, min(1e-4, 5e-5 x the reference's peak): within it, or under
+    the mutation check beyond it; recorded where the run records. Returns max |Δ|."""
+    atol = min(1e-4, 5e-5 * peak)
     if RECORD and not MUTATION:
         with open(RECORD, "a") as f:
             f.write(json.dumps({"check": what, "max_abs_diff": worst, "peak": peak, "atol": atol}) + "\n")
@@ -187,3 +189,52 @@ def check_session(name: str):
             frames = [session.decode(z[:, :, start:start + size]) for start, size in zip(starts, sizes)]
             frames.append(session.finish())
     close(torch.cat(frames, dim=2), expected, f"{name} session of chunks {list(sizes)}")
+
+
+def check_mesh(name: str):
+    """The row on 8 virtual devices (tests/contract/mesh.py, a process of its own): a batch's encode and decode
+    against diffusers' model in PyTorch."""
+    import subprocess
+    import sys
+
+    from helpers import xla_flags
+
+    tests = pathlib.Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-m", "contract.mesh", name], cwd=tests, capture_output=True, text=True,
+                          env=dict(os.environ, XLA_FLAGS=xla_flags(8)), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, proc.stdout[-2000:]
+    for line in lines:
+        judge(line["max_abs_diff"], line["peak"], f"{name} {line['what']}")
+
+
+def contract_tests(kind: str) -> tuple:
+    """The contract's tests for the rows of one kind, as a test file binds them (test_video.py, ...)."""
+    names = pytest.mark.parametrize("name", rows(kind))
+
+    @names
+    def test_encode(name):
+        check_encode(name)
+
+    @names
+    def test_decode(name):
+        check_decode(name)
+
+    @names
+    def test_stream(name):
+        check_stream(name)
+
+    @names
+    def test_session(name):
+        check_session(name)
+
+    # a process of 8 virtual devices per row (20-60 s each on 2 cores): in the slow set, a third of the rows in each
+    # CI run (`rotate`: conftest.py picks them from the commit), every row within three runs
+    @pytest.mark.slow
+    @pytest.mark.rotate
+    @names
+    def test_mesh(name):
+        check_mesh(name)
+
+    return test_encode, test_decode, test_stream, test_session, test_mesh

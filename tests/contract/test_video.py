@@ -1,28 +1,6 @@
-"""The contract for the video classes (tests/contract/checks.py): encode, decode, a stream of several chunks, and a
-session, each against diffusers' model in PyTorch."""
+"""The contract for the video classes (tests/contract/checks.py): encode, decode, a stream, a session and 8 devices,
+each against diffusers' model in PyTorch. One file per kind, so that pytest-xdist spreads the rows over both cores."""
 
-import pytest
+from contract.checks import contract_tests
 
-from contract import checks
-
-ROWS = checks.rows("video")
-
-
-@pytest.mark.parametrize("name", ROWS)
-def test_encode(name):
-    checks.check_encode(name)
-
-
-@pytest.mark.parametrize("name", ROWS)
-def test_decode(name):
-    checks.check_decode(name)
-
-
-@pytest.mark.parametrize("name", ROWS)
-def test_stream(name):
-    checks.check_stream(name)
-
-
-@pytest.mark.parametrize("name", ROWS)
-def test_session(name):
-    checks.check_session(name)
+test_encode, test_decode, test_stream, test_session, test_mesh = contract_tests("video")

@@ -276,6 +276,7 @@ def _route(kind: str):
                     waveform = await _worker_result(request, service, name, sounds.job_of(parsed), deadline)
                     audio = await run_in_threadpool(sounds.track, speaker, waveform)
                 response = await streams.answer(request, service, name, parsed, deadline, done, audio)
+                response.headers["X-Request-ID"] = request_id  # (every answer has one, streamed ones too)
                 streaming = True  # its body's end does the accounting
                 return response
             result = await _worker_result(request, service, name, parsed, deadline)

@@ -8,7 +8,8 @@ its decodes with sound (serve/sounds.py) and its conditioned decodes (serve/cond
     mp4 = decode_with_sound("http://127.0.0.1:8000/decode/ltx2", video, audio)  # LTX-2's (video, audio) latents
     images = decode_with_condition("http://127.0.0.1:8000/decode/sd-inpaint", latents, image, mask)  # [B, 3, H, W]
 
-Standard library only (urllib), so it runs where the latents are made, beside any torch or none.
+urllib and numpy only (no HTTP library, no torch needed), so it runs where the latents are made, beside any torch
+or none.
 """
 
 import json
