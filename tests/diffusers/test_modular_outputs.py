@@ -46,15 +46,15 @@ CASES = [
     ("minimax_h3.test_modular_pipeline_minimax_h3", "TestMiniMaxH3ModularPipelineFast"),  # the second environment
     ("minimax_music3.test_modular_pipeline_minimax_music3", "TestMiniMaxMusic3ModularPipelineFast"),  # sound alone
 ]
-IN_CI = {"TestWanModularPipelineFast"}  # the others are heavy (about 10-40 s each on 2 cores)
+IN_CI = {"TestWanModularPipelineFast"}  # the others rotate (about 10-40 s each on 2 cores): a slice per CI run
 
 
 def _case(module, name):
-    marks = () if name in IN_CI else (pytest.mark.heavy,)
+    marks = () if name in IN_CI else (pytest.mark.rotate,)
     needs = SECOND_ENVIRONMENT_CLASSES.get(f"{module.replace('.', '/')}.py::{name}", ())
-    if needs:
-        marks += (pytest.mark.skipif(not imports(*needs), reason=f"its pipeline needs {', '.join(needs)}: run it in "
-                                     "the second environment of tests/diffusers/SOURCE.md"),)
+    if needs:  # by hand: the second environment (torch 2.14)
+        reason = f"its pipeline needs {', '.join(needs)}: run it in the second environment of tests/diffusers/SOURCE.md"
+        marks = (pytest.mark.heavy, pytest.mark.skipif(not imports(*needs), reason=reason))
     return pytest.param(module, name, id=name.removeprefix("Test").removesuffix("ModularPipelineFast"), marks=marks)
 
 

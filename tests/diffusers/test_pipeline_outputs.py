@@ -311,10 +311,10 @@ def _case_id(module: str, name: str) -> str:
 CASES = [pytest.param(module, name, id=name) for module, name in CLASSES] + [
     pytest.param("stable_diffusion.test_stable_diffusion_inpaint", "TestStableDiffusionInpaintPipeline",
                  id="TestStableDiffusionInpaintPipeline")
-] + [
-    pytest.param(module, name, id=_case_id(module, name), marks=pytest.mark.heavy)
+] + [  # in CI a slice at a time (conftest.py's rotation): every one within a few runs
+    pytest.param(module, name, id=_case_id(module, name), marks=pytest.mark.rotate)
     for module, name in SECOND + THIRD + FOURTH + FIFTH + SIXTH + EIGHTH + TENTH + ELEVENTH
-] + [
+] + [  # by hand: torch 2.14 and its torchvision, which this machine's torch 2.13 cannot have beside it
     pytest.param(module, name, id=name, marks=[pytest.mark.heavy, pytest.mark.skipif(
         not imports(*_needs(module)), reason=f"its pipeline needs {', '.join(_needs(module))}: the second environment "
                                               "of SOURCE.md")])
