@@ -23,10 +23,13 @@ NODES = {  # node -> what its failure must say
     # under diffusers' own xfail mark ("Latest transformers changes the slices"), which pytest alone would accept
     "tests/diffusers/tests/pipelines/kandinsky/test_kandinsky.py::KandinskyPipelineFastTests::test_kandinsky":
         "not the expected failure",
+    # failing in a mixin of test_pipelines_common.py at 1.1e-4 both ways: its outputs are compared there
+    "tests/diffusers/tests/pipelines/kandinsky/test_kandinsky.py::KandinskyPipelineFastTests::"
+    "test_inference_batch_single_identical": "_test_inference_batch_single_identical: output.images: max |Δ|",
 }
 
 
-@pytest.mark.slow  # about 20 s on 2 cores: three pipeline tests in a pytest of their own
+@pytest.mark.slow  # about 40 s on 2 cores: four pipeline tests in a pytest of their own
 def test_a_decode_off_by_a_thousandth_fails_the_harness():
     env = {**os.environ, "TORCHAX_VAE_MUTATE": "1e-3"}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,3 +39,32 @@ def test_a_decode_off_by_a_thousandth_fails_the_harness():
     assert f"{len(NODES)} failed" in out, out[-4000:]
     for node, says in NODES.items():
         assert f"FAILED {node}" in out and says in out, (node, says, out[-4000:])
+
+
+def _failures():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent / "diffusers" / "failures.py"
+    spec = importlib.util.spec_from_file_location("harness_failures", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_expected_failure_keeps_its_numbers():
+    """Both runs fail with the same message but for its numbers: within a factor of two (or 1e-4) they are the same
+    failure; a difference of another size is not, though the mask hides it (issue 74: the batch tests' 1.13e-4
+    against 1.03e-4 passes, 3e-4 does not)."""
+    failures = _failures()
+
+    def failure(message):
+        return failures.Failure("AssertionError", failures.masked(message), {}, failures.numbers_of(message))
+
+    plain = failure("assert np.float32(0.000103) < 0.0001")
+    assert failures.differences(plain, failure("assert np.float32(0.000113) < 0.0001")) == []
+    far = failures.differences(plain, failure("assert np.float32(0.0003) < 0.0001"))
+    assert len(far) == 1 and "0.0003 wrapped against 0.000103" in far[0], far
+    count = failures.differences(failure("expected 3 frames, got 5"), failure("expected 3 frames, got 6"))
+    assert count and "6 wrapped against 5" in count[0], count
+    assert failures.numbers_of("at 0x7f3a in /tmp/pytest-1/x9.py: 2.5") == (2.5,)

@@ -243,7 +243,8 @@ RAISES = {
     # torchax_vae.engine.validation.DtypeMismatchError, a RuntimeError as torch's own mismatch error is
     PARAMETERS_ARE_COPIES: ((RuntimeError,), r"input is (float16|bfloat16), but this TorchaxVAE computes in float32"),
     FROM_PIPE: ((ValueError,), r"expected \[.*'vae'.*\], but only \{.*\} were passed"),
-    BATCH_AMPLIFIED: ((AssertionError,), r"assert np\.float32\(0\.000[1-9]\d*\) < 0\.0001"),
+    # measured 3.9e-4 wrapped (3.2e-4 on plain diffusers): up to twice that, 7.99e-4, no more
+    BATCH_AMPLIFIED: ((AssertionError,), r"assert np\.float32\(0\.000[1-7]\d*\) < 0\.0001"),
     RAE_NOISE: ((ValueError,), r"layers that differ in training mode \(its encoder's noise \(noise_tau=0\.5\)\)"),
     # one uint8 step at one pixel moves the output by about 1e-3: a difference from 1e-3 up to 1.2e-3, no more
     UINT8_FLIP: ((AssertionError,), r"np\.float32\(0\.001[01]\d*\) not less than 0\.001"),

@@ -56,6 +56,9 @@ _TIGHT_SLICES = {  # test class -> its tests that compare value slices within rt
        for name in ("RemoteAutoencoderKLSDv1Tests", "RemoteAutoencoderKLSDXLTests", "RemoteAutoencoderKLFluxTests",
                     "RemoteAutoencoderKLFluxPackedTests")},
 }
+# how each of them fails, recorded from a run: testing_utils.torch_all_close's assertion on the slice, no other (a
+# shape, type, size or header the tests check before the slice fails them as any failure does)
+SLICE_MISSED = r"^Max diff is absolute \d[\d.e-]*\. Diff tensor is tensor\("
 EXPECTED_FAILURES = {f"{_DECODE}{cls}::{test}": RELEASED_VALUES for cls, tests in _TIGHT_SLICES.items()
                      for test in tests}
 
