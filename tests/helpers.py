@@ -18,13 +18,37 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
-from vaes import CONFIGS, MODELS, WAN_CONFIGS, random_vae  # noqa: E402
+from vaes import CONFIGS, MODELS, WAN_CONFIGS, random_vae, requires  # noqa: E402
 
 __all__ = [
     "CONFIGS", "MODELS", "WAN_CONFIGS", "TOLERANCE", "assert_close", "bf16_check", "check_encode_decode", "random_vae",
     "randn", "seeded", "with_noise", "Bf16ConvsWithFp32Sums", "bf16_errors", "fp32_reference", "fp32_tolerance",
-    "assert_parity",
+    "assert_parity", "needs", "pair_fixture", "check_tiled",
 ]
+
+
+
+def needs(*configs: str):
+    """The mark that skips a test module whose tiny configs the installed diffusers cannot build (vaes.requires)."""
+    import pytest
+
+    why = requires(*configs)
+    return pytest.mark.skipif(why is not None, reason=str(why))
+
+
+def pair_fixture(config: str):
+    """A module fixture, `pair`: diffusers' model of this config (seeded random weights) and its TorchaxVAE."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def pair():
+        from torchax_vae import TorchaxVAE
+
+        vae = random_vae(config)
+        return vae, TorchaxVAE(vae)
+
+    return pair
+
 
 # Max |Δ| allowed against the same model in plain PyTorch fp32.
 TOLERANCE = {torch.float32: 1e-4}
@@ -78,6 +102,27 @@ def fp32_tolerance(reference: torch.Tensor) -> float:
 def assert_parity(actual: torch.Tensor, expected: torch.Tensor, what: str = "") -> float:
     """assert_close at fp32_tolerance(expected): TorchaxVAE's result against diffusers' in PyTorch."""
     return assert_close(actual, expected, fp32_tolerance(expected), what)
+
+
+def check_tiled(vae, ours, x, tiles: dict, slicing: bool = False, what: str = "") -> list[str]:
+    """diffusers' tiling (its own `enable_tiling` arguments) and, with `slicing`, its slicing, switched on both
+    sides: the encode's mean and the decode of diffusers' latents equal diffusers' in PyTorch within
+    `fp32_tolerance`; both switched off after. Returns the names of the programs `ours` compiled."""
+    what = f"{what or type(vae).__name__}: {'sliced, ' if slicing else ''}tiled {tiles}"
+    try:
+        for model in (vae, ours):
+            if slicing:
+                model.enable_slicing()
+            model.enable_tiling(**tiles)
+        with torch.no_grad():
+            expected = vae.encode(x).latent_dist.mean
+            assert_parity(ours.encode(x).latent_dist.mean, expected, f"{what}, encode")
+            assert_parity(ours.decode(expected).sample, vae.decode(expected).sample, f"{what}, decode")
+    finally:
+        for model in (vae, ours):
+            model.disable_slicing()
+            model.disable_tiling()
+    return [s["name"] for s in ours.compile_stats()]
 
 
 def batch_program(name: str) -> str:

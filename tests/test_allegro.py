@@ -1,9 +1,10 @@
 """AutoencoderKLAllegro through TorchaxVAE against the same model in plain PyTorch (tiled: diffusers runs it no other
-way), and in AllegroPipeline."""
+way); AllegroPipeline's output: tests/diffusers/test_pipeline_outputs.py (diffusers' own fast test, in CI)."""
 
 import pytest
 import torch
 from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from round_trip import video_round_trip
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models.allegro import AllegroVAE, tile_starts
@@ -118,59 +119,11 @@ def test_official_fp32():
     assert_close(ours.decode(z).sample.double(), truth, max(FP32, theirs), f"allegro decode against fp64 (PyTorch fp32: {theirs:.3g})")
 
 
-def test_allegro_pipeline_with_the_vae_swapped():
-    from diffusers import AllegroPipeline, AllegroTransformer3DModel, DDIMScheduler
-
-    torch.manual_seed(0)  # as diffusers' AllegroPipeline tests build it; prompt embeddings given (no tokenizer)
-    transformer = AllegroTransformer3DModel(
-        num_attention_heads=2, attention_head_dim=12, in_channels=4, out_channels=4, num_layers=1,
-        cross_attention_dim=24, sample_width=8, sample_height=8, sample_frames=8, caption_channels=24,
-    ).eval()
-    vae = random_vae("allegro-tiny")
-    vae.enable_tiling()
-    pipe = AllegroPipeline(tokenizer=None, text_encoder=None, vae=vae, transformer=transformer,
-                           scheduler=DDIMScheduler())
-    pipe.set_progress_bar_config(disable=True)
-    generator = torch.Generator().manual_seed(1)
-    embeds = torch.randn(1, 5, 24, generator=generator)
-    inputs = dict(prompt_embeds=embeds, prompt_attention_mask=torch.ones(1, 5, dtype=torch.long), negative_prompt=None,
-                  negative_prompt_embeds=torch.zeros_like(embeds),
-                  negative_prompt_attention_mask=torch.ones(1, 5, dtype=torch.long),
-                  num_inference_steps=2, guidance_scale=6.0, height=128, width=144, num_frames=24, output_type="pt")
-    with torch.no_grad():
-        expected = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
-        pipe.vae = TorchaxVAE(vae)
-        actual = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
-    # frames, not the 0.5 grey that zeros decode to (which diffusers' Allegro answers below one tile)
-    assert actual.shape == (1, 24, 3, 128, 144) and expected.std() > 0.01 and (expected - 0.5).abs().max() > 0.05, (
-        f"near-constant frames: std {expected.std():.3g}, max |frame - 0.5| {(expected - 0.5).abs().max():.3g}")
-    assert_close(actual, expected, FP32, "AllegroPipeline frames")
-
-
 @pytest.mark.slow  # 28 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """AllegroPipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor; decode's [B, F, C,
     H, W] output is written as frames like every family's."""
-    import numpy as np
-
-    from torchax_vae.cli import main
-
     vae = random_vae("allegro-tiny")
-    vae.save_pretrained(tmp_path / "model" / "vae")
-    z = torch.randn(1, 4, 6, 16, 17, generator=torch.Generator().manual_seed(0))
-    torch.save(z, tmp_path / "latents.pt")
-    args = ["--model", str(tmp_path / "model"), "--no-cache", "--json"]
-    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.npy"), *args]) == 0
-    capsys.readouterr()
-    vae.enable_tiling()
-    with torch.no_grad():  # AllegroPipeline.decode_latents: latents / scaling_factor, decode, [B, C, F, H, W]
-        expected = vae.decode(z / vae.config.scaling_factor).sample[0].permute(1, 0, 2, 3)
-    expected = ((expected / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 3, 0).numpy()
-    frames = np.load(tmp_path / "video.npy")
-    assert frames.shape == (24, 128, 136, 3)
-    assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
-    from torchax_vae.media import files
-
-    files.write_mp4(tmp_path / "video.mp4", frames)
-    assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
-    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 6, 16, 17)  # the pipelines' [B, C, F, H, W]
+    vae.enable_tiling()  # AllegroPipeline.decode_latents: latents / scaling_factor, decode (tiled), [B, C, F, H, W]
+    video_round_trip(tmp_path, capsys, vae, (1, 4, 6, 16, 17), lambda z: z / vae.config.scaling_factor,
+                     frames=(24, 128, 136, 3), channels_second=True)

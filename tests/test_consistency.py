@@ -8,17 +8,14 @@ import numpy as np
 import pytest
 import torch
 from diffusers import ConsistencyDecoderVAE
-from helpers import TOLERANCE, assert_close, max_abs_diff, randn, random_vae
+from helpers import TOLERANCE, assert_close, max_abs_diff, pair_fixture, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 
 ATOL = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("consistency-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("consistency-tiny")
 
 
 def seeded(seed: int) -> torch.Generator:

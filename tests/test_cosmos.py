@@ -3,7 +3,8 @@
 import pytest
 import torch
 from diffusers.models.autoencoders.vae import IdentityDistribution
-from helpers import TOLERANCE, assert_close, bf16_check, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, pair_fixture, random_vae
+from round_trip import video_round_trip
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models.cosmos import CosmosVAE
@@ -11,10 +12,7 @@ from torchax_vae.models.cosmos import CosmosVAE
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("cosmos-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("cosmos-tiny")
 
 
 def video(batch, frames, height, width, seed=0):
@@ -173,27 +171,9 @@ def test_cosmos_pipelines_with_the_vae_swapped(cls_name):
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """CosmosTextToWorldPipeline(output_type="latent") returns [B, C, F, H, W], normalized per channel and latent
     frame by latents_mean and latents_std over the scheduler's sigma_data."""
-    import numpy as np
-
-    from torchax_vae.media import files
-    from torchax_vae.cli import main
-
     vae = random_vae("cosmos-tiny")
-    vae.save_pretrained(tmp_path / "model" / "vae")
-    z = torch.randn(1, 4, 2, 4, 6, generator=torch.Generator().manual_seed(0))
-    torch.save(z, tmp_path / "latents.pt")
-    args = ["--model", str(tmp_path / "model"), "--no-cache", "--json"]
-    assert main(["warmup", "--shape", "5,16,24", "--kind", "both", *args]) == 0
-    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.npy"), *args]) == 0
-    capsys.readouterr()
     mean = torch.tensor(vae.config.latents_mean).view(1, 4, -1, 1, 1)[:, :, :2]
     std = torch.tensor(vae.config.latents_std).view(1, 4, -1, 1, 1)[:, :, :2]
-    with torch.no_grad():  # CosmosTextToWorldPipeline: latents * std / sigma_data + mean, then decode
-        expected = vae.decode(z * std / 0.5 + mean).sample[0]
-    expected = ((expected / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 3, 0).numpy()
-    frames = np.load(tmp_path / "video.npy")
-    assert frames.shape == (5, 16, 24, 3)
-    assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
-    files.write_mp4(tmp_path / "video.mp4", frames)
-    assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
-    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 2, 4, 6)  # the pipelines' [B, C, F, H, W]
+    # CosmosTextToWorldPipeline: latents * std / sigma_data + mean, then decode
+    video_round_trip(tmp_path, capsys, vae, (1, 4, 2, 4, 6), lambda z: z * std / 0.5 + mean, frames=(5, 16, 24, 3),
+                     warmup="5,16,24")

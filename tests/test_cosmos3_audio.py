@@ -5,20 +5,16 @@ import types
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, max_abs_diff, randn, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, max_abs_diff, needs, pair_fixture, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("cosmos3-audio-tiny") is not None, reason=str(requires("cosmos3-audio-tiny")))
+pytestmark = needs("cosmos3-audio-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("cosmos3-audio-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("cosmos3-audio-tiny")
 
 
 @pytest.mark.parametrize("length", [1, 9, 30])

@@ -3,19 +3,11 @@ latents with no posterior (`encode(x).latent`)."""
 
 import copy
 
-import numpy as np
 import pytest
 import torch
-from diffusers import (
-    AutoencoderDC,
-    FlowMatchEulerDiscreteScheduler,
-    SanaPipeline,
-    SanaSprintImg2ImgPipeline,
-    SanaTransformer2DModel,
-    SCMScheduler,
-)
+from diffusers import AutoencoderDC
 from diffusers.models.autoencoders.vae import DecoderOutput, EncoderOutput
-from helpers import TOLERANCE, assert_close, bf16_check, randn, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, pair_fixture, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models import input_shape
@@ -36,10 +28,7 @@ def check(vae, ours, x, what):
     assert_close(out.sample, vae(x).sample, FP32, f"{what} forward")
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("dc-small")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("dc-small")
 
 
 def test_dispatch_and_what_pipelines_read(pair):
@@ -133,51 +122,3 @@ def test_state_dict_and_save_pretrained_load_in_plain_diffusers(tmp_path, pair):
     assert type(TorchaxVAE.from_pretrained(tmp_path, subfolder=None)) is DCVAE
 
 
-def _sana_vae():
-    """diffusers' tests/pipelines/sana get_dummy_components VAE (58eb52c)."""
-    torch.manual_seed(0)
-    return AutoencoderDC(**random_vae("dc-tiny").config)
-
-
-def _run(pipeline_class, components, **inputs):
-    """The pipeline's images on diffusers' VAE, then on a TorchaxVAE of it."""
-    outputs = []
-    for vae in (components["vae"], TorchaxVAE(copy.deepcopy(components["vae"]))):
-        pipe = pipeline_class(**dict(components, vae=vae))
-        pipe.set_progress_bar_config(disable=True)
-        outputs.append(pipe(generator=torch.Generator().manual_seed(0), output_type="np", **inputs).images)
-    delta = np.abs(outputs[0] - outputs[1]).max()
-    assert outputs[0].shape == outputs[1].shape and delta <= 1e-4, f"{pipeline_class.__name__}: max |Δ| {delta:.3g}"
-
-
-def _embeds(seed):
-    return {"prompt_embeds": torch.randn(1, 6, 8, generator=torch.Generator().manual_seed(seed)),
-            "prompt_attention_mask": torch.ones(1, 6, dtype=torch.long)}
-
-
-def test_sana_pipeline_with_the_vae_swapped():
-    """SanaPipeline decodes `latents / scaling_factor` (diffusers' fast-test components, prompt embeddings given)."""
-    torch.manual_seed(0)
-    transformer = SanaTransformer2DModel(patch_size=1, in_channels=4, out_channels=4, num_layers=1,
-                                         num_attention_heads=2, attention_head_dim=4, num_cross_attention_heads=2,
-                                         cross_attention_head_dim=4, cross_attention_dim=8, caption_channels=8,
-                                         sample_size=32)
-    components = {"transformer": transformer.eval(), "vae": _sana_vae(), "text_encoder": None, "tokenizer": None,
-                  "scheduler": FlowMatchEulerDiscreteScheduler(shift=7.0)}
-    negative = {f"negative_{k}": v for k, v in _embeds(2).items()}
-    _run(SanaPipeline, components, height=32, width=32, num_inference_steps=2, use_resolution_binning=False,
-         negative_prompt=None, **_embeds(1), **negative)
-
-
-def test_sana_sprint_img2img_encodes_with_the_vae_swapped():
-    """SanaSprintImg2ImgPipeline encodes its image (`vae.encode(image).latent`), then decodes."""
-    torch.manual_seed(0)
-    transformer = SanaTransformer2DModel(patch_size=1, in_channels=4, out_channels=4, num_layers=1,
-                                         num_attention_heads=2, attention_head_dim=4, num_cross_attention_heads=2,
-                                         cross_attention_head_dim=4, cross_attention_dim=8, caption_channels=8,
-                                         sample_size=32, qk_norm="rms_norm_across_heads", guidance_embeds=True)
-    components = {"transformer": transformer.eval(), "vae": _sana_vae(), "text_encoder": None, "tokenizer": None,
-                  "scheduler": SCMScheduler()}
-    image = torch.rand(1, 3, 32, 32, generator=torch.Generator().manual_seed(3))
-    _run(SanaSprintImg2ImgPipeline, components, image=image, height=32, width=32, num_inference_steps=2,
-         use_resolution_binning=False, **_embeds(1))

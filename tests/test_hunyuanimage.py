@@ -4,17 +4,10 @@ import copy
 import dataclasses
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
-from diffusers import (
-    AutoencoderKL,
-    AutoencoderKLHunyuanImage,
-    FlowMatchEulerDiscreteScheduler,
-    HunyuanImagePipeline,
-    HunyuanImageTransformer2DModel,
-)
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae
+from diffusers import AutoencoderKL, AutoencoderKLHunyuanImage
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, pair_fixture, randn
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.placement import backends
@@ -23,10 +16,7 @@ from torchax_vae.models.hunyuanimage import HunyuanImageVAE
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("hunyuanimage-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("hunyuanimage-tiny")
 
 
 def test_dispatch_and_fp32(pair):
@@ -106,27 +96,3 @@ def test_bf16_scaling_and_state_dict(pair, tmp_path):
                  "plain diffusers, reloaded")
 
 
-def test_hunyuanimage_pipeline_with_the_vae_swapped():
-    """HunyuanImagePipeline decodes `latents / scaling_factor` (diffusers' fast-test transformer and VAE, 58eb52c;
-    prompt embeddings given instead of its Qwen2.5-VL and ByT5 encoders)."""
-    torch.manual_seed(0)
-    transformer = HunyuanImageTransformer2DModel(in_channels=4, out_channels=4, num_attention_heads=4,
-                                                 attention_head_dim=8, num_layers=1, num_single_layers=1,
-                                                 num_refiner_layers=1, patch_size=(1, 1), guidance_embeds=False,
-                                                 text_embed_dim=32, text_embed_2_dim=32, rope_axes_dim=(4, 4))
-    torch.manual_seed(0)
-    vae = AutoencoderKLHunyuanImage(**random_vae("hunyuanimage-tiny").config)
-    components = {"transformer": transformer.eval(), "vae": vae, "scheduler": FlowMatchEulerDiscreteScheduler(shift=7.0),
-                  "text_encoder": None, "tokenizer": None, "text_encoder_2": None, "tokenizer_2": None,
-                  "guider": None, "ocr_guider": None}
-    g = torch.Generator().manual_seed(1)
-    embeds = {"prompt_embeds": torch.randn(1, 6, 32, generator=g), "prompt_embeds_mask": torch.ones(1, 6, dtype=torch.long),
-              "prompt_embeds_2": torch.randn(1, 4, 32, generator=g), "prompt_embeds_mask_2": torch.ones(1, 4, dtype=torch.long)}
-    outputs = []
-    for model in (vae, TorchaxVAE(copy.deepcopy(vae))):
-        pipe = HunyuanImagePipeline(**dict(components, vae=model))
-        pipe.set_progress_bar_config(disable=True)
-        outputs.append(pipe(generator=torch.Generator().manual_seed(0), num_inference_steps=2, height=16, width=16,
-                            output_type="np", **embeds).images)
-    delta = np.abs(outputs[0] - outputs[1]).max()
-    assert outputs[0].shape == outputs[1].shape and delta <= 1e-4, f"HunyuanImagePipeline: max |Δ| {delta:.3g}"

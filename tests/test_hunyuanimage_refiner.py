@@ -3,21 +3,16 @@ plain PyTorch: one-frame images as its pipeline passes them, and videos; untiled
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, deltas_on_8_devices, randn, random_vae
-from vaes import requires
+from helpers import (TOLERANCE, assert_close, bf16_check, check_encode_decode, deltas_on_8_devices, needs, pair_fixture, randn, random_vae)
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("hunyuanimage-refiner-tiny") is not None,
-                                reason=str(requires("hunyuanimage-refiner-tiny")))
+pytestmark = needs("hunyuanimage-refiner-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("hunyuanimage-refiner-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("hunyuanimage-refiner-tiny")
 
 
 @pytest.mark.parametrize("frames", [1, 3])

@@ -1,8 +1,10 @@
-"""AutoencoderKLHunyuanVideo15 through TorchaxVAE against the same model in plain PyTorch, and in HunyuanVideo15Pipeline."""
+"""AutoencoderKLHunyuanVideo15 through TorchaxVAE against the same model in plain PyTorch. Its pipeline's output:
+tests/diffusers/test_pipeline_outputs.py (diffusers' own fast test, in CI)."""
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, check_tiled, random_vae
+from round_trip import video_round_trip
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models.hunyuanvideo15 import HunyuanVideo15VAE
@@ -70,22 +72,9 @@ def test_one_program_per_clip_and_bad_lengths_refused_at_the_boundary():
 def test_slicing_and_tiling_equal_diffusers(overlap):
     """diffusers' own tiling arguments for this class: sample and latent tile sizes and an overlap factor."""
     vae = random_vae("hunyuan15-tiny")
-    ours = TorchaxVAE(vae)
-    x = video(2, 5, 32, 48, seed=3)
     tiles = dict(tile_sample_min_height=16, tile_sample_min_width=16, tile_latent_min_height=4,
                  tile_latent_min_width=4, tile_overlap_factor=overlap)
-    try:
-        for model in (vae, ours):
-            model.enable_slicing()
-            model.enable_tiling(**tiles)
-        expected = vae.encode(x).latent_dist.mean
-        assert_close(ours.encode(x).latent_dist.mean, expected, FP32, f"sliced, tiled encode, overlap {overlap}")
-        assert_close(ours.decode(expected).sample, vae.decode(expected).sample, FP32,
-                     f"sliced, tiled decode, overlap {overlap}")
-    finally:
-        for model in (vae, ours):
-            model.disable_slicing()
-            model.disable_tiling()
+    check_tiled(vae, TorchaxVAE(vae), video(2, 5, 32, 48, seed=3), tiles, slicing=True)
 
 
 @pytest.mark.slow  # 12 s on 2 cores
@@ -122,47 +111,11 @@ def _pipeline(vae):
     return pipe
 
 
-def test_hunyuanvideo15_pipeline_with_the_vae_swapped():
-    vae = random_vae("hunyuan15-tiny")
-    pipe = _pipeline(vae)
-    generator = torch.Generator().manual_seed(1)
-    inputs = dict(prompt_embeds=torch.randn(1, 7, 16, generator=generator),
-                  prompt_embeds_mask=torch.ones(1, 7, dtype=torch.long),
-                  prompt_embeds_2=torch.randn(1, 5, 32, generator=generator),
-                  prompt_embeds_mask_2=torch.ones(1, 5, dtype=torch.long),
-                  num_inference_steps=2, height=16, width=16, num_frames=9, output_type="pt")
-    with torch.no_grad():
-        expected = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
-        pipe.vae = TorchaxVAE(vae)
-        actual = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
-    assert actual.shape == (1, 9, 3, 16, 16)
-    assert_close(actual, expected, FP32, "HunyuanVideo15Pipeline frames")
-
-
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """HunyuanVideo15Pipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor."""
-    import numpy as np
-
-    from torchax_vae.media import files
-    from torchax_vae.cli import main
-
-    vae = random_vae("hunyuan15-tiny")
-    vae.save_pretrained(tmp_path / "model" / "vae")
-    z = torch.randn(1, 4, 3, 4, 6, generator=torch.Generator().manual_seed(0))
-    torch.save(z, tmp_path / "latents.pt")
-    args = ["--model", str(tmp_path / "model"), "--no-cache", "--json"]
-    assert main(["warmup", "--shape", "5,16,24", "--kind", "both", *args]) == 0
-    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.npy"), *args]) == 0
-    capsys.readouterr()
-    with torch.no_grad():  # HunyuanVideo15Pipeline: latents / scaling_factor, then decode
-        expected = vae.decode(z / vae.config.scaling_factor).sample[0]
-    expected = ((expected / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 3, 0).numpy()
-    frames = np.load(tmp_path / "video.npy")
-    assert frames.shape == (5, 16, 24, 3)
-    assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
-    files.write_mp4(tmp_path / "video.mp4", frames)
-    assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
-    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 3, 4, 6)  # the pipelines' [B, C, F, H, W]
+    vae = random_vae("hunyuan15-tiny")  # HunyuanVideo15Pipeline: latents / scaling_factor, then decode
+    video_round_trip(tmp_path, capsys, vae, (1, 4, 3, 4, 6), lambda z: z / vae.config.scaling_factor,
+                     frames=(5, 16, 24, 3), warmup="5,16,24")
 
 
 def test_hunyuanvideo15_image_to_video_pipeline_with_the_vae_swapped():

@@ -7,12 +7,11 @@ import re
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, deltas_on_8_devices, max_abs_diff, randn, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, deltas_on_8_devices, max_abs_diff, needs, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("mmaudio-tiny") is not None, reason=str(requires("mmaudio-tiny")))
+pytestmark = needs("mmaudio-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 

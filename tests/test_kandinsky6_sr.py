@@ -6,22 +6,17 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, randn, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, bf16_check, needs, pair_fixture, randn
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("kandinsky6-sr-tiny") is not None,
-                                reason=str(requires("kandinsky6-sr-tiny")))
+pytestmark = needs("kandinsky6-sr-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 PIXEL = 128 / 255  # the pipeline's pixels: (sample + 1) * 128 / 255
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("kandinsky6-sr-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("kandinsky6-sr-tiny")
 
 
 def _pipeline_levels(sample: torch.Tensor) -> torch.Tensor:

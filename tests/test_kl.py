@@ -4,7 +4,7 @@ import pytest
 import torch
 from diffusers import AutoencoderKL
 from diffusers.models.autoencoders.autoencoder_kl import AutoencoderKLOutput
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, pair_fixture, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models import input_shape
@@ -13,10 +13,7 @@ from torchax_vae.models.kl import KLVAE
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("sd-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("sd-tiny")
 
 
 def test_dispatch_and_what_pipelines_read(pair):

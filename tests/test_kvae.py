@@ -4,20 +4,16 @@ decode, diffusers' tiles and slicing, bf16, the mesh, the command and the servic
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, needs, pair_fixture, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("kvae-tiny") is not None, reason=str(requires("kvae-tiny")))
+pytestmark = needs("kvae-tiny")
 
 ATOL = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("kvae-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("kvae-tiny")
 
 
 @torch.no_grad()

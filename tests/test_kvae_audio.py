@@ -7,20 +7,16 @@ import io
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, max_abs_diff, randn, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, max_abs_diff, needs, pair_fixture, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("kvae-audio-tiny") is not None, reason=str(requires("kvae-audio-tiny")))
+pytestmark = needs("kvae-audio-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("kvae-audio-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("kvae-audio-tiny")
 
 
 @torch.no_grad()

@@ -5,20 +5,16 @@ the mesh, in the command and the service (models/kvae_video.py)."""
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, randn, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, bf16_check, needs, pair_fixture, randn
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("kvae-video-tiny") is not None, reason=str(requires("kvae-video-tiny")))
+pytestmark = needs("kvae-video-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("kvae-video-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("kvae-video-tiny")
 
 
 # One video of 16 x 16 pixels (8 x 8 latents) throughout, so that the file compiles few programs.

@@ -6,20 +6,16 @@ import re
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, max_abs_diff, randn, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, max_abs_diff, needs, pair_fixture, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("longcat-audio-tiny") is not None, reason=str(requires("longcat-audio-tiny")))
+pytestmark = needs("longcat-audio-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("longcat-audio-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("longcat-audio-tiny")
 
 
 @pytest.mark.parametrize("samples", [4, 40, 128])

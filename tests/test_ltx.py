@@ -192,15 +192,6 @@ def _swapped(pipe, vae, **inputs):
     return actual, expected
 
 
-def test_ltx_pipeline_with_the_vae_swapped():
-    from diffusers import LTXPipeline
-
-    vae = random_vae("ltx-tiny")
-    actual, expected = _swapped(_ltx_pipeline(LTXPipeline, vae), vae, **_prompt())
-    assert actual.shape == (1, 9, 3, 32, 32)
-    assert_close(actual, expected, FP32, "LTXPipeline frames")
-
-
 def test_ltx_image_to_video_pipeline_with_decode_timestep():
     """0.9.1's VAE (timestep, injected noise): the image is encoded, the latents decoded at decode_timestep."""
     from diffusers import LTXImageToVideoPipeline

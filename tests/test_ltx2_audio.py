@@ -7,11 +7,11 @@ import re
 import pytest
 import torch
 
-from helpers import random_vae, TOLERANCE, assert_close, bf16_check, check_encode_decode, randn
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, needs, randn, random_vae
 from vaes import requires
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("ltx2-audio-tiny") is not None, reason=str(requires("ltx2-audio-tiny")))
+pytestmark = needs("ltx2-audio-tiny")
 
 ATOL = TOLERANCE[torch.float32]
 

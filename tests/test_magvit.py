@@ -2,7 +2,8 @@
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, check_tiled, random_vae
+from round_trip import video_round_trip
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models.magvit import MagvitVAE, frame_batches
@@ -72,18 +73,8 @@ def test_tiling_equals_diffusers(tiles):
     """diffusers' own tiling arguments and arithmetic for this class (its threshold compares the width with the
     minimum height; tiled_encode keeps whole blended tiles, then crops)."""
     vae = random_vae("magvit-tiny")
-    ours = TorchaxVAE(vae)
-    x = video(1, 5, 48, 64, seed=3)
-    try:
-        for model in (vae, ours):
-            model.enable_tiling(**tiles)
-        expected = vae.encode(x).latent_dist.mean
-        assert_close(ours.encode(x).latent_dist.mean, expected, FP32, f"tiled encode {tiles}")
-        assert_close(ours.decode(expected).sample, vae.decode(expected).sample, FP32, f"tiled decode {tiles}")
-        assert {s["name"] for s in ours.compile_stats()} >= {"encoder/tile", "decoder/tile+cache"}
-    finally:
-        for model in (vae, ours):
-            model.disable_tiling()
+    compiled = check_tiled(vae, TorchaxVAE(vae), video(1, 5, 48, 64, seed=3), tiles)
+    assert set(compiled) >= {"encoder/tile", "decoder/tile+cache"}
 
 
 def test_lengths_and_sizes_refused_at_the_boundary():
@@ -146,28 +137,9 @@ def test_easyanimate_pipeline_with_the_vae_swapped():
 
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """EasyAnimatePipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor."""
-    import numpy as np
-
-    from torchax_vae.media import files
-    from torchax_vae.cli import main
-
-    vae = random_vae("magvit-tiny")
-    vae.save_pretrained(tmp_path / "model" / "vae")
-    z = torch.randn(1, 4, 2, 2, 3, generator=torch.Generator().manual_seed(0))
-    torch.save(z, tmp_path / "latents.pt")
-    args = ["--model", str(tmp_path / "model"), "--no-cache", "--json"]
-    assert main(["warmup", "--shape", "5,16,24", "--kind", "both", *args]) == 0
-    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.npy"), *args]) == 0
-    capsys.readouterr()
-    with torch.no_grad():  # EasyAnimatePipeline: latents / scaling_factor, then decode
-        expected = vae.decode(z / vae.config.scaling_factor).sample[0]
-    expected = ((expected / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 3, 0).numpy()
-    frames = np.load(tmp_path / "video.npy")
-    assert frames.shape == (5, 16, 24, 3)
-    assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
-    files.write_mp4(tmp_path / "video.mp4", frames)
-    assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
-    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 4, 2, 2, 3)  # the pipelines' [B, C, F, H, W]
+    vae = random_vae("magvit-tiny")  # EasyAnimatePipeline: latents / scaling_factor, then decode
+    video_round_trip(tmp_path, capsys, vae, (1, 4, 2, 2, 3), lambda z: z / vae.config.scaling_factor,
+                     frames=(5, 16, 24, 3), warmup="5,16,24")
 
 
 def test_sliced_decode_decodes_each_video_on_its_own():

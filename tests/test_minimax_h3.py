@@ -4,22 +4,18 @@ import copy
 
 import pytest
 import torch
-from helpers import deltas_on_8_devices, BF16_ERROR_RATIO, TOLERANCE, assert_close, max_abs_diff, random_vae
+from helpers import (BF16_ERROR_RATIO, TOLERANCE, assert_close, deltas_on_8_devices, max_abs_diff, needs, pair_fixture, random_vae)
 
-from vaes import requires
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.engine.weights import kept_in_fp32
 
-pytestmark = pytest.mark.skipif(requires("minimaxh3-tiny") is not None, reason=str(requires("minimaxh3-tiny")))
+pytestmark = needs("minimaxh3-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("minimaxh3-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("minimaxh3-tiny")
 
 
 def randn(*shape, seed=0):

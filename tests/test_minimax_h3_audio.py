@@ -3,21 +3,16 @@
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, needs, pair_fixture
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("minimaxh3-audio-tiny") is not None,
-                                reason=str(requires("minimaxh3-audio-tiny")))
+pytestmark = needs("minimaxh3-audio-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("minimaxh3-audio-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("minimaxh3-audio-tiny")
 
 
 def randn(*shape, seed=0):

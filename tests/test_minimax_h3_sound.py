@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import TOLERANCE, assert_close, randn, random_vae
+from helpers import TOLERANCE, assert_close, needs, randn, random_vae
 from test_sound_cli import audio_track, run
 from torchax_vae.media import files
 from torchax_vae.stage3 import sound
-from vaes import requires
 
-pytestmark = pytest.mark.skipif(requires("minimaxh3-tiny") is not None, reason=str(requires("minimaxh3-tiny")))
+pytestmark = needs("minimaxh3-tiny")
 
 RATE = 32000  # the tiny audio VAE's config (hop 4)
 FP32 = TOLERANCE[torch.float32]

@@ -11,13 +11,11 @@ import numpy as np
 import pytest
 import requests
 import torch
-from helpers import TOLERANCE, assert_close, max_abs_diff, randn, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, max_abs_diff, needs, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("minimax-music3-vocoder-tiny") is not None,
-                                reason=str(requires("minimax-music3-vocoder-tiny")))
+pytestmark = needs("minimax-music3-vocoder-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 HOP = 8  # the tiny vocoder's upsampling (2 x 4): the pipeline's latent_hop_length for it

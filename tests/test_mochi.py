@@ -1,8 +1,10 @@
-"""AutoencoderKLMochi through TorchaxVAE against the same model in plain PyTorch, and in MochiPipeline."""
+"""AutoencoderKLMochi through TorchaxVAE against the same model in plain PyTorch. Its pipeline's output:
+tests/diffusers/test_pipeline_outputs.py (diffusers' own fast test, in CI)."""
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, check_tiled, pair_fixture, random_vae
+from round_trip import video_round_trip
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models.mochi import MochiVAE
@@ -10,10 +12,7 @@ from torchax_vae.models.mochi import MochiVAE
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("mochi-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("mochi-tiny")
 
 
 def video(batch, frames, height, width, seed=0):
@@ -76,18 +75,8 @@ def test_a_batch_sliced_or_not_and_one_program_per_clip():
 def test_tiling_equals_diffusers(tiles):
     """diffusers' own tiling arguments for this class: tile sizes and strides, blended over their difference."""
     vae = random_vae("mochi-tiny")
-    ours = TorchaxVAE(vae)
-    x = video(1, 7, 40, 48, seed=3)
-    try:
-        for model in (vae, ours):
-            model.enable_tiling(**tiles)
-        expected = vae.encode(x).latent_dist.mean
-        assert_close(ours.encode(x).latent_dist.mean, expected, FP32, f"tiled encode {tiles}")
-        assert_close(ours.decode(expected).sample, vae.decode(expected).sample, FP32, f"tiled decode {tiles}")
-        assert {s["name"] for s in ours.compile_stats()} >= {"encoder/tile", "decoder/tile+drop=5"}
-    finally:
-        for model in (vae, ours):
-            model.disable_tiling()
+    compiled = check_tiled(vae, TorchaxVAE(vae), video(1, 7, 40, 48, seed=3), tiles)
+    assert set(compiled) >= {"encoder/tile", "decoder/tile+drop=5"}
 
 
 @pytest.mark.slow  # 15 s: a libtpu compile
@@ -123,61 +112,11 @@ def test_official_fp32_and_bf16():
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 7, 32, 32), "mochi 7f")
 
 
-def _pipeline(vae):
-    from diffusers import FlowMatchEulerDiscreteScheduler, MochiPipeline, MochiTransformer3DModel
-
-    torch.manual_seed(0)  # as diffusers' MochiPipeline tests build it; prompt embeddings given instead of its T5
-    transformer = MochiTransformer3DModel(
-        patch_size=2, num_attention_heads=2, attention_head_dim=8, num_layers=2, pooled_projection_dim=16,
-        in_channels=12, out_channels=None, qk_norm="rms_norm", text_embed_dim=32, time_embed_dim=4,
-        activation_fn="swiglu", max_sequence_length=16,
-    ).eval()
-    pipe = MochiPipeline(scheduler=FlowMatchEulerDiscreteScheduler(), vae=vae, text_encoder=None, tokenizer=None,
-                         transformer=transformer)
-    pipe.set_progress_bar_config(disable=True)
-    return pipe
-
-
-# MochiPipeline's denoising loop runs under torch.autocast(dtype=float32), which torch refuses on CPU with a warning
-@pytest.mark.filterwarnings("ignore:In CPU autocast, but the target dtype is not supported")
-def test_mochi_pipeline_with_the_vae_swapped():
-    vae = random_vae("mochi-pipe-tiny")
-    pipe = _pipeline(vae)
-    generator = torch.Generator().manual_seed(1)
-    inputs = dict(prompt_embeds=torch.randn(1, 16, 32, generator=generator),
-                  prompt_attention_mask=torch.ones(1, 16, dtype=torch.bool), guidance_scale=1.0,
-                  num_inference_steps=2, height=16, width=16, num_frames=7, output_type="pt")
-    with torch.no_grad():
-        expected = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
-        pipe.vae = TorchaxVAE(vae)
-        actual = pipe(generator=torch.Generator().manual_seed(0), **inputs).frames
-    assert actual.shape == (1, 7, 3, 16, 16)
-    assert_close(actual, expected, FP32, "MochiPipeline frames")
-
-
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """MochiPipeline(output_type="latent") returns [B, C, F, H, W], normalized by latents_mean and latents_std."""
-    import numpy as np
-
-    from torchax_vae.media import files
-    from torchax_vae.cli import main
-
     vae = random_vae("mochi-pipe-tiny")
-    vae.save_pretrained(tmp_path / "model" / "vae")
-    z = torch.randn(1, 12, 2, 2, 3, generator=torch.Generator().manual_seed(0))
-    torch.save(z, tmp_path / "latents.pt")
-    args = ["--model", str(tmp_path / "model"), "--no-cache", "--json"]
-    assert main(["warmup", "--shape", "7,16,24", "--kind", "both", *args]) == 0
-    assert main(["decode", str(tmp_path / "latents.pt"), "-o", str(tmp_path / "video.npy"), *args]) == 0
-    capsys.readouterr()
     mean = torch.tensor(vae.config.latents_mean).view(1, 12, 1, 1, 1)
     std = torch.tensor(vae.config.latents_std).view(1, 12, 1, 1, 1)
-    with torch.no_grad():  # MochiPipeline: latents * std / scaling_factor + mean, then decode
-        expected = vae.decode(z * std / vae.config.scaling_factor + mean).sample[0]
-    expected = ((expected / 2 + 0.5).clamp(0, 1) * 255).round().to(torch.uint8).permute(1, 2, 3, 0).numpy()
-    frames = np.load(tmp_path / "video.npy")
-    assert frames.shape == (7, 16, 24, 3)
-    assert np.abs(frames.astype(int) - expected.astype(int)).max() <= 1
-    files.write_mp4(tmp_path / "video.mp4", frames)
-    assert main(["encode", str(tmp_path / "video.mp4"), "-o", str(tmp_path / "back.pt"), *args]) == 0
-    assert tuple(torch.load(tmp_path / "back.pt").shape) == (1, 12, 2, 2, 3)  # the pipelines' [B, C, F, H, W]
+    # MochiPipeline: latents * std / scaling_factor + mean, then decode
+    video_round_trip(tmp_path, capsys, vae, (1, 12, 2, 2, 3), lambda z: z * std / vae.config.scaling_factor + mean,
+                     frames=(7, 16, 24, 3), warmup="7,16,24")

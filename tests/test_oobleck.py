@@ -6,18 +6,14 @@ import threading
 
 import pytest
 import torch
-from helpers import (TOLERANCE, assert_close, bf16_check, check_encode_decode, max_abs_diff,
-                     randn, random_vae)
+from helpers import (TOLERANCE, assert_close, bf16_check, check_encode_decode, max_abs_diff, pair_fixture, randn, random_vae)
 
 from torchax_vae import TorchaxVAE
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("oobleck-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("oobleck-tiny")
 
 
 @pytest.mark.parametrize("samples", [8, 40, 57])

@@ -1,8 +1,9 @@
-"""AutoencoderKLQwenImage through TorchaxVAE against the same model in plain PyTorch, and in QwenImagePipeline."""
+"""AutoencoderKLQwenImage through TorchaxVAE against the same model in plain PyTorch. Its pipeline's output:
+tests/diffusers/test_pipeline_outputs.py (diffusers' own fast test, in CI)."""
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from helpers import TOLERANCE, bf16_check, check_encode_decode, check_tiled, pair_fixture, random_vae
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models.qwenimage import QwenImageVAE
@@ -10,10 +11,7 @@ from torchax_vae.models.qwenimage import QwenImageVAE
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("qwenimage-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("qwenimage-tiny")
 
 
 def image(batch, frames, height, width, seed=0):
@@ -51,21 +49,9 @@ def test_an_image_compiles_one_program_each_way_and_a_video_two():
 
 @pytest.mark.slow  # 13 s on 2 cores (the feat_cache scheme's tiling: tests/test_wan.py)
 def test_slicing_and_tiling_equal_diffusers(pair):
-    vae, ours = pair
-    x = image(2, 1, 48, 40, seed=3)
     tiles = dict(tile_sample_min_height=32, tile_sample_min_width=32, tile_sample_stride_height=24,
-                 tile_sample_stride_width=24)
-    try:
-        for model in (vae, ours):
-            model.enable_slicing()
-            model.enable_tiling(**tiles)
-        expected = vae.encode(x).latent_dist.mean
-        assert_close(ours.encode(x).latent_dist.mean, expected, FP32, "sliced, tiled encode")
-        assert_close(ours.decode(expected).sample, vae.decode(expected).sample, FP32, "sliced, tiled decode")
-    finally:
-        for model in (vae, ours):
-            model.disable_slicing()
-            model.disable_tiling()
+                tile_sample_stride_width=24)
+    check_tiled(*pair, image(2, 1, 48, 40, seed=3), tiles, slicing=True)
 
 
 def test_bf16():
@@ -91,29 +77,6 @@ def test_official_fp32_and_bf16():
     for frames in (1, 5):
         check_encode_decode(vae, ours, image(1, frames, 24, 40, seed=frames), f"qwenimage {frames}f")
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), image(1, 1, 24, 40), "qwenimage 1f")
-
-
-def test_qwenimage_pipeline_with_the_vae_swapped():
-    from diffusers import FlowMatchEulerDiscreteScheduler, QwenImagePipeline, QwenImageTransformer2DModel
-
-    torch.manual_seed(0)  # as diffusers' QwenImagePipeline tests build it, prompt embeddings given
-    transformer = QwenImageTransformer2DModel(
-        patch_size=2, in_channels=16, out_channels=4, num_layers=2, attention_head_dim=16, num_attention_heads=3,
-        joint_attention_dim=16, guidance_embeds=False, axes_dims_rope=(8, 4, 4),
-    ).eval()
-    vae = random_vae("qwenimage-tiny")
-    pipe = QwenImagePipeline(transformer=transformer, vae=vae, scheduler=FlowMatchEulerDiscreteScheduler(),
-                             text_encoder=None, tokenizer=None)
-    pipe.set_progress_bar_config(disable=True)
-    generator = torch.Generator().manual_seed(1)
-    inputs = dict(prompt_embeds=torch.randn(1, 7, 16, generator=generator), prompt_embeds_mask=torch.ones(1, 7, dtype=torch.long),
-                  num_inference_steps=2, height=32, width=32, output_type="pt")
-    with torch.no_grad():
-        expected = pipe(generator=torch.Generator().manual_seed(0), **inputs).images
-        pipe.vae = TorchaxVAE(vae)
-        actual = pipe(generator=torch.Generator().manual_seed(0), **inputs).images
-    assert actual.shape == (1, 3, 32, 32)
-    assert_close(actual, expected, FP32, "QwenImagePipeline images")
 
 
 def test_command_decodes_packed_pipeline_latents_and_encodes_an_image(tmp_path, capsys):

@@ -2,20 +2,16 @@
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, check_tiled, needs, pair_fixture, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(bool(requires("qwenimage21-tiny")), reason=str(requires("qwenimage21-tiny")))
+pytestmark = needs("qwenimage21-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("qwenimage21-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("qwenimage21-tiny")
 
 
 def image(batch, height, width, seed=0):
@@ -59,21 +55,9 @@ def test_one_program_each_way_and_more_frames_refused_at_the_boundary():
 
 @pytest.mark.slow  # 32 s on 2 cores: CI's slow set (the default suite under 20 minutes)
 def test_slicing_and_tiling_equal_diffusers(pair):
-    vae, ours = pair
-    x = image(2, 48, 40, seed=3)
     tiles = dict(tile_sample_min_height=32, tile_sample_min_width=32, tile_sample_stride_height=24,
-                 tile_sample_stride_width=24)
-    try:
-        for model in (vae, ours):
-            model.enable_slicing()
-            model.enable_tiling(**tiles)
-        expected = vae.encode(x).latent_dist.mean
-        assert_close(ours.encode(x).latent_dist.mean, expected, FP32, "sliced, tiled encode")
-        assert_close(ours.decode(expected).sample, vae.decode(expected).sample, FP32, "sliced, tiled decode")
-    finally:
-        for model in (vae, ours):
-            model.disable_slicing()
-            model.disable_tiling()
+                tile_sample_stride_width=24)
+    check_tiled(*pair, image(2, 48, 40, seed=3), tiles, slicing=True)
 
 
 def test_bf16():

@@ -4,12 +4,11 @@ PyTorch: encode, decode, forward, slicing, bf16, saving, the mesh, the command a
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, bf16_check, needs, pair_fixture, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("rae-tiny") is not None, reason=str(requires("rae-tiny")))
+pytestmark = needs("rae-tiny")
 
 ATOL = TOLERANCE[torch.float32]
 
@@ -18,10 +17,7 @@ def images(*shape, seed=0) -> torch.Tensor:
     return torch.rand(*shape, generator=torch.Generator().manual_seed(seed))  # pixels in [0, 1], as RAE takes them
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("rae-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("rae-tiny")
 
 
 @torch.no_grad()

@@ -4,20 +4,16 @@ pipeline's stage 3 in `torchax-vae decode -o NAME.wav`."""
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, max_abs_diff, randn, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, max_abs_diff, needs, pair_fixture, randn, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("same-tiny") is not None, reason=str(requires("same-tiny")))
+pytestmark = needs("same-tiny")
 
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("same-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("same-tiny")
 
 
 @pytest.mark.parametrize("samples", [128, 37, 4])

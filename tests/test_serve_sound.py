@@ -10,7 +10,7 @@ import requests
 import torch
 
 import test_ltx2_audio as audio_models
-from helpers import TOLERANCE, assert_close, random_vae
+from helpers import TOLERANCE, assert_close, needs, random_vae
 from serving import serving
 from test_sound_cli import audio_track
 from torchax_vae import TorchaxVAE
@@ -18,9 +18,8 @@ from torchax_vae.stage3 import sound
 from torchax_vae.serve import create_app
 from torchax_vae.serve.client import StreamError, decode_with_sound
 from torchax_vae.media.video_input import read_video
-from vaes import requires
 
-pytestmark = pytest.mark.skipif(requires("ltx2-tiny") is not None, reason=str(requires("ltx2-tiny")))
+pytestmark = needs("ltx2-tiny")
 
 
 @pytest.fixture(scope="module")

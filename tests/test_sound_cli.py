@@ -10,13 +10,12 @@ import pytest
 import torch
 
 import test_ltx2_audio as audio_models
-from helpers import random_vae
+from helpers import needs, random_vae
 from torchax_vae.media import files
 from torchax_vae.stage3 import sound
 from torchax_vae.cli import main as cli_main
-from vaes import requires
 
-pytestmark = pytest.mark.skipif(requires("ltx2-tiny") is not None, reason=str(requires("ltx2-tiny")))
+pytestmark = needs("ltx2-tiny")
 
 
 @pytest.fixture(scope="module")

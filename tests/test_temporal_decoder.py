@@ -13,7 +13,7 @@ from diffusers import (
     StableVideoDiffusionPipeline,
     UNetSpatioTemporalConditionModel,
 )
-from helpers import TOLERANCE, assert_close, randn, random_vae
+from helpers import TOLERANCE, assert_close, pair_fixture, randn
 from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModelWithProjection
 
 from torchax_vae import TorchaxVAE
@@ -22,10 +22,7 @@ from torchax_vae.models.temporal_decoder import TemporalDecoderVAE
 FP32 = TOLERANCE[torch.float32]
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("svd-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("svd-tiny")
 
 
 @pytest.mark.slow  # 32 s on 2 cores: CI's slow set (the default suite under 20 minutes)

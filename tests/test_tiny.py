@@ -7,7 +7,7 @@ import pytest
 import torch
 from diffusers import AutoencoderTiny, StableDiffusionImg2ImgPipeline, StableDiffusionPipeline
 from diffusers.models.autoencoders.autoencoder_tiny import AutoencoderTinyOutput
-from helpers import MODELS, TOLERANCE, assert_close, randn, random_vae
+from helpers import MODELS, TOLERANCE, assert_close, pair_fixture, randn
 from test_kl_pipelines import _embeds, _sd_components
 
 from torchax_vae import TorchaxVAE
@@ -22,10 +22,7 @@ def images(*shape, seed):
     return torch.rand(*shape, generator=torch.Generator().manual_seed(seed)) * 2 - 1
 
 
-@pytest.fixture(scope="module")
-def pair():
-    vae = random_vae("tiny-tiny")
-    return vae, TorchaxVAE(vae)
+pair = pair_fixture("tiny-tiny")
 
 
 def test_dispatch_encode_decode_forward(pair):

@@ -4,12 +4,11 @@ the checks at the boundary, the mesh, the command and the service (models/vidtok
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, random_vae
-from vaes import requires
+from helpers import TOLERANCE, assert_close, bf16_check, needs, random_vae
 
 from torchax_vae import TorchaxVAE
 
-pytestmark = pytest.mark.skipif(requires("vidtok-tiny") is not None, reason=str(requires("vidtok-tiny")))
+pytestmark = needs("vidtok-tiny")
 
 ATOL = TOLERANCE[torch.float32]
 
