@@ -114,13 +114,19 @@ def rotation_slice(nodeid: str, rotation: str = ROTATION) -> bool:
 
 
 def _rotated_out(item) -> bool:
-    """Whether the rotation leaves `item` out of this run: a `rotate` node of another slice; and on plain diffusers
-    (CI's step that checks the expectations there), the vendored files of the other two thirds (by file, K modulo 3)."""
+    """Whether the rotation leaves `item` out of this run: a `rotate` node of another slice; the project's own slow
+    tests (tests/test_*.py: released architectures, 8-device and multi-process runs, offline TPU and GPU compiles,
+    the program store, more sizes) of the other two thirds (by node, K modulo 3); and on plain diffusers (CI's step
+    that checks the expectations there), the vendored files of the other two thirds (by file, K modulo 3). What
+    runs every time: the default suite, the family contract, diffusers' vendored tests wrapped, and one pipeline's
+    output per VAE class and loop kind (tests/diffusers/test_pipeline_outputs.py)."""
+    thirds = f"{int(ROTATION.split('/')[0]) % 3}/3"
     if item.get_closest_marker("rotate") is not None:
         return not rotation_slice(item.nodeid)
+    if item.nodeid.startswith("tests/test_") and item.get_closest_marker("slow") is not None:
+        return not rotation_slice(item.nodeid, thirds)
     if os.environ.get("TORCHAX_VAE_PLAIN_DIFFUSERS") == "1" and item.nodeid.startswith("tests/diffusers/tests/"):
-        k = int(ROTATION.split("/")[0])
-        return not rotation_slice(item.nodeid.split("::")[0], f"{k % 3}/3")
+        return not rotation_slice(item.nodeid.split("::")[0], thirds)
     return False
 
 
