@@ -22,7 +22,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "results" / "data" / "contract.json"
 PAGE = ROOT / "docs" / "results" / "parity.md"
 BEGIN, END = "<!-- contract table: scripts/contract_table.py -->", "<!-- end of the contract table -->"
-CHECKS = ("encode", "decode", "stream", "session")  # the contract's checks, in the table's order
+CHECKS = ("encode", "decode", "stream", "session", "served")  # the contract's checks, in the table's order
 
 
 def machine() -> str:
@@ -59,11 +59,11 @@ def table(state: dict) -> str:
     lines = [f"Measured {state['date']} on the {state['machine']} ({state['versions']}), fp32, seeded random weights "
              "of each class's tiny config (tests/contract/cases.py). Each cell: max |Δ| against the same diffusers "
              "model in PyTorch, and the reference's peak; the tolerance is min(1e-4, 5e-5 x peak).", "",
-             "| class | encode | decode | stream | session |", "|---|---|---|---|---|"]
+             "| class | encode | decode | stream | session | served |", "|---|---|---|---|---|---|"]
     for row in registry.ROWS:
         cells = state["rows"].get(row.diffusers_class)
         if cells is None:
-            lines.append(f"| `{row.diffusers_class}` | not built here | | | |")
+            lines.append(f"| `{row.diffusers_class}` | not built here | | | | |")
             continue
 
         def cell(check):
@@ -73,8 +73,10 @@ def table(state: dict) -> str:
             return f"{c['max_abs_diff']:.2g} of {c['peak']:.3g}"
         lines.append(f"| `{row.diffusers_class}` | " + " | ".join(cell(c) for c in CHECKS) + " |")
     lines += ["", "\"-\": the class has no such call (a decoder alone has no encode, a vocoder no stream; a family "
-              "without causal state no session). A stream of several chunks for every family whose decode is a "
-              "loop of chunks; the stream and the session, against diffusers' whole decode."]
+              "without causal state no session; a class the service serves only in its pipeline's folder no served "
+              "cell: tests/contract/cases.py says where that is checked). A stream of several chunks for every family "
+              "whose decode is a loop of chunks; the stream and the session, against diffusers' whole decode; served: "
+              "the service's raw float answer to a POST of the latents, against the decode its pipelines call."]
     return "\n".join(lines)
 
 

@@ -82,3 +82,16 @@ def test_bad_sound_requests_are_json_400s_and_nothing_else_is_disturbed(served):
         in answer.json()["error"]
     wav = decode_with_sound(f"{url}/decode/ltx2", audio=audio[:1])  # still serving, as before
     assert np.abs(sound.read_wav(io.BytesIO(wav))[0].astype(int) - sound.pcm16(waveform)[0]).max() <= 1
+
+
+def test_a_sound_vae_asked_for_pictures_is_told_how_to_ask():
+    """A sound VAE's latents sent as `shape=` (a video's) is a JSON 400 naming `audio_shape=`, before anything
+    is read or compiled (it was a 500: the pixel cap's check took the sound latents for a video's)."""
+    model = TorchaxVAE(random_vae("oobleck-tiny"))
+    with serving(create_app({"oobleck": model})) as url:
+        shape = (1, model.latent_channels, 10)
+        answer = requests.post(f"{url}/decode/oobleck", params={"shape": ",".join(map(str, shape)), "dtype": "float32"},
+                               data=b"\0" * (4 * 10 * model.latent_channels))
+        assert answer.status_code == 400, answer.text
+        assert "send its latents with audio_shape=" in answer.json()["error"]
+        assert model.compile_stats() == []

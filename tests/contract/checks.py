@@ -191,6 +191,54 @@ def check_session(name: str):
     close(torch.cat(frames, dim=2), expected, f"{name} session of chunks {list(sizes)}")
 
 
+@functools.cache
+def service(kind: str) -> str:
+    """The base URL of one service (torchax_vae.serve, on a local port) serving this process's TorchaxVAEs of the
+    kind's rows that the service serves alone: its programs are the in-process checks' (one compile per shape).
+    It runs until the process ends."""
+    import contextlib
+
+    from serving import serving
+    from torchax_vae.serve import create_app
+
+    models = {row.diffusers_class: pair(row.diffusers_class)[1] for row in registry.ROWS
+              if row.kind == kind and isinstance(CASES[row.diffusers_class].served, dict)
+              and not requires(CASES[row.diffusers_class].model)}
+    stack = contextlib.ExitStack()
+    _SERVICES.append(stack)  # (held: a collected stack would stop its server)
+    return stack.enter_context(serving(create_app(models)))
+
+
+_SERVICES: list = []
+
+
+def check_served(name: str):
+    """The service's answer (a POST of the row's latents, the raw float output) is diffusers' decode in PyTorch,
+    called as the row's pipelines call it."""
+    import requests
+
+    vae, ours = pair(name)
+    if isinstance(CASES[name].served, str):
+        pytest.skip(f"{name}: {CASES[name].served}")
+    kind = next(row.kind for row in registry.ROWS if row.diffusers_class == name)
+    z = latents(name)
+    sent = z.transpose(1, 2).contiguous() if CASES[name].served_channels_last else z
+    shape = "audio_shape" if z.dim() == 3 else "shape"  # (a sound VAE's latents: [B, C, L])
+    params = {shape: ",".join(map(str, sent.shape)), "dtype": "float32", "output_type": "pt", **CASES[name].served}
+    answer = requests.post(f"{service(kind)}/decode/{name}", params=params, data=sent.numpy().tobytes(), timeout=600)
+    assert answer.status_code == 200, f"{name}: {answer.status_code} {answer.text[:500]}"
+    got = torch.frombuffer(bytearray(answer.content), dtype=torch.float32).view(*json.loads(answer.headers["shape"]))
+    with torch.no_grad():
+        torch.manual_seed(0)
+        call = getattr(vae, CASES[name].call)
+        (expected,) = outputs(call(z, *decode_args(vae, z.shape[0]), **CASES[name].served_call)).values()
+    if expected.dim() == 4 and got.dim() == 5:  # Stable Video Diffusion's frames as the batch: one video
+        expected = expected.permute(1, 0, 2, 3)[None]
+    elif expected.dim() == 5 and got.shape != expected.shape:  # [B, F, C, H, W] (Allegro) as the service's
+        expected = expected.transpose(1, 2)
+    close(got, expected, f"{name} served")
+
+
 def check_mesh(name: str):
     """The row on 8 virtual devices (tests/contract/mesh.py, a process of its own): a batch's encode and decode
     against diffusers' model in PyTorch."""
@@ -229,6 +277,10 @@ def contract_tests(kind: str) -> tuple:
     def test_session(name):
         check_session(name)
 
+    @names
+    def test_served(name):
+        check_served(name)
+
     # a process of 8 virtual devices per row (20-60 s each on 2 cores): in the slow set, a third of the rows in each
     # CI run (`rotate`: conftest.py picks them from the commit), every row within three runs
     @pytest.mark.slow
@@ -237,4 +289,4 @@ def contract_tests(kind: str) -> tuple:
     def test_mesh(name):
         check_mesh(name)
 
-    return test_encode, test_decode, test_stream, test_session, test_mesh
+    return test_encode, test_decode, test_stream, test_session, test_served, test_mesh

@@ -1,6 +1,7 @@
-"""The contract for the sound classes (tests/contract/checks.py): encode, decode, a stream, a session and 8 devices,
-each against diffusers' model in PyTorch. One file per kind, so that pytest-xdist spreads the rows over both cores."""
+"""The contract for the sound classes (tests/contract/checks.py): encode, decode, a stream, a session, the service
+and 8 devices, each against diffusers' model in PyTorch. One file per kind, so that pytest-xdist spreads the rows
+over both cores."""
 
 from contract.checks import contract_tests
 
-test_encode, test_decode, test_stream, test_session, test_mesh = contract_tests("sound")
+test_encode, test_decode, test_stream, test_session, test_served, test_mesh = contract_tests("sound")

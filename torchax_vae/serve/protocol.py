@@ -320,7 +320,7 @@ def check_query_pixels(vae, kind: str, params, cap: int) -> None:
     if params.get("shape") is None:
         return
     shape = shape_of(params)
-    if len(shape) != vae.rank:
+    if len(shape) != vae.rank or vae.rank == 3:  # (a sound VAE's latents decode to waveforms: no pixels)
         return
     if len(shape) == 5 and _layout(params, vae) == "BFCHW":
         shape = (shape[0], shape[2], shape[1], *shape[3:])
