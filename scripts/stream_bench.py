@@ -5,8 +5,9 @@
 --rss LENGTHS: `torchax-vae decode` (streamed to ffmpeg) on the demo model's latents of each length, each in a
         process of its own; its peak RSS (getrusage of the child) and seconds.
 --encode-rss LENGTHS: the same for `torchax-vae encode` of a synthetic MP4 (read a frame batch at a time).
---service: through `torchax-vae serve`'s app: time to first bytes over the whole answer (frames, mp4), and a small
-        decode's latency beside a long video, with one batch at a time and with chunk scheduling.
+--service: through `torchax-vae serve`'s app: time to the first bytes and to the first playable frame (an MP4's bytes
+        so far decoded by ffmpeg, as a player would) over the whole answer (frames, mp4), and a small decode's
+        latency beside a long video, with one batch at a time and with chunk scheduling.
 
     python scripts/stream_bench.py --ttff --json rows.jsonl
     python scripts/stream_bench.py --ttff --cases wan2.1=81x480x832 --dtype bf16   # a released size (on a GPU)
@@ -134,6 +135,30 @@ def rss(rows, lengths, size, kind="decode"):
             rows.append(row)
 
 
+def first_playable(marks, output_type: str, size: int) -> tuple[float, int]:
+    """When the bytes received first held a playable frame, and how many: an MP4's bytes so far read by ffmpeg's
+    demuxer and decoder (what a player has), the frames framing's first whole record of frames."""
+    import imageio_ffmpeg
+
+    for seconds, _, data in marks:
+        if output_type == "frames":
+            header = int.from_bytes(data[:4], "little") if len(data) >= 4 else None
+            if header is None or len(data) < 4 + header:
+                continue
+            shape = json.loads(data[4:4 + header]).get("shape")
+            if shape and len(data) >= 4 + header + shape[0] * shape[1] * shape[2] * shape[3] * shape[4]:
+                return seconds, shape[1]
+            continue
+        with tempfile.NamedTemporaryFile(suffix=".mp4") as f:
+            f.write(data)
+            f.flush()
+            out = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "quiet", "-i", f.name, "-f", "rawvideo",
+                                  "-pix_fmt", "rgb24", "-"], capture_output=True)
+        if len(out.stdout) >= size * size * 3:
+            return seconds, len(out.stdout) // (size * size * 3)
+    return float("nan"), 0
+
+
 def service(rows, frames: int, size: int, small: int):
     """Through the service (in this process, uvicorn on a loopback port): the time to the first streamed bytes
     over the whole answer, for output_type=frames and mp4; then a small decode's latency while a long video
@@ -157,25 +182,33 @@ def service(rows, frames: int, size: int, small: int):
     small_z = torch.randn(1, 16, 1, small // 8, small // 8, generator=torch.Generator().manual_seed(1))
     wan.decode(long_z), wan.decode(small_z)  # compiled
 
-    def post(url, z, output_type):
+    def post(url, z, output_type, marks=None):
+        """(first bytes s, whole answer s, bytes); `marks` gets (s, bytes so far, the bytes) as each part comes."""
         query = "&".join(f"shape={d}" for d in z.shape) + f"&dtype=float32&output_type={output_type}"
         start = time.perf_counter()
         with requests.post(f"{url}/decode/wan?{query}", data=z.numpy().tobytes(), stream=True, timeout=600) as r:
             r.raise_for_status()
-            first, size = None, 0
-            for part in r.iter_content(1 << 16):
+            first, data = None, b""
+            for part in r.iter_content(None):
                 first = first or time.perf_counter() - start
-                size += len(part)
-        return first, time.perf_counter() - start, size
+                data += part
+                if marks is not None:
+                    marks.append((time.perf_counter() - start, len(data)))
+        if marks is not None:
+            marks[:] = [(t, n, data[:n]) for t, n in marks]
+        return first, time.perf_counter() - start, len(data)
 
     for active in (1, 4):
         with serving(create_app({"wan": wan}, limits=Limits(max_batch=1, max_wait_ms=0, max_active=active))) as url:
             if active == 4:
                 for output_type in ("frames", "mp4"):
                     post(url, long_z, output_type)  # warm
-                    first, total, nbytes = post(url, long_z, output_type)
+                    marks = []
+                    first, total, nbytes = post(url, long_z, output_type, marks)
+                    playable_s, playable_frames = first_playable(marks, output_type, size)
                     row = {"service": output_type, "frames": frames, "size": size, "first_bytes_s": round(first, 3),
-                           "answer_s": round(total, 3), "ratio": round(first / total, 3), "bytes": nbytes}
+                           "first_playable_s": round(playable_s, 3), "first_playable_frames": playable_frames,
+                           "answer_s": round(total, 3), "ratio": round(playable_s / total, 3), "bytes": nbytes}
                     print(json.dumps(row), flush=True)
                     rows.append(row)
             idle = [post(url, small_z, "pt")[1] for _ in range(5)]

@@ -291,10 +291,14 @@ def _write_all(f, data: np.ndarray) -> None:
     f.write(data.data)
 
 
-def mp4_command(tmp, height: int, width: int, fps: float, fragmented: bool = False, audio=None) -> list[str]:
+def mp4_command(tmp, height: int, width: int, fps: float, fragmented: bool = False, audio=None,
+                keyframes: str | None = None) -> list[str]:
     """ffmpeg (imageio-ffmpeg's binary) reading raw RGB frames on stdin into an H.264 MP4 (yuv420p, CRF 12);
-    fragmented: as fragments a reader can play as they come (written to a pipe: `tmp` "pipe:1"); audio: a WAV
-    file whose sound goes in as AAC at its own sample rate (torchax_vae/stage3/sound.py), else the MP4 is silent."""
+    fragmented: as fragments a reader can play as they come (written to a pipe: `tmp` "pipe:1"), one per keyframe;
+    keyframes: where they are (an ffmpeg `-force_key_frames` expression over the frame number n; `fragment_starts`),
+    with x264's lookahead and scene cuts off, so that a fragment goes out as soon as the next keyframe comes;
+    audio: a WAV file whose sound goes in as AAC at its own sample rate (torchax_vae/stage3/sound.py), else the MP4
+    is silent."""
     import imageio_ffmpeg
 
     # With sound, the first fragment's moov waits for the AAC encoder's priming (delay_moov), so that players skip
@@ -302,12 +306,30 @@ def mp4_command(tmp, height: int, width: int, fps: float, fragmented: bool = Fal
     # samples of near silence, docs/guide/serve.md)
     flags = "frag_keyframe+empty_moov+default_base_moof" + ("+delay_moov" if audio is not None else "")
     fragments = ["-movflags", flags] if fragmented else []
+    if keyframes is not None:
+        fragments += ["-tune", "zerolatency", "-x264-params", "scenecut=0", "-force_key_frames", keyframes]
     sound = ["-i", str(audio), "-map", "0:v:0", "-map", "1:a:0", "-c:a", "aac"] if audio is not None else ["-an"]
     return [
         imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-v", "error", "-hide_banner",
         "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{width}x{height}", "-r", repr(float(fps)), "-i", "-",
         *sound, "-vcodec", "libx264", "-pix_fmt", "yuv420p", "-crf", "12", *fragments, "-f", "mp4", str(tmp),
     ]
+
+
+# A streamed MP4's fragments hold at least this many frames (0.5 s at 16 fps): a keyframe per chunk (Wan's are 4
+# frames) would bloat the file, and a player buffers a fragment anyway.
+MIN_FRAGMENT_FRAMES = 8
+
+
+def fragment_starts(first: int, step: int, least: int = MIN_FRAGMENT_FRAMES) -> str:
+    """The keyframes of a streamed MP4 whose frames come in chunks of `first`, then `step` each: frame 0, then the
+    first chunk boundary at least `least` frames on, and every chunk boundary `least` or more frames after the
+    last (as an ffmpeg `-force_key_frames` expression: each fragment ends where a chunk does)."""
+    if step <= 0:
+        return "expr:eq(n,0)"
+    cut = first + -(-max(0, least - first) // step) * step  # the first boundary at least `least` frames in
+    every = -(-least // step) * step
+    return f"expr:eq(n,0)+gte(n,{cut})*eq(mod(n-{cut},{every}),0)"
 
 
 @contextlib.contextmanager

@@ -91,11 +91,19 @@ async def frames_body(feed: ChunkFeed, first):
 
 async def mp4_body(feed: ChunkFeed, first, fps: float, audio=None):
     """A fragmented MP4 (H.264, CRF 12, as `torchax-vae decode` writes), ffmpeg's output sent as it comes; audio: a
-    WAV file of its sound (AAC in the MP4), which the caller removes."""
+    WAV file of its sound (AAC in the MP4), which the caller removes.
+
+    Playable as it arrives: each fragment starts with a keyframe and ends at a chunk boundary once it holds at least
+    `files.MIN_FRAGMENT_FRAMES` frames (`files.fragment_starts`: the first chunk's frames and the next one's give
+    the boundaries), and goes out when the next fragment's first frame is encoded, or at the end."""
     kind, value = first
     height, width = value.shape[2:4]
     pad_h, pad_w = height % 2, width % 2
-    command = files.mp4_command("pipe:1", height + pad_h, width + pad_w, fps, fragmented=True, audio=audio)
+    second = await feed.next() if kind == "chunk" else None  # (the boundaries' step: the second chunk's frames)
+    step = second[1].shape[1] if second is not None and second[0] == "chunk" else 0
+    keyframes = files.fragment_starts(value.shape[1], step)
+    command = files.mp4_command("pipe:1", height + pad_h, width + pad_w, fps, fragmented=True, audio=audio,
+                                keyframes=keyframes)
     # close_fds=False lets Python spawn it (posix_spawn) rather than fork a process holding JAX's threads, which
     # JAX warns of (uvloop's own subprocesses fork); Python's descriptors are not inherited either way (PEP 446).
     # Its pipes are worked from threads, whatever the event loop.
@@ -103,13 +111,15 @@ async def mp4_body(feed: ChunkFeed, first, fps: float, audio=None):
                             close_fds=False)
 
     async def feed_ffmpeg(kind, value):
+        held = second
         try:
             while kind == "chunk":
                 frames = value[0]  # one video (checked at the boundary)
                 if pad_h or pad_w:
                     frames = np.pad(frames, ((0, 0), (0, pad_h), (0, pad_w), (0, 0)), mode="edge")
                 await asyncio.to_thread(proc.stdin.write, np.ascontiguousarray(frames).tobytes())
-                kind, value = await feed.next()
+                await asyncio.to_thread(proc.stdin.flush)
+                (kind, value), held = (held if held is not None else await feed.next()), None
             if value is not None:
                 raise value
         finally:
