@@ -5,24 +5,32 @@ Every body is sized before a byte of it is read: a tensor's by its `shape` and `
 Content-Length that disagrees is refused at once), an image's by its Content-Length, and a body with neither
 (chunked) by the largest body allowed. That size is taken from `BodyBudget`, the bytes of all bodies held at
 once across the server; a request that would pass it is answered 503 with Retry-After before it is read, and
-its bytes are given back when its answer is done. The body is read into one buffer of that size (the tensor
-is a view of it: no second copy). A body that does not arrive within `deadline(size)` (a minimum rate, and a
-floor for small ones) is answered 408 and its connection closed.
+its bytes are given back when its answer is done. The body is read into one buffer of that size, anonymous
+memory whose pages the host commits as bytes arrive (a body that declared 300 MB and sent 1 MB holds 1 MB), and
+the tensor is a view of it: no second copy.
+
+A body's deadline follows its progress (`too_slow`): it is answered 408, its connection closed and its memory
+released, once nothing has come for `IDLE_SECONDS`, or once it falls behind `MIN_RATE` by more than `GRACE_SECONDS`
+(by t seconds in, at least MIN_RATE x (t - GRACE_SECONDS) bytes must have come). A stalled large body so holds
+its budget for about GRACE_SECONDS plus what it sent at MIN_RATE, not for its declared size at that rate.
 """
 
 import asyncio
 import math
+import mmap
 import threading
+import time
 
 from starlette.requests import ClientDisconnect, Request
 
 from torchax_vae.media.checks import shown
 from torchax_vae.serve.protocol import TENSOR_DTYPES, RequestError, shape_of
 
-__all__ = ["BodyBudget", "read_body", "deadline"]
+__all__ = ["BodyBudget", "read_body", "too_slow"]
 
-MIN_RATE = 1 << 20  # bytes per second a body must arrive at, at least
-MIN_SECONDS = 10.0  # the deadline of a small body
+MIN_RATE = 1 << 20  # bytes per second a body must arrive at, on average, at least
+GRACE_SECONDS = 10.0  # how far behind that rate a body may fall (a small body's whole deadline)
+IDLE_SECONDS = 10.0  # the longest a body may send nothing
 RETRY_AFTER = "1"  # seconds, in a 503 for a full budget
 
 
@@ -45,9 +53,10 @@ class BodyBudget:
             self.held -= size
 
 
-def deadline(size: int) -> float:
-    """Seconds a body of `size` bytes may take to arrive."""
-    return max(MIN_SECONDS, size / MIN_RATE)
+def too_slow(started: float, last: float, got: int) -> float:
+    """When (time.monotonic()) a body that started at `started`, whose last bytes came at `last` and `got` bytes in
+    all, is too slow unless more comes: nothing for IDLE_SECONDS, or behind MIN_RATE by more than GRACE_SECONDS."""
+    return min(last + IDLE_SECONDS, started + GRACE_SECONDS + got / MIN_RATE)
 
 
 def _declared(request: Request) -> int | None:
@@ -91,24 +100,32 @@ def body_size(request: Request, limit: int) -> int:
     return limit if size is None else size
 
 
-async def read_body(request: Request, size: int, exact: bool) -> bytearray:
-    """The body, read into one buffer of `size` bytes (trimmed to what came when not `exact`: a chunked or
-    image body); 408 when it does not arrive by `deadline(size)`, 400/413 when it is longer or shorter."""
-    buffer, got = bytearray(size), 0
-    view = memoryview(buffer)
+async def read_body(request: Request, size: int, exact: bool):
+    """The body, read into one buffer of `size` bytes whose memory is committed as bytes arrive (a view trimmed to
+    what came when not `exact`: a chunked or image body); 408 when it is too slow (`too_slow`), 400/413 when it is
+    longer or shorter."""
+    buffer = mmap.mmap(-1, size) if size else bytearray()  # (anonymous: pages are zero and untouched until written)
+    view, got = memoryview(buffer), 0
+    started = last = time.monotonic()
+    chunks = request.stream().__aiter__()
     try:
-        async with asyncio.timeout(deadline(size)):
-            async for chunk in request.stream():
-                if got + len(chunk) > size:
-                    status = 400 if exact else 413
-                    raise RequestError(status, f"the body is longer than the {size} bytes it was sized at"
-                                               f"{' (shape and dtype)' if exact else ' (--max-body-mb)'}",
-                                       reason="bad_request" if exact else "too_large")
-                view[got:got + len(chunk)] = chunk
-                got += len(chunk)
+        while True:
+            try:
+                chunk = await asyncio.wait_for(anext(chunks), max(0.0, too_slow(started, last, got) - time.monotonic()))
+            except StopAsyncIteration:
+                break
+            last = time.monotonic()
+            if got + len(chunk) > size:
+                status = 400 if exact else 413
+                raise RequestError(status, f"the body is longer than the {size} bytes it was sized at"
+                                           f"{' (shape and dtype)' if exact else ' (--max-body-mb)'}",
+                                   reason="bad_request" if exact else "too_large")
+            view[got:got + len(chunk)] = chunk
+            got += len(chunk)
     except TimeoutError:
-        raise RequestError(408, f"the body did not arrive within {deadline(size):g} s ({got} of {size} bytes "
-                                f"came; bodies must arrive at {MIN_RATE >> 20} MB/s at least)",
+        raise RequestError(408, f"the body came too slowly ({got} of {size} bytes in {time.monotonic() - started:.3g} "
+                                f"s): a body must send something every {IDLE_SECONDS:g} s and arrive at "
+                                f"{MIN_RATE >> 20} MB/s on average, after {GRACE_SECONDS:g} s of grace",
                            {"Connection": "close"}, reason="slow_body") from None
     except ClientDisconnect:  # it went away mid-body: nothing to answer
         raise RequestError(499, "the client went away", reason="client_gone") from None
@@ -116,6 +133,4 @@ async def read_body(request: Request, size: int, exact: bool) -> bytearray:
         view.release()
     if exact and got != size:
         raise RequestError(400, f"the body holds {got} bytes; its shape and dtype need {size}")
-    if got < size:
-        del buffer[got:]
-    return buffer
+    return memoryview(buffer)[:got] if got < size else buffer
