@@ -232,6 +232,9 @@ def _route(kind: str):
             label = name if name in service.models else "unknown"  # no label per made-up name
             service.metrics.requests.labels(kind, label, str(status)).inc()
             service.metrics.total.labels(kind, label).observe(time.perf_counter() - start)
+            if status == 499 and streaming:  # (the access log said 200: its status line went out first)
+                log.info("%s %s (request %s) cancelled: the client went away mid-answer after %.3g s", kind, name,
+                         request_id, time.perf_counter() - start)
 
         try:
             if not service.authorized(request):
