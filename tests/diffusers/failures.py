@@ -88,19 +88,19 @@ def numbers_differ(theirs: tuple, ours: tuple) -> list[str]:
 
 def _arrays(traceback, test_file: str) -> dict:
     """The floating-point tensors and arrays of the failing frames: the innermost one in the test's file, and the
-    innermost one in any vendored file below it (a mixin of test_pipelines_common.py, testing_utils.py's
-    comparisons), named after its function."""
+    innermost one in any vendored file (a mixin of test_pipelines_common.py, testing_utils.py's comparisons),
+    named after its function."""
     vendored = test_file.split("/tests/diffusers/tests/")[0] + "/tests/diffusers/tests/"
-    own = inner = None
+    own = inner = None  # (a test a mixin defines, test_inference_batch_single_identical, has no frame in its file)
     while traceback is not None:
         name = traceback.tb_frame.f_code.co_filename
         if name == test_file:
-            own = inner = traceback.tb_frame
-        elif name.startswith(vendored) and own is not None:
+            own = traceback.tb_frame
+        if name == test_file or name.startswith(vendored):
             inner = traceback.tb_frame
         traceback = traceback.tb_next
     found = _frame_arrays(own)
-    if inner is not own:
+    if inner is not None and inner is not own:
         found.update({f"{inner.f_code.co_name}: {label}": array for label, array in _frame_arrays(inner).items()})
     return found
 

@@ -83,6 +83,7 @@ ENCODED_MAXIMA = {
     # PyTorch fp32 is 6.0e-4 from fp64, TorchaxVAE 1.0e-4 (its decode step passes the decode-only check)
     "KandinskyV22InpaintPipelineFastTests": 2.93e-4,
     "KandinskyV22ControlnetImg2ImgPipelineFastTests": 5.79e-4,
+    "KandinskyV22Img2ImgPipelineFastTests": 6.12e-5,  # 5.39e-5 on 2026-11-28, 6.12e-5 on 2026-12-07 (CI's rotation)
 }
 # Pipelines of the files vendored second (SOURCE.md): heavy (run by hand before each stop, as those files are), except
 # SD inpainting, which branches on `isinstance(self.vae, AsymmetricAutoencoderKL)` and so stays in CI.
@@ -356,7 +357,14 @@ RELATIVE = {"AudioLDM2PipelineFastTests": "a waveform from the tests' random voc
 # encode difference within 1e-4, carried through the transformer, moves a value across a 1/255 boundary, so the
 # outputs may differ by one step (Cosmos 2.5 transfer: 0.00392, against 5e-3 of its 0.776 scale, 0.00388).
 ONE_UINT8_STEP = 1 / 255 + 1e-6  # one step, and fp32's error in the pipeline's x / 255 * 2 - 1 and back
-ROUNDED_THROUGH_UINT8 = {"Cosmos2_5_TransferPipelineFastTests"}
+# VisualCloze's combined pipeline hands its first stage's output to the second as a PIL image (uint8): a
+# difference within 1e-6 can move one pixel one step (1.03e-3 in its output on 2026-12-07, 9.5e-7 on 11-26)
+ROUNDED_THROUGH_UINT8 = {"Cosmos2_5_TransferPipelineFastTests", "VisualClozePipelineFastTests"}
+# Decode steps judged against plain diffusers' VAE in float64, at 5e-5 x the output's peak (a result 0.02 % off
+# still fails), where PyTorch's own fp32 decode is farther from exact than the decode-only tolerance: Kandinsky 2.2
+# inpainting's MoVQ decode reaches 13 on the pipeline's latents, PyTorch fp32 is 6.0e-4 from fp64 and TorchaxVAE
+# 1.0e-4 (2026-11-28), so the two fp32 decodes differ by 5.0e-4
+DECODE_STEP_IN_FP64 = {"KandinskyV22InpaintPipelineFastTests"}
 
 
 def _inputs(tester) -> dict:
@@ -443,14 +451,22 @@ def judged(delta: float, tolerance: float, what: str) -> None:
 def check_decode_steps(recorders: list, vae, name: str) -> None:
     """The latents the plain pipeline handed its VAE's decode, decoded by the wrapped VAE: within the decode-only
     tolerance of the plain decode, whatever the denoising before it did with the encode's 1e-4."""
-    calls = [call for recorder in recorders for call in recorder.calls]
+    calls = [(recorder.vae, call) for recorder in recorders for call in recorder.calls]
     assert calls, f"{name}: the plain pipeline never called its VAE's decode"
-    for args, kwargs, state, expected in calls:
+    for plain, (args, kwargs, state, expected) in calls:
         torch.set_rng_state(state)
         out = vae.decode(*[a.to(vae.dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                            for a in args], **kwargs)
         got = (out[0] if isinstance(out, tuple) else out.sample).float().numpy()
-        delta, tolerance = float(np.abs(got - expected.float().numpy()).max()), decode_tolerance(expected.numpy())
+        tolerance = decode_tolerance(expected.numpy())
+        if name in DECODE_STEP_IN_FP64:
+            exact = copy.deepcopy(plain).double()
+            torch.set_rng_state(state)
+            out = exact.decode(*[a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                                 for a in args], **kwargs)
+            expected = out[0] if isinstance(out, tuple) else out.sample
+            tolerance = 5e-5 * float(expected.abs().max())
+        delta = float(np.abs(got - expected.float().numpy()).max())
         print(f"{name}: the plain pipeline's decode step, decoded wrapped: max |delta| {delta:.3g}")
         judged(delta, tolerance, f"{name}: decode step")
 
