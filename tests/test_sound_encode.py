@@ -10,9 +10,8 @@ import imageio_ffmpeg
 import numpy as np
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, random_vae
+from helpers import TOLERANCE, assert_close, needs, random_vae
 from test_sound_cli import run
-from vaes import requires
 
 from torchax_vae.engine import programs
 from torchax_vae.stage3 import sound
@@ -24,12 +23,10 @@ CASES = {"oobleck-tiny": (44100, 2, 200), "same-tiny": (44100, 2, 192), "longcat
          "kvae-audio-tiny": (48000, 1, 200)}
 
 
-@pytest.fixture(scope="module", params=list(CASES))
+@pytest.fixture(scope="module", params=[pytest.param(config, marks=needs(config)) for config in CASES])
 def folder(request, tmp_path_factory):
     """(config, a pipeline folder holding the config's VAE in vae/ with seeded random weights, the VAE)."""
     config = request.param
-    if requires(config):
-        pytest.skip(requires(config))
     vae = random_vae(config)
     root = tmp_path_factory.mktemp(config)
     vae.save_pretrained(root / "vae")
@@ -114,9 +111,8 @@ def _wav(path, pcm: np.ndarray, rate: int) -> None:
         f.writeframes(pcm.astype("<i2").tobytes())
 
 
+@needs("longcat-audio-tiny")
 def test_bad_sound_input_is_one_line_before_anything_compiles(tmp_path, capsys):
-    if requires("longcat-audio-tiny"):
-        pytest.skip(requires("longcat-audio-tiny"))
     random_vae("oobleck-tiny").save_pretrained(tmp_path / "oobleck" / "vae")
     random_vae("longcat-audio-tiny").save_pretrained(tmp_path / "longcat" / "vae")
     random_vae("wan-tiny").save_pretrained(tmp_path / "wan" / "vae")

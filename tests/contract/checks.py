@@ -30,12 +30,12 @@ MUTATION = convert.MUTATION
 RECORD = os.environ.get("TORCHAX_VAE_CONTRACT_RECORD")
 
 
-def rows(kind: str) -> list:
-    """The contract's rows of one registry kind, as pytest parameters (a class the installed diffusers lacks:
-    skipped, with its reason)."""
+def rows(kind: str, applies=lambda row: True) -> list:
+    """The contract's rows of one registry kind that a check applies to, as pytest parameters (a class the
+    installed diffusers lacks: skipped, with its reason)."""
     out = []
     for row in registry.ROWS:
-        if row.kind != kind:
+        if row.kind != kind or not applies(row):
             continue
         reason = requires(CASES[row.diffusers_class].model)
         out.append(pytest.param(row.diffusers_class, id=row.diffusers_class,
@@ -129,8 +129,6 @@ def latents(name: str) -> torch.Tensor:
 
 def check_encode(name: str):
     vae, ours = pair(name)
-    if CASES[name].encode_input is None:
-        pytest.skip(f"{name} decodes only")
     x = encode_input(name, ours)
     with torch.no_grad():
         expected, actual = encoded(vae, vae, x), encoded(ours, vae, x)
@@ -159,8 +157,6 @@ def stream_latents(name: str, ours) -> torch.Tensor:
 def check_stream(name: str):
     """A stream, joined, is diffusers' whole decode; of several chunks where the row gives a stream video."""
     vae, ours = pair(name)
-    if CASES[name].call != "decode":
-        pytest.skip(f"{name} is called, not decoded: no stream")
     z = stream_latents(name, ours)
     with torch.no_grad():
         (expected,) = decoded(vae, vae, z, name).values()
@@ -175,9 +171,6 @@ def check_stream(name: str):
 def check_session(name: str):
     """A session fed the stream's latents in the row's chunks is diffusers' whole decode."""
     vae, ours = pair(name)
-    if not ours._family.carries_state:
-        assert CASES[name].session is None, f"{name} carries no state: its row needs no session"
-        pytest.skip(f"{name} carries no state from chunk to chunk: no sessions")
     sizes = CASES[name].session
     assert sizes is not None, f"{name} carries state: its row needs session chunks"
     z = stream_latents(name, ours)
@@ -218,8 +211,6 @@ def check_served(name: str):
     import requests
 
     vae, ours = pair(name)
-    if isinstance(CASES[name].served, str):
-        pytest.skip(f"{name}: {CASES[name].served}")
     kind = next(row.kind for row in registry.ROWS if row.diffusers_class == name)
     z = latents(name)
     sent = z.transpose(1, 2).contiguous() if CASES[name].served_channels_last else z
@@ -261,7 +252,10 @@ def contract_tests(kind: str) -> tuple:
     """The contract's tests for the rows of one kind, as a test file binds them (test_video.py, ...)."""
     names = pytest.mark.parametrize("name", rows(kind))
 
-    @names
+    def only(applies):  # the rows a check applies to (tests/contract/test_table.py holds the rows to their classes)
+        return pytest.mark.parametrize("name", rows(kind, lambda row: applies(CASES[row.diffusers_class], row)))
+
+    @only(lambda case, row: case.encode_input is not None)  # (decoders alone and vocoders have no encode)
     def test_encode(name):
         check_encode(name)
 
@@ -269,15 +263,15 @@ def contract_tests(kind: str) -> tuple:
     def test_decode(name):
         check_decode(name)
 
-    @names
+    @only(lambda case, row: case.call == "decode")  # (a vocoder is called, not decoded: no stream)
     def test_stream(name):
         check_stream(name)
 
-    @names
+    @only(lambda case, row: registry.facade(row).family.carries_state)  # (sessions: the families with state)
     def test_session(name):
         check_session(name)
 
-    @names
+    @only(lambda case, row: isinstance(case.served, dict))  # (the others: served in a pipeline's folder)
     def test_served(name):
         check_served(name)
 

@@ -27,3 +27,10 @@ def test_the_parity_page_opens_with_every_rows_figures():
             if line.startswith("| `")}
     served = {row.diffusers_class for row in registry.ROWS}
     assert rows == served, f"missing: {sorted(served - rows)}; not served: {sorted(rows - served)}"
+
+
+def test_sessions_are_given_to_the_families_with_state():
+    """A row gives a session's chunking exactly where its family carries state from chunk to chunk."""
+    for row in registry.ROWS:
+        stateful = registry.facade(row).family.carries_state
+        assert (CASES[row.diffusers_class].session is not None) == stateful, (row.diffusers_class, stateful)
