@@ -184,6 +184,64 @@ def check_session(name: str):
     close(torch.cat(frames, dim=2), expected, f"{name} session of chunks {list(sizes)}")
 
 
+def session_chunks(z: torch.Tensor, sizes) -> list:
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [z[:, :, start:start + size] for start, size in zip(starts, sizes)]
+
+
+def sessions_batched(ours, videos: dict, sizes, occupancy: list | None = None) -> dict:
+    """Sessions stepped together (`decode_sessions`), joining and leaving: videos {name: (latents, first step)}, each
+    fed the row's chunks from its first step on; {name: its frames joined, finish() included}."""
+    chunks = {name: session_chunks(z, sizes) for name, (z, _) in videos.items()}
+    sessions, frames = {}, {name: [] for name in videos}
+    steps = max(start + len(sizes) for _, start in videos.values())
+    for step in range(steps):
+        live = {name: chunks[name][step - start] for name, (_, start) in videos.items() if start <= step < start + len(sizes)}
+        for name in live:
+            sessions.setdefault(name, ours.decode_session())
+        got = ours.decode_sessions({sessions[name]: chunk for name, chunk in live.items()}, occupancy=occupancy)
+        for name in live:
+            frames[name].append(got[sessions[name]])
+            if step - videos[name][1] == len(sizes) - 1:  # its last chunk: it leaves
+                frames[name].append(sessions[name].finish())
+    return {name: torch.cat(parts, dim=2) for name, parts in frames.items()}
+
+
+def check_sessions_batched(name: str):
+    """Sessions of several streams stepped together, joining and leaving at any chunk: each stream's frames are
+    diffusers' whole decode of its latents, and its session's alone within 1e-6 x max(1, peak), or PyTorch's own
+    rounding of another batch size where that is more (diffusers' decode of a batch of two against each alone: 2.7e-6
+    on the tiny CogVideoX); the streams that
+    agree run as one program call, and a second round with the same comings and goings compiles nothing."""
+    vae, ours = pair(name)
+    sizes = CASES[name].session
+    z = stream_latents(name, ours)
+    videos = {"a": (z, 0), "b": (randn(*z.shape, seed=5), 0), "pair": (randn(2, *z.shape[1:], seed=6), 0),
+              "late": (randn(*z.shape, seed=7), 1)}
+    with torch.no_grad():
+        occupancy = []
+        together = sessions_batched(ours, videos, sizes, occupancy)
+        compiled = len(ours.compile_stats())
+        again = sessions_batched(ours, videos, sizes)  # the same programs: the same frames, bit for bit
+        assert all(torch.equal(again[key], together[key]) for key in videos), f"{name}: a second round differs"
+        assert len(ours.compile_stats()) == compiled, f"{name}: a second round of the same sessions compiled " \
+                                                        f"{len(ours.compile_stats()) - compiled} programs"
+        # the rounding of another batch size, as PyTorch's own: diffusers' decode of a batch of two against each alone
+        (both,) = decoded(vae, vae, torch.cat([videos["a"][0], videos["b"][0]]), name).values()
+        rounding = max((both[k:k + 1] - next(iter(decoded(vae, vae, videos[key][0], name).values()))).abs().max().item()
+                       for k, key in enumerate(("a", "b")))
+        for key, (latents_, _) in videos.items():
+            with ours.decode_session() as session:
+                alone = torch.cat([session.decode(chunk) for chunk in session_chunks(latents_, sizes)]
+                                  + [session.finish()], dim=2)
+            worst, bound = (together[key] - alone).abs().max().item(), max(1e-6 * max(1.0, alone.abs().max().item()), rounding)
+            assert worst <= bound, (f"{name} session {key} batched vs alone: max |Δ| {worst:.3g} > {bound:.3g} (PyTorch's "
+                                    f"batch of two against each alone: {rounding:.3g})")
+            (expected,) = decoded(vae, vae, latents_, name).values()
+            close(together[key], expected, f"{name} sessions batched: {key}")
+    assert occupancy[0] == 3, f"{name}: the first step's three agreeing sessions ran in calls of {occupancy}"
+
+
 @functools.cache
 def service(kind: str) -> str:
     """The base URL of one service (torchax_vae.serve, on a local port) serving this process's TorchaxVAEs of the
@@ -248,12 +306,22 @@ def check_mesh(name: str):
         judge(line["max_abs_diff"], line["peak"], f"{name} {line['what']}")
 
 
-def contract_tests(kind: str) -> tuple:
-    """The contract's tests for the rows of one kind, as a test file binds them (test_video.py, ...)."""
+def contract_tests(kind: str) -> dict:
+    """The contract's tests for the rows of one kind, by name, as a test file binds them (test_video.py, ...): each
+    check parametrized by the rows it applies to, and a check that applies to none of the kind's rows left out (no
+    test that can only skip)."""
     names = pytest.mark.parametrize("name", rows(kind))
+    empty = []
 
     def only(applies):  # the rows a check applies to (tests/contract/test_table.py holds the rows to their classes)
-        return pytest.mark.parametrize("name", rows(kind, lambda row: applies(CASES[row.diffusers_class], row)))
+        params = rows(kind, lambda row: applies(CASES[row.diffusers_class], row))
+
+        def mark(test):
+            if not params:
+                empty.append(test.__name__)
+            return pytest.mark.parametrize("name", params)(test)
+
+        return mark
 
     @only(lambda case, row: case.encode_input is not None)  # (decoders alone and vocoders have no encode)
     def test_encode(name):
@@ -271,6 +339,10 @@ def contract_tests(kind: str) -> tuple:
     def test_session(name):
         check_session(name)
 
+    @only(lambda case, row: registry.facade(row).family.carries_state and case.stream is not None)
+    def test_sessions_batched(name):
+        check_sessions_batched(name)
+
     @only(lambda case, row: isinstance(case.served, dict))  # (the others: served in a pipeline's folder)
     def test_served(name):
         check_served(name)
@@ -283,4 +355,5 @@ def contract_tests(kind: str) -> tuple:
     def test_mesh(name):
         check_mesh(name)
 
-    return test_encode, test_decode, test_stream, test_session, test_served, test_mesh
+    tests = (test_encode, test_decode, test_stream, test_session, test_sessions_batched, test_served, test_mesh)
+    return {test.__name__: test for test in tests if test.__name__ not in empty}

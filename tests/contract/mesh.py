@@ -4,7 +4,8 @@ CPU devices, for the rows named; prints a JSON line per comparison.
     XLA_FLAGS=--xla_force_host_platform_device_count=8 python -m contract.mesh AutoencoderKLWan ...   (from tests/)
 
 Each row's TorchaxVAE runs on `make_mesh()` (one 'dp' row of 8 'tp' devices: heights and widths split, a sound's
-batch over 'dp'), a batch of two videos or images (eight clips of sound), against diffusers' model in PyTorch.
+batch over 'dp'), a batch of two videos or images (eight clips of sound), and for the families with sessions,
+sessions stepped together (joining and leaving), against diffusers' model in PyTorch.
 """
 
 import json
@@ -45,6 +46,13 @@ def run(names: list[str]) -> None:
         expected, actual = checks.decoded(vae, vae, z, name), checks.decoded(ours, vae, z, name)
         for key in expected:
             emit(name, f"{case.call} {key} on 8 devices", actual[key], expected[key])
+        if ours._family.carries_state and case.stream is not None:  # sessions stepped together on the mesh
+            z = checks.stream_latents(name, ours)
+            videos = {"a": (z, 0), "b": (checks.randn(*z.shape, seed=5), 0), "late": (checks.randn(*z.shape, seed=7), 1)}
+            together = checks.sessions_batched(ours, videos, case.session)
+            for key, (latents, _) in videos.items():
+                (expected,) = checks.decoded(vae, vae, latents, name).values()
+                emit(name, f"sessions batched on 8 devices: {key}", together[key], expected)
         assert ours.mesh.devices.size == 8
 
 

@@ -4,4 +4,4 @@ over both cores."""
 
 from contract.checks import contract_tests
 
-test_encode, test_decode, test_stream, test_session, test_served, test_mesh = contract_tests("image")
+globals().update(contract_tests("image"))  # test_encode, test_decode, test_stream, test_session, ...

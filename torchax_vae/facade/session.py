@@ -29,6 +29,7 @@ import torch
 
 from torchax_vae import registry
 from torchax_vae.engine import convert, validation
+from torchax_vae.facade.session_batch import step_together
 
 __all__ = ["DecodeSession", "EncodeSession"]
 
@@ -62,16 +63,13 @@ class _Session:
         self._reference = None  # the last chunk, whose device and dtype `finish()` answers in
 
     def _run(self, x: torch.Tensor):
-        """The family's output for the chunk x (a JAX array), checked and with the state carried."""
-        if not self._lock.acquire(blocking=False):
-            raise RuntimeError(f"this {self.kind} session is running a chunk in another thread; a session is one "
-                               f"stream's: open one per stream (vae.{self.kind}_session())")
-        try:
-            return self._step(x)
-        finally:
-            self._lock.release()
+        """The family's output for the chunk x, checked and with the state carried: a batch of one
+        (torchax_vae/facade/session_batch.py, the one path of every session step)."""
+        return step_together({self: x}, max_batch=1)[self]
 
-    def _step(self, x: torch.Tensor):
+    def _check(self, x: torch.Tensor) -> None:
+        """The chunk's errors, before anything runs: a closed session, a wrong shape, channel count or dtype, a
+        chunking the family cannot keep exact."""
         if self._closed:
             raise RuntimeError(f"this {self.kind} session is closed; open a new one with vae.{self.kind}_session()")
         vae, family = self._vae, self._vae._family
@@ -98,9 +96,11 @@ class _Session:
             raise ValueError(f"a {self.kind} session yields no gradients: pass the chunk detached (torch.no_grad())")
         vae._check_weights()
         family.check_training()
+
+    def _took(self, x: torch.Tensor, out, state) -> torch.Tensor:
+        """The step's output for chunk x as the session's answer, its new state kept for the next chunk."""
         self._last_shape, self._reference = tuple(x.shape), x  # (the last chunk: what `finish()` answers like)
-        out, state = family.session_step(vae._source(x), self._state, kind=self.kind)
-        self._state, self._shape = state, shape
+        self._state, self._shape = state, (x.shape[0], x.shape[1], x.shape[3], x.shape[4])
         self.frames += x.shape[2]
         return self._or_empty(out, x)
 

@@ -10,6 +10,7 @@ from torchax_vae.engine import convert
 from torchax_vae.engine.arrays import chunks_of
 from torchax_vae.facade import stream
 from torchax_vae.facade.session import DecodeSession, EncodeSession
+from torchax_vae.facade.session_batch import step_together
 from torchax_vae.media import pixels
 
 
@@ -56,3 +57,27 @@ class Streaming:
         `session.encode(frames)` returns the posterior of the latent frames those frames complete."""
 
         return EncodeSession(self)
+
+    def decode_sessions(self, chunks: dict, *, max_batch: int = 8, occupancy: list | None = None) -> dict:
+        """Several decode sessions' next latent chunks at once ({session: latent_chunk} -> {session: frames}): the
+        sessions whose chunks and states agree but for the batch run as one batched program call per step, their
+        causal states stacked on the device, padded to a few batch sizes up to `max_batch` so that sessions may
+        join and leave at any chunk without compiling (torchax_vae/facade/session_batch.py). Each session's frames
+        are those its own `decode` would give. Every chunk is checked before anything runs. `occupancy`, a list,
+        gets the number of sessions of each program call appended."""
+        return self._step_sessions(chunks, DecodeSession, max_batch, occupancy)
+
+    def encode_sessions(self, chunks: dict, *, max_batch: int = 8, occupancy: list | None = None) -> dict:
+        """Several encode sessions' next video chunks at once ({session: frames} -> {session: AutoencoderKLOutput}),
+        batched as `decode_sessions`."""
+        from diffusers.models.modeling_outputs import AutoencoderKLOutput
+
+        moments = self._step_sessions(chunks, EncodeSession, max_batch, occupancy)
+        return {session: AutoencoderKLOutput(latent_dist=self.posterior_class(out)) for session, out in moments.items()}
+
+    def _step_sessions(self, chunks: dict, kind: type, max_batch: int, occupancy: list | None) -> dict:
+        for session in chunks:
+            if not isinstance(session, kind) or session._vae is not self:
+                raise ValueError(f"{kind.kind}_sessions takes this TorchaxVAE's own "
+                                 f"{kind.__name__}s (vae.{kind.kind}_session()); got {session!r}")
+        return step_together(dict(chunks), max_batch, occupancy)

@@ -379,3 +379,8 @@ class _Held:
         """After `clips` more clips, their first `by` latents (frames) no longer held."""
         return dataclasses.replace(self, held=apply(_frames, self.held, start=by, stop=self.held.shape[2]),
                                    base=self.base + by, done=self.done + clips, before=before)
+
+
+# A pytree (its arrays data, its counters part of the structure), so that sessions at the same clip stack their
+# held latents on the batch axis (torchax_vae/facade/session_batch.py) and sessions elsewhere never batch together.
+jax.tree_util.register_dataclass(_Held, data_fields=["held", "before"], meta_fields=["base", "done", "total"])

@@ -22,6 +22,7 @@ from typing import Callable
 
 import torch
 
+from torchax_vae.engine.batching import pad_rows, padded_size
 from torchax_vae.serve.protocol import Parsed, RequestError, scaled_latents
 from torchax_vae.serve.sounds import waveform
 
@@ -62,13 +63,6 @@ class Run:
     chunks: int = 0
     seconds: float = 0.0
     compiled: int = 0
-
-
-def batch_sizes(max_batch: int, dp: int = 1) -> list[int]:
-    """The batch sizes programs are compiled for: powers of two up to `max_batch`, and `max_batch`; on a mesh
-    with dp rows, multiples of dp (so a batch always splits over 'dp')."""
-    sizes = {1 << k for k in range(max_batch.bit_length()) if 1 << k <= max_batch} | {max_batch}
-    return sorted({-(-s // dp) * dp for s in sizes})
 
 
 class DeviceWorker:
@@ -286,22 +280,17 @@ class DeviceWorker:
         tensors = [job.parsed.tensor for job in batch]  # one alone is used as it is: torch.cat would copy its body
         x = (tensors[0] if len(tensors) == 1 else torch.cat(tensors)).to(vae.dtype)  # as pipelines cast to vae.dtype
         rows = x.shape[0]
-        padded = next((s for s in batch_sizes(self.max_batch, _dp(vae)) if s >= rows), rows)
+        padded = padded_size(rows, self.max_batch, _dp(vae))
         first = batch[0].parsed
         args = first.decode_args  # (a job with them runs alone) per-video ones padded as its rows are
         if padded > rows and not vae.batch_is_frames:  # the last row again: the compiled sizes stay few, and
             # padding cannot overflow (a batch of one video's frames is that video: never padded)
-            x = _pad(x, padded)
-            args = tuple(_pad(a, padded) if isinstance(a, torch.Tensor) and a.shape[:1] == (rows,) else a for a in args)
+            x = pad_rows(x, padded)
+            args = tuple(pad_rows(a, padded) if isinstance(a, torch.Tensor) and a.shape[:1] == (rows,) else a for a in args)
         if first.kind == "decode":
             noise = {"generator": torch.Generator().manual_seed(first.seed)} if vae.decode_draws_noise else {}
             return _decode_steps(vae.decode_stream(x, *args, **noise), vae, [job.batch for job in batch])
         return _encode_steps(vae, x, batch)
-
-
-def _pad(x: torch.Tensor, rows: int) -> torch.Tensor:
-    """x with its last row repeated up to `rows` rows."""
-    return torch.cat([x, x[-1:].expand(rows - x.shape[0], *x.shape[1:])])
 
 
 def _decode_steps(stream, vae, sizes: list[int]):
