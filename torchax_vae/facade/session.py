@@ -67,9 +67,10 @@ class _Session:
         (torchax_vae/facade/session_batch.py, the one path of every session step)."""
         return step_together({self: x}, max_batch=1)[self]
 
-    def _check(self, x: torch.Tensor) -> None:
-        """The chunk's errors, before anything runs: a closed session, a wrong shape, channel count or dtype, a
-        chunking the family cannot keep exact."""
+    def check(self, x: torch.Tensor) -> None:
+        """Raises the error this session would raise for the chunk x, without running it: a closed session, a
+        wrong shape, channel count or dtype, a chunking the family cannot keep exact (what a server checks before
+        it queues a client's chunk)."""
         if self._closed:
             raise RuntimeError(f"this {self.kind} session is closed; open a new one with vae.{self.kind}_session()")
         vae, family = self._vae, self._vae._family

@@ -51,7 +51,7 @@ def step_together(chunks: dict, max_batch: int = 8, occupancy: list | None = Non
                                    f"one stream's: open one per stream (vae.{session.kind}_session())")
             locked.append(session)
         for session, x in chunks.items():  # every chunk's errors before any program runs
-            session._check(x)
+            session.check(x)
         results = {}
         for group in _groups(list(chunks.items()), max_batch):
             if occupancy is not None:

@@ -1,6 +1,7 @@
 """The ASGI app (Starlette) that diffusers' `remote_decode` and `remote_encode` talk to, unchanged.
 
-Routes: `POST /decode/{name}`, `POST /encode/{name}`, `GET /health/live`, `GET /health/ready`, `GET /metrics`.
+Routes: `POST /decode/{name}`, `POST /encode/{name}`, `GET /health/live`, `GET /health/ready`, `GET /metrics`, and
+the live sessions' `WebSocket /session/{name}` (serve/live.py).
 Every error is JSON `{"error": ...}` with a meaningful status (the client calls `response.json()` on any
 non-2xx answer). docs/guide/serve.md has the protocol, the options and the measurements.
 """
@@ -21,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from torchax_vae import registry
 from torchax_vae.engine import process
@@ -29,7 +30,7 @@ from torchax_vae.engine.memory import host_available_bytes
 from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.media.checks import shown
 from torchax_vae.placement.backends import backend
-from torchax_vae.serve import bodies, conditions, outputs, protocol, sounds, streams
+from torchax_vae.serve import bodies, conditions, live, outputs, protocol, sounds, streams
 from torchax_vae.serve.bodies import body_size, BodyBudget, read_body
 from torchax_vae.serve.limits import DEFAULT_MAX_PIXELS, Limits  # noqa: F401 (create_app's keywords; their old home)
 from torchax_vae.serve.metrics import Metrics
@@ -64,7 +65,8 @@ class Service:
         self.sounds: dict = {}  # name -> sound.Sound, for models served with their sound (serve/sounds.py)
         self.worker = DeviceWorker(self.models, self.metrics, sounds=self.sounds, max_batch=limits.max_batch or _backend_batch(mesh),
                                    max_queue=limits.max_queue, max_wait=limits.max_wait_ms / 1000,
-                                   max_active=limits.max_active)
+                                   max_active=limits.max_active, max_sessions=limits.max_sessions,
+                                   session_batch=limits.session_batch)
         self.ready = threading.Event()
         self.load_error: str | None = None
         self.draining = False
@@ -357,6 +359,7 @@ def create_app(models: dict, *, dtype=None, mesh=None, warmup=(), token: str | N
             Route("/health/live", _live, methods=["GET"]),
             Route("/health/ready", _ready, methods=["GET"]),
             Route("/metrics", _metrics, methods=["GET"]),
+            WebSocketRoute("/session/{name}", live.session_endpoint),
         ],
         exception_handlers={HTTPException: _http_error},
         lifespan=lifespan,

@@ -8,8 +8,11 @@ its decodes with sound (serve/sounds.py) and its conditioned decodes (serve/cond
     mp4 = decode_with_sound("http://127.0.0.1:8000/decode/ltx2", video, audio)  # LTX-2's (video, audio) latents
     images = decode_with_condition("http://127.0.0.1:8000/decode/sd-inpaint", latents, image, mask)  # [B, 3, H, W]
 
+    with session("http://127.0.0.1:8000", "wan") as s:   # a live session (serve/client_session.py)
+        frames = s.decode(latent_chunk)
+
 urllib and numpy only (no HTTP library, no torch needed), so it runs where the latents are made, beside any torch
-or none.
+or none; a live session also uses `websockets`' client (installed with the service).
 """
 
 import json
@@ -20,7 +23,10 @@ import urllib.request
 
 import numpy as np
 
-__all__ = ["decode_with_condition", "decode_with_sound", "stream_frames", "StreamError"]
+from torchax_vae.serve.client_session import LiveSession, SessionError, session
+
+__all__ = ["decode_with_condition", "decode_with_sound", "LiveSession", "session", "SessionError", "stream_frames",
+           "StreamError"]
 
 
 class StreamError(RuntimeError):

@@ -19,3 +19,6 @@ class Limits:
     max_active: int = 4  # batches the device worker advances in turn, a chunk each (1: one request at a time)
     max_inflight_mb: float | None = None  # request bodies held at once, all requests together; None: from the host
     max_pixels: int = DEFAULT_MAX_PIXELS  # output (decode) or input (encode) pixels x frames of one request
+    max_sessions: int = 16  # live sessions open at once (WebSocket /session/NAME); more are refused
+    session_idle_s: float = 30.0  # a live session with no message for this long is closed
+    session_batch: int = 8  # live sessions' rows per device call (their steps batched: serve/live_sessions.py)

@@ -51,5 +51,12 @@ class Metrics:
                               "one)", registry=r)
         self.cancelled = Counter(f"{PREFIX}_cancelled_jobs", "Jobs stopped mid-way: their clients went away or "
                                  "their deadlines passed after their first chunk", registry=r)
+        self.sessions_open = Gauge(f"{PREFIX}_sessions_open", "Live sessions open (WebSocket /session)", registry=r)
+        self.session_chunk = Histogram(f"{PREFIX}_session_chunk_seconds", "Time from a session chunk's arrival to "
+                                       "its output", buckets=TIME_BUCKETS, registry=r)
+        self.session_occupancy = Histogram(f"{PREFIX}_session_batch_sessions", "Sessions per program call of the "
+                                           "sessions' steps", buckets=(1, 2, 4, 8, 16, 32, 64), registry=r)
+        self.sessions_closed = Counter(f"{PREFIX}_sessions_closed", "Live sessions ended, by how: finished, "
+                                       "disconnect, timeout, shutting_down", ["how"], registry=r)
         self.ready = Gauge(f"{PREFIX}_ready", "1 when every model is loaded and warmed up", registry=r)
         r.register(DeviceMemory())

@@ -329,6 +329,11 @@ def check_query_pixels(vae, kind: str, params, cap: int) -> None:
     _check_pixels(vae, kind, shape, cap)
 
 
+def check_chunk_pixels(vae, kind: str, shape, cap: int) -> None:
+    """`check_pixels` for a tensor of `shape` (a live session's chunk, in the VAE's own layout)."""
+    _check_pixels(vae, kind, shape, cap)
+
+
 def _check_pixels(vae, kind: str, shape, cap: int) -> None:
 
     video = smallest_output(vae, shape) if kind == "decode" else shape

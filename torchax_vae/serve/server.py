@@ -83,6 +83,12 @@ def add_parser(sub) -> None:
                         f"(default: {DEFAULT_MAX_PIXELS:,}, a 10 s 720p video with room to spare)")
     p.add_argument("--timeout", type=_positive(float), default=600.0,
                    help="seconds a request may wait for its answer (default: 600)")
+    p.add_argument("--max-sessions", type=_positive(int), default=16,
+                   help="live sessions (WebSocket /session/NAME) open at once; more are refused (default: 16)")
+    p.add_argument("--session-batch", type=_positive(int), default=8,
+                   help="live sessions' rows per device call, stepped together (default: 8)")
+    p.add_argument("--session-idle-s", type=_positive(float), default=30.0,
+                   help="a live session with no message for this long is closed (default: 30)")
     p.add_argument("--dp", type=_positive(int), default=1,
                    help="with several devices: the mesh's 'dp' rows, over which batches split (default: 1)")
     p.add_argument("--cache-dir", default=None, help="the program cache folder (default: as for decode)")
@@ -126,7 +132,8 @@ def run(args) -> int:
     cache.enable(cache.resolve(args.cache_dir, args.no_cache))
     mesh = _mesh(args.dp, jax.device_count(), make_mesh)
     limits = Limits(args.max_batch, args.max_queue, args.max_wait_ms, args.max_body_mb, args.timeout,
-                    max_inflight_mb=args.max_inflight_mb, max_pixels=args.max_pixels)
+                    max_inflight_mb=args.max_inflight_mb, max_pixels=args.max_pixels, max_sessions=args.max_sessions,
+                    session_batch=args.session_batch, session_idle_s=args.session_idle_s)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
     normalized = [name for name, _, latents in args.model if (latents or args.latents) == "normalized"]
     app = create_app({name: path for name, path, _ in args.model}, dtype=dtype, mesh=mesh, warmup=args.warmup,

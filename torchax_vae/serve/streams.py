@@ -60,11 +60,11 @@ class ChunkFeed:
         if kind == "chunk":
             self.waiting -= 1
             self.wake()
-            value = await asyncio.to_thread(_frames_of, value, self.family)
+            value = await asyncio.to_thread(frames_of, value, self.family)
         return kind, value
 
 
-def _frames_of(piece, family=None) -> np.ndarray:
+def frames_of(piece, family=None) -> np.ndarray:
     """A decoded piece [B, C, f, H, W] (the family's pixels: torchax_vae/media/pixels.py) as uint8 frames [B, f, H, W, C],
     as diffusers' processors round."""
     return _uint8(_channels_last(pixels.to_unit(piece, family, 1).clamp(0, 1))).numpy()

@@ -23,6 +23,7 @@ from typing import Callable
 import torch
 
 from torchax_vae.engine.batching import pad_rows, padded_size
+from torchax_vae.serve import live_sessions
 from torchax_vae.serve.protocol import Parsed, RequestError, scaled_latents
 from torchax_vae.serve.sounds import waveform
 
@@ -69,7 +70,8 @@ class DeviceWorker:
     """Runs jobs on the models, a chunk at a time, on its own thread."""
 
     def __init__(self, models: dict, metrics, *, sounds: dict | None = None, max_batch: int = 4, max_queue: int = 64,
-                 max_wait: float = 0.005, max_active: int = 4):
+                 max_wait: float = 0.005, max_active: int = 4, max_sessions: int = 16,
+                 session_batch: int = 8):
         self.models = models  # name -> TorchaxVAE (filled by `load` when it runs on the worker's thread)
         self.sounds = {} if sounds is None else sounds  # name -> sound.Sound: what a job of kind "sound" runs
         self.metrics = metrics
@@ -81,6 +83,8 @@ class DeviceWorker:
         self._stopping = False
         self._running = 0  # jobs taken and not yet answered
         self._thread: threading.Thread | None = None
+        self.sessions = live_sessions.SessionTable(max_sessions, self.wake)  # live sessions (serve/live.py)
+        self.session_batch = session_batch
 
     # ----- the app's side -----
 
@@ -123,13 +127,17 @@ class DeviceWorker:
     def _main(self, load) -> None:
         if load is not None:
             load()
+        # Each turn: every live session's waiting chunk (stepped together), then one chunk of one request's batch.
+        # So a session's chunk waits at most one request chunk, however long that request's video, and a request's
+        # chunk at most one step of the sessions (serve/live_sessions.py).
         while (batches := self._take()) is not None:
             for batch in batches:
                 self._begin(batch)
+            stepped = live_sessions.step(self.sessions, self.models, self.metrics, self.session_batch)
             run = self._next_ready()
             if run is not None:
                 self._advance(run)
-            elif self._active:  # every batch waits for its reader: until one reads, or a new job comes
+            elif self._active and not stepped:  # every batch waits for its reader: until one reads, or work comes
                 with self._cond:
                     self._cond.wait(0.05)
 
@@ -150,7 +158,7 @@ class DeviceWorker:
         """New batches to begin, as many as `max_active` leaves room for (waiting for work when there is none);
         None once stopping with nothing left."""
         with self._cond:
-            while not self._pending and not self._active:
+            while not self._pending and not self._active and not self.sessions.has_work():
                 if self._stopping:
                     return None
                 self._cond.wait()
