@@ -97,7 +97,8 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-# The rotation (pyproject's `rotate` marker): CI sets TORCHAX_VAE_ROTATION=K/N, K from the commit, and of the nodes
+# The rotation (pyproject's `rotate` and `heavy` markers; `_rotated_out` has the periods): CI sets
+# TORCHAX_VAE_ROTATION=K/12, K from the commit, and of the nodes
 # marked `rotate` runs only those whose id hashes (crc32, the same on every machine) to K modulo N: each CI run a
 # slice, every node within N runs. A failure names its node, and `TORCHAX_VAE_ROTATION= pytest NODE` runs it again.
 ROTATION = os.environ.get("TORCHAX_VAE_ROTATION", "").strip()
@@ -114,19 +115,24 @@ def rotation_slice(nodeid: str, rotation: str = ROTATION) -> bool:
 
 
 def _rotated_out(item) -> bool:
-    """Whether the rotation leaves `item` out of this run: a `rotate` node of another slice; the project's own slow
-    tests (tests/test_*.py: released architectures, 8-device and multi-process runs, offline TPU and GPU compiles,
-    the program store, more sizes) of the other two thirds (by node, K modulo 3); and on plain diffusers (CI's step
-    that checks the expectations there), the vendored files of the other two thirds (by file, K modulo 3). What
-    runs every time: the default suite, the family contract, diffusers' vendored tests wrapped, and one pipeline's
-    output per VAE class and loop kind (tests/diffusers/test_pipeline_outputs.py)."""
-    thirds = f"{int(ROTATION.split('/')[0]) % 3}/3"
+    """Whether the rotation leaves `item` out of this run (CI's K/12, K from the commit): a `rotate` node (each family
+    on 8 devices, the pipelines' outputs past one per VAE class and loop kind, the modular ones) of another sixth (by
+    node, K modulo 6); a `heavy` one of the project's own of another twelfth (K modulo 12; the vendored heavy files
+    stay by hand); the project's other own slow tests (tests/test_*.py: released architectures, 8-device and
+    multi-process runs, offline TPU and GPU compiles, the program store, more sizes) of another third (K modulo 3);
+    and on plain diffusers (CI's step that checks the expectations there), the vendored files of another third (by
+    file). What runs every time: the default suite, the family contract, diffusers' vendored tests wrapped, and one
+    pipeline's output per VAE class and loop kind (tests/diffusers/test_pipeline_outputs.py)."""
+    k = int(ROTATION.split("/")[0])
+    own = item.nodeid.startswith("tests/test_")
+    if item.get_closest_marker("heavy") is not None:
+        return not own or not rotation_slice(item.nodeid, f"{k % 12}/12")
     if item.get_closest_marker("rotate") is not None:
-        return not rotation_slice(item.nodeid)
-    if item.nodeid.startswith("tests/test_") and item.get_closest_marker("slow") is not None:
-        return not rotation_slice(item.nodeid, thirds)
+        return not rotation_slice(item.nodeid, f"{k % 6}/6")
+    if own and item.get_closest_marker("slow") is not None:
+        return not rotation_slice(item.nodeid, f"{k % 3}/3")
     if os.environ.get("TORCHAX_VAE_PLAIN_DIFFUSERS") == "1" and item.nodeid.startswith("tests/diffusers/tests/"):
-        return not rotation_slice(item.nodeid.split("::")[0], thirds)
+        return not rotation_slice(item.nodeid.split("::")[0], f"{k % 3}/3")
     return False
 
 

@@ -93,6 +93,7 @@ def test_bf16():
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 4-8 min and 5 GB on 2 cores (one released 24x320x320 tile each way): out of CI's time, by hand
+@pytest.mark.by_hand
 def test_official_fp32():
     """The released Allegro VAE's architecture (the class defaults but a 128-pixel tile: at 320 one tile took over
     7 minutes and 14 GB here), seeded random weights, one 24 x 128 x 128 tile.

@@ -64,6 +64,7 @@ def test_bf16():
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 36 s: hunyuan-tiny has the same blocks (the released config: docs/results/parity.md)
+@pytest.mark.by_hand
 def test_official_fp32_and_bf16():
     """The released HunyuanVideo VAE's architecture (the class defaults), seeded random weights, small sizes."""
     vae = random_vae("hunyuanvideo")

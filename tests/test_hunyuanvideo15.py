@@ -85,6 +85,7 @@ def test_bf16():
 
 @pytest.mark.slow
 @pytest.mark.heavy  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
+@pytest.mark.by_hand
 def test_official_fp32_and_bf16():
     """The released HunyuanVideo 1.5 VAE's architecture (the class defaults), seeded random weights, small sizes."""
     vae = random_vae("hunyuanvideo15")

@@ -148,6 +148,7 @@ def test_decoding_any_length_compiles_a_bounded_set_of_programs():
 
 @pytest.mark.slow
 @pytest.mark.heavy  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
+@pytest.mark.by_hand
 def test_official_fp32_and_bf16():
     """The released LTX-Video 0.9.0 and 0.9.1 VAEs' architectures, seeded random weights, 9 frames at 32x32."""
     for name, temb in (("ltx090", None), ("ltx091", torch.tensor([0.05]))):

@@ -146,6 +146,7 @@ def test_decoding_any_length_compiles_a_bounded_set_of_programs(noisy):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
+@pytest.mark.by_hand
 @pytest.mark.parametrize("name", ["ltx2", "ltx2.3"])
 def test_official_fp32_and_bf16(name):
     """The released LTX-2 and LTX-2.3 VAEs' architectures, seeded random weights, 9 frames at 64x64 (2x2

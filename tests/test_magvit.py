@@ -99,6 +99,7 @@ def test_bf16(name, size):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
+@pytest.mark.by_hand
 def test_official_fp32_and_bf16():
     """The released EasyAnimate VAE's architecture (the class defaults), seeded random weights, small sizes."""
     vae = random_vae("magvit")

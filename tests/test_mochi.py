@@ -81,6 +81,7 @@ def test_tiling_equals_diffusers(tiles):
 
 @pytest.mark.slow  # 15 s: a libtpu compile
 @pytest.mark.heavy  # 73 s on 2 cores (AMD): out of CI's time (the plan tests compile the other families for TPUs)
+@pytest.mark.by_hand
 def test_plans_for_tpus(pair):
     """libtpu 0.0.42 failed to lay out the per-frame GroupNorm's reductions (torchax_vae/patches/group_norm.py
     `_dot_group_norm`): the encoder compiles for v6e-8, its work split evenly."""
@@ -104,6 +105,7 @@ def test_bf16():
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 39 s: mochi-tiny has the same blocks (the released config: docs/results/parity.md)
+@pytest.mark.by_hand
 def test_official_fp32_and_bf16():
     """The released Mochi 1 VAE's architecture (the class defaults), seeded random weights, small sizes."""
     vae = random_vae("mochi")

@@ -180,7 +180,7 @@ def test_training_mode_is_refused_where_it_would_compute_otherwise():
 
 # Wan's exact-shape tiles: 60 s on 2 cores, with the official-config cases (its tiling: tests/test_wan.py)
 @pytest.mark.slow  # 27 s on 2 cores (tiling itself: tests/test_tiling.py)
-@pytest.mark.parametrize("name", ["tiny", pytest.param("wan-tiny", marks=pytest.mark.heavy)])  # Wan: 109 s
+@pytest.mark.parametrize("name", ["tiny", pytest.param("wan-tiny", marks=[pytest.mark.heavy, pytest.mark.by_hand])])  # Wan: 109 s
 def test_tiled_encode_and_tiled_decode_are_diffusers(name):
     vae = random_vae(name)
     ours = TorchaxVAE(vae)

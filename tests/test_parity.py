@@ -77,13 +77,14 @@ def test_bf16_yardstick_is_torchs_own_bf16_error(name):
 
 @pytest.mark.slow
 # two lengths in the slow set; the others (the tiny config's in the default suite: every length) by hand, 1 min
-@pytest.mark.parametrize("frames", [f if f == 9 else pytest.param(f, marks=pytest.mark.heavy) for f in FRAMES])
+@pytest.mark.parametrize("frames", [f if f == 9 else pytest.param(f, marks=[pytest.mark.heavy, pytest.mark.by_hand]) for f in FRAMES])
 def test_official_fp32(official_vae, official_torchax, frames):
     check_encode_decode(official_vae, official_torchax, video(1, frames, 32), f"official {frames}f")
 
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 27 s: slicing of the tiny config is the default suite's
+@pytest.mark.by_hand
 def test_official_fp32_batch2_sliced(official_vae, official_torchax):
     x = video(2, 9, 32, seed=1)
     check_encode_decode(official_vae, official_torchax, x, "official batch 2")
@@ -98,6 +99,7 @@ def test_official_fp32_batch2_sliced(official_vae, official_torchax):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 64 s on 2 cores: CI runs the official fp32 case and every family's tiny bf16 check
+@pytest.mark.by_hand
 def test_official_bf16(official_vae):
     from torchax_vae import TorchaxVAE
 

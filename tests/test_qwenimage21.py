@@ -91,6 +91,7 @@ def test_packed_pipeline_latents_unpack_as_the_pipeline_does(pair):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 21 s: qwenimage21-tiny has the same blocks
+@pytest.mark.by_hand
 def test_official_fp32_and_bf16():
     """The released Qwen-Image 2.1 VAE's architecture (the class defaults: 16x, patch-free), random weights."""
     vae = random_vae("qwenimage21")

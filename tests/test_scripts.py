@@ -44,6 +44,7 @@ def test_parity_script_prints_table(capsys):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 45-67 s on 2 cores: out of CI's time
+@pytest.mark.by_hand
 def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
     out_json = tmp_path / "bench.jsonl"
     # One scheduler (the other is an XLA flag in the worker's environment; README's tables come from both).
@@ -122,6 +123,7 @@ def test_train_tiny_trains_resumes_and_exports(tmp_path, capsys):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 77 s on 2 cores, each side in its own process: out of CI's time, as the GPU table row below
+@pytest.mark.by_hand
 def test_bench_speed_times_both_sides(capsys, tmp_path):  # runs the same path
     """--speed: both sides per case in their own processes, numerics checked first, a table and JSON lines."""
     out_json = tmp_path / "speed.jsonl"

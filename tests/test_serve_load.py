@@ -108,6 +108,7 @@ def _client(base, port, jobs, seed, count):
     return codes
 
 
+@pytest.mark.by_hand
 @pytest.mark.heavy  # 9.2 min on 2 cores (every family, 2026-11-28): out of CI's time; run by hand after a change to torchax_vae/serve
 def test_load_faults_and_sigterm_every_family(tmp_path):
     models, jobs = {}, []

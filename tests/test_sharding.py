@@ -130,7 +130,7 @@ def test_wan_on_8_devices_matches_pytorch(tiny_more_8_devices):
     pytest.param("families_more_8_devices",
                  ["wan2.2-tiny", "qwenimage21-tiny", "hunyuan-tiny", "hunyuan15match-tiny", "mochi-tiny",
                   "cosmos-tiny", "magvit-clipnorm-tiny"],
-                 marks=[pytest.mark.slow, pytest.mark.heavy]),
+                 marks=[pytest.mark.slow, pytest.mark.heavy, pytest.mark.by_hand]),
 ])
 def test_gpu_rules_on_8_devices_match_pytorch(request, fixture, names):
     """Traced as for GPUs on the mesh (halo_conv's split convolutions, replicate padding for HunyuanVideo's and
@@ -194,6 +194,7 @@ def test_images_on_8_devices_match_pytorch():
 
 @pytest.mark.slow  # 1-2 min on 2 cores
 @pytest.mark.heavy  # 2.2 min on 2 cores (AMD): out of CI's time; AutoencoderKL's images on the mesh are the slow set's
+@pytest.mark.by_hand
 def test_other_image_vaes_on_8_devices_match_pytorch():
     """Flux.2, Sana's DC-AE, HunyuanImage, TAESD and Stable Video Diffusion with the width over 8 devices, and traced
     as for GPUs; every result equal to PyTorch's within fp32 tolerance."""
@@ -235,6 +236,7 @@ def test_per_device_temp_memory_on_8_devices(request, what):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 1.9 min on 2 cores (2026-11-28): out of CI's time; the released architecture on the mesh, by hand
+@pytest.mark.by_hand
 def test_official_on_8_devices_matches_pytorch():
     rows = records(run_devices("_sharded_worker.py", "official", devices=8, timeout=900))
     assert {row["case"] for row in rows} == {"official 1x8"}

@@ -222,6 +222,7 @@ def test_tiling_mode_and_budget_are_checked(tiny_vae):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 48 s on 2 cores: out of CI's time; the tiny model's tiling cases stay in CI
+@pytest.mark.by_hand
 def test_official_tiled_matches_diffusers(official_vae):
     ours = TorchaxVAE(official_vae)
     tiles = dict(tile_sample_min_height=32, tile_sample_min_width=48)

@@ -91,7 +91,7 @@ def test_fsq_matches_pytorch(fsq, tmp_path):
 
 @torch.no_grad()
 @pytest.mark.slow  # about 60 and 30 s on 2 cores, most of it compiling the chunk programs: CI's slow set runs the
-@pytest.mark.parametrize("which", ["causal", pytest.param("fsq", marks=pytest.mark.heavy)])  # causal caches' case
+@pytest.mark.parametrize("which", ["causal", pytest.param("fsq", marks=[pytest.mark.heavy, pytest.mark.by_hand])])  # causal caches' case
 def test_tiling_matches_pytorch(which, request):
     """diffusers' tiling, 32-pixel tiles a quarter overlapped over 24 frames of 32x48 (2 x 2 tiles, blended) in frame
     batches of 8 (latent batches of 2): the causal chunks (4, 8, 12 frames; latent chunks 1, 2, 3, each with one more

@@ -260,8 +260,8 @@ def test_latent_shape_and_normalization_match_the_pipelines(_models):
 @pytest.mark.slow
 # heavy, both (out of CI's time since CI also runs its diffusers files on plain diffusers): wan2.1 128 s, wan2.2 79 s
 # on 2 cores; Wan's code paths run in CI on the tiny configs, and the released sizes' fp32 parity by hand
-@pytest.mark.parametrize("name", [pytest.param("wan2.1", marks=pytest.mark.heavy),
-                                  pytest.param("wan2.2", marks=pytest.mark.heavy)])
+@pytest.mark.parametrize("name", [pytest.param("wan2.1", marks=[pytest.mark.heavy, pytest.mark.by_hand]),
+                                  pytest.param("wan2.2", marks=[pytest.mark.heavy, pytest.mark.by_hand])])
 def test_official_fp32_and_bf16(name):
     """The released architectures (seeded random weights), odd latent sizes (3x5), 1 to 17 frames."""
     vae = random_vae(name)
