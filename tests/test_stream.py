@@ -11,6 +11,7 @@ import inspect
 import random
 import threading
 
+import numpy as np
 import pytest
 import torch
 from helpers import MODELS, assert_close, assert_parity, randn, random_vae
@@ -293,3 +294,65 @@ def test_two_sessions_from_two_threads(models):
         t.join(120)
     for got, want in zip(results, expected):
         assert_close(got, want, 1e-4, "a session beside another thread's")
+
+
+def test_encode_sessions_batched_equal_each_encode(models):
+    """Two encode sessions stepped together (`encode_sessions`), the first chunks and the later ones as one call
+    each: each posterior is diffusers' whole encode of its own video."""
+    vae, ours = models("wan-tiny")
+    videos = [randn(1, 3, 9, 32, 32, seed=11), randn(2, 3, 9, 32, 32, seed=12)]
+    sessions, outs, occupancy = [ours.encode_session() for _ in videos], [[], []], []
+    for start, end in ((0, 5), (5, 9)):
+        got = ours.encode_sessions({s: x[:, :, start:end] for s, x in zip(sessions, videos)}, occupancy=occupancy)
+        for k, s in enumerate(sessions):
+            outs[k].append(got[s].latent_dist.parameters)
+    assert occupancy == [2, 2]
+    for k, x in enumerate(videos):
+        with torch.no_grad():
+            whole = vae.encode(x).latent_dist.parameters
+        assert_parity(torch.cat(outs[k], dim=2), whole, f"encode session {k} batched vs diffusers' encode")
+
+
+def test_sessions_batched_refusals_leave_every_session_as_it_was(models):
+    """A bad chunk among several raises before anything runs: no session has taken a chunk; sessions of another
+    TorchaxVAE or kind, and a session busy in another thread, are refused."""
+    _, ours = models("wan-tiny")
+    _, other = models("tiny")
+    a, b = ours.decode_session(), ours.decode_session()
+    z = randn(1, 16, 2, 8, 8, seed=13)
+    with pytest.raises(ValueError, match="as its first chunk's|channels"):
+        ours.decode_sessions({a: z, b: randn(1, 3, 2, 8, 8)})
+    assert a.frames == b.frames == 0 and a._state is None
+    with pytest.raises(ValueError, match="decode_sessions takes this TorchaxVAE's own DecodeSessions"):
+        ours.decode_sessions({a: z, other.decode_session(): randn(1, 16, 2, 8, 8)})
+    with pytest.raises(ValueError, match="decode_sessions takes"):
+        ours.decode_sessions({a: z, ours.encode_session(): randn(1, 3, 1, 64, 64)})
+    b._lock.acquire()  # b runs a chunk in another thread
+    try:
+        with pytest.raises(RuntimeError, match="another thread"):
+            ours.decode_sessions({a: z, b: z})
+    finally:
+        b._lock.release()
+    out = ours.decode_sessions({a: z, b: z})  # both still usable (two rows of one batch: equal up to its rounding)
+    assert_close(out[a], out[b], 1e-6, "two sessions of the same latents")
+    assert a.frames == b.frames == 2
+
+
+def test_sessions_batched_on_the_device_stay_there(models):
+    """Chunks that are torchax tensors (on the device) are joined there, and each session's frames come back on the
+    device, equal to its session alone."""
+    import jax.numpy as jnp
+
+    from torchax_vae.patches import import_torchax
+
+    _, ours = models("wan-tiny")
+    z = [randn(1, 16, 3, 8, 8, seed=14), randn(1, 16, 3, 8, 8, seed=15)]
+    env = import_torchax().default_env()
+    on_device = [env.j2t_iso(jnp.asarray(t.numpy())) for t in z]
+    sessions = [ours.decode_session() for _ in z]
+    got = ours.decode_sessions(dict(zip(sessions, on_device)))
+    for s, t in zip(sessions, z):
+        assert hasattr(got[s], "_elem"), type(got[s])
+        with ours.decode_session() as alone:
+            expected = alone.decode(t)
+        assert_close(torch.from_numpy(np.array(got[s]._elem)), expected, 1e-6, "on the device")

@@ -110,7 +110,7 @@ def _run(group: list, max_batch: int):
     rows = padded_size(sum(sizes), max_batch, _dp(vae))
     tensors = [x for _, x in group]
     if convert.is_torchax(tensors[0]):
-        x = convert.like(pad_rows(jnp.concatenate([t._elem for t in tensors]), rows), tensors[0])
+        x = tensors[0]._env.j2t_iso(pad_rows(jnp.concatenate([t._elem for t in tensors]), rows))  # (on the device)
     else:
         x = pad_rows(torch.cat(tensors), rows)
     state = _stacked([session._state for session, _ in group], sizes, rows, vae)
