@@ -9,7 +9,8 @@ In process, for each N: N decode sessions of one TorchaxVAE, each fed `--blocks`
 call per step) and, against it, one after the other (each session's `decode` in turn, as before). Through the
 service (`--service`: the app on a local port, one WebSocket client per stream in its own thread), the N generators
 send their blocks at once, each its next as soon as its last block's frames have come (`--fps`: or at that video
-rate, a block every block-frames / fps seconds).
+rate, a block every block-frames / fps seconds), against a server that steps its sessions together
+(`--session-batch 8`, the default) and one that runs them one after the other (`--session-batch 1`).
 
 Reported per N: the aggregate frames per second (all streams' frames over the wall time), the per-block latency
 (a block's send to its frames, p50 and p99, the first block apart: it compiles), and batched / one-after-the-other.
@@ -163,15 +164,20 @@ def main() -> int:
     print(f"{args.model} {args.height}x{args.width}, blocks of {args.block} latent frames, {args.blocks} blocks a stream; "
           f"{jax.devices()[0].device_kind} x{jax.device_count()}", flush=True)
     if args.service:
-        from torchax_vae.serve import create_app
+        from torchax_vae.serve import Limits, create_app
 
-        with serving(create_app({"vae": ours})) as url:
-            through_service(url, "vae", latents[:1], args.block, 0)  # warm-up: one stream's programs
-            for n in counts:
-                through_service(url, "vae", latents[:n], args.block, 0)  # this batch size's programs
-                row = {"streams": n, "service": through_service(url, "vae", latents[:n], args.block, args.fps)}
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+        figures = {}
+        for label, batch in (("batched", 8), ("one_after_another", 1)):  # --session-batch 8, and 1: no batching
+            with serving(create_app({"vae": ours}, limits=Limits(session_batch=batch))) as url:
+                through_service(url, "vae", latents[:1], args.block, 0)  # warm-up: one stream's programs
+                for n in counts:
+                    through_service(url, "vae", latents[:n], args.block, 0)  # this batch size's programs
+                    figures[label, n] = through_service(url, "vae", latents[:n], args.block, args.fps)
+        for n in counts:
+            row = {"streams": n, "batched": figures["batched", n], "one_after_another": figures["one_after_another", n]}
+            row["ratio"] = row["batched"]["fps"] / row["one_after_another"]["fps"]
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     else:
         cold = time.perf_counter()
         in_process(ours, latents[:1], args.block, batched=False)

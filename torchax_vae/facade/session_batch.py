@@ -7,8 +7,10 @@ is not per row: MiniMax H3's clip counters, KVAE video's group-norm flags) run a
 joined on the batch axis, their causal states stacked on it on the device, the family's session step runs once,
 and each session gets its rows of the output and of the new state back. The rest run in groups of their own.
 
-A batch's rows are padded (the last row repeated, `engine.batching`) to one of a few sizes up to `max_batch`, so
-that sessions may join and leave at any chunk and nothing compiles after the warm-up of those sizes. Every sample's
+A batch's rows are one of a few sizes up to `max_batch` (powers of two: `engine.batching`), so that sessions may
+join and leave at any chunk and nothing compiles after the warm-up of those sizes: the agreeing sessions are split
+into batches of those sizes (five as four and one), and padded (the last row repeated) only where their own rows
+leave no other way. Every sample's
 computation in a VAE is its own (convolutions, per-sample group norms, per-frame attention), so each session's
 frames are its own decode's: equal up to the float rounding of a program compiled for another batch size (the tests
 hold them within 1e-6 of a session run alone).
@@ -23,7 +25,7 @@ import numpy as np
 import torch
 
 from torchax_vae.engine import convert
-from torchax_vae.engine.batching import is_batched, pad_rows, padded_size
+from torchax_vae.engine.batching import batch_sizes, is_batched, pad_rows, padded_size
 
 __all__ = ["step_together"]
 
@@ -53,7 +55,7 @@ def step_together(chunks: dict, max_batch: int = 8, occupancy: list | None = Non
         for session, x in chunks.items():  # every chunk's errors before any program runs
             session.check(x)
         results = {}
-        for group in _groups(list(chunks.items()), max_batch):
+        for group in _groups(list(chunks.items()), max_batch, _dp(first._vae)):
             if occupancy is not None:
                 occupancy.append(len(group))
             for (session, x), out, state in zip(group, *_run(group, max_batch)):
@@ -80,22 +82,27 @@ def _value(leaf):
     return leaf
 
 
-def _groups(items: list, max_batch: int) -> list:
-    """The (session, chunk) pairs in batches: equal keys, at most `max_batch` rows each (a session with more
-    rows, alone)."""
+def _groups(items: list, max_batch: int, dp: int = 1) -> list:
+    """The (session, chunk) pairs in batches: equal keys, each batch's rows one of `batch_sizes` where the sessions'
+    rows allow (5 sessions of one row run as 4 and 1, not padded to 8: a padded row costs a real row's compute), at
+    most `max_batch` rows (a session with more, alone)."""
     by_key = {}
     for session, x in items:
         by_key.setdefault(_key(session, x), []).append((session, x))
+    sizes = batch_sizes(max_batch, dp)
     groups = []
     for members in by_key.values():
-        group, rows = [], 0
-        for session, x in members:
-            if group and rows + x.shape[0] > max_batch:
-                groups.append(group)
-                group, rows = [], 0
-            group.append((session, x))
-            rows += x.shape[0]
-        groups.append(group)
+        members = sorted(members, key=lambda item: -item[1].shape[0])  # the widest sessions first
+        while members:
+            target = max([s for s in sizes if s <= sum(x.shape[0] for _, x in members)], default=sizes[0])
+            group, taken = [], 0
+            for item in list(members):
+                width = item[1].shape[0]
+                if taken + width <= target or not group:  # (a session wider than the target runs alone)
+                    group.append(item)
+                    members.remove(item)
+                    taken += width
+            groups.append(group)
     return groups
 
 
