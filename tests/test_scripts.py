@@ -3,6 +3,8 @@
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -402,3 +404,21 @@ def test_the_both_ways_page_is_the_table_it_was_written_from():
     assert both_ways.MARKDOWN.read_text() == both_ways.page(text, summary)
     readme = (SCRIPTS.parent / "README.md").read_text()
     assert " passed" not in readme and "docs/results/diffusers_both_ways.md" in readme
+
+
+@pytest.mark.slow  # about 40 s on 2 cores
+def test_live_bench_compares_batched_with_one_after_another(tmp_path):
+    """scripts/live_bench.py on the tiny Wan, in process and through the service: a row per stream count, with
+    both modes' frame rates and latencies and their ratio, written atomically as JSON."""
+    for extra in ([], ["--service"]):
+        out = tmp_path / f"live{len(extra)}.json"
+        proc = subprocess.run([sys.executable, str(SCRIPTS / "live_bench.py"), "--model", "wan-tiny", "--height", "32",
+                               "--width", "32", "--blocks", "2", "--streams", "1,2", "--out", str(out), *extra],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        record = json.loads(out.read_text())
+        assert [row["streams"] for row in record["rows"]] == [1, 2] and record["service"] == bool(extra)
+        for row in record["rows"]:
+            for mode in ("batched", "one_after_another"):
+                assert row[mode]["frames"] == row["streams"] * 21 and row[mode]["fps"] > 0, row  # 2 blocks: 9 + 12
+            assert row["ratio"] == row["batched"]["fps"] / row["one_after_another"]["fps"]

@@ -213,3 +213,15 @@ def test_a_session_beside_a_long_video_is_not_starved(base, models):
     thread.join(300)
     assert times["session end"] < times["long end"] and chunks_then < 60, (times, chunks_then)
     assert_parity(torch.from_numpy(frames), expected(models, z), "a session beside a long video")
+
+
+def test_an_encode_session_over_the_network_is_diffusers_encode(base, models):
+    """kind="encode": a video's frames sent in the encoder's chunks (1, then 4 at a time), the latents (the
+    posterior's mode) back, equal to diffusers' whole encode."""
+    wan = models[0]
+    x = torch.rand(1, 3, 9, 64, 64, generator=torch.Generator().manual_seed(30)) * 2 - 1
+    with session(base, "wan", kind="encode", output="float32") as s:
+        parts = [s.encode(x[:, :, a:b]) for a, b in ((0, 1), (1, 5), (5, 9))] + [s.finish()]
+    with torch.no_grad():
+        expected_ = wan.encode(x).latent_dist.mode()
+    assert_parity(torch.from_numpy(np.concatenate(parts, axis=2)), expected_, "network encode session")

@@ -55,7 +55,8 @@ def step_together(chunks: dict, max_batch: int = 8, occupancy: list | None = Non
         for session, x in chunks.items():  # every chunk's errors before any program runs
             session.check(x)
         results = {}
-        for group in _groups(list(chunks.items()), max_batch, _dp(first._vae)):
+        items = list(chunks.items())  # (one session is its own group: no key to read, no state value fetched)
+        for group in [items] if len(items) == 1 else _groups(items, max_batch, _dp(first._vae)):
             if occupancy is not None:
                 occupancy.append(len(group))
             for (session, x), out, state in zip(group, *_run(group, max_batch)):
