@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
@@ -250,3 +251,9 @@ def deltas_on_8_devices(script: str, atol: float) -> dict:
     for what, worst in rows.items():
         assert worst <= atol, f"{what} on 8 devices: max |Δ| = {worst:.3g} > {atol:g}"
     return rows
+
+
+def by_hand(test):
+    """slow, heavy and by_hand (pyproject's markers): a test never in CI, run with `pytest -m by_hand`; its reason
+    beside it and in docs/results/parity.md's "By hand only"."""
+    return pytest.mark.slow(pytest.mark.heavy(pytest.mark.by_hand(test)))

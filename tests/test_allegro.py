@@ -3,7 +3,7 @@ way); AllegroPipeline's output: tests/diffusers/test_pipeline_outputs.py (diffus
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, random_vae
+from helpers import assert_close, bf16_check, by_hand, check_encode_decode, random_vae, TOLERANCE
 from round_trip import video_round_trip
 
 from torchax_vae import TorchaxVAE
@@ -91,9 +91,7 @@ def test_bf16():
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 24, 128, 136), "allegro-tiny")
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 4-8 min and 5 GB on 2 cores (one released 24x320x320 tile each way): out of CI's time, by hand
-@pytest.mark.by_hand
+@by_hand  # 4-8 min and 5 GB on 2 cores (one released 24x320x320 tile each way): out of CI's time, by hand
 def test_official_fp32():
     """The released Allegro VAE's architecture (the class defaults but a 128-pixel tile: at 320 one tile took over
     7 minutes and 14 GB here), seeded random weights, one 24 x 128 x 128 tile.

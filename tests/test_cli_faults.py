@@ -12,7 +12,7 @@ import pytest
 import torch
 from test_cli import to_uint8
 
-from helpers import random_vae
+from helpers import by_hand, random_vae
 from torchax_vae.media import files
 from torchax_vae.cli import main as cli_main
 
@@ -419,9 +419,7 @@ def _stderr_lines(proc):
         yield time.time(), line.rstrip("\n")
 
 
-@pytest.mark.slow  # 67 s on 2 cores (a whole 20-batch decode in a subprocess); the default suite keeps the ETA test above
-@pytest.mark.heavy  # out of CI's time (110 s under load): the ETA test above covers the same lines
-@pytest.mark.by_hand
+@by_hand  # out of CI's time (110 s under load): the ETA test above covers the same lines
 def test_progress_lines_count_frames_written(model_dir, tmp_path):
     """The 100 % line comes when the frames are done: within 15 % of the decode's time of the output being written."""
     proc, out = _long_decode(model_dir, tmp_path, "--json")

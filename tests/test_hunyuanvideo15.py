@@ -3,7 +3,7 @@ tests/diffusers/test_pipeline_outputs.py (diffusers' own fast test, in CI)."""
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, check_tiled, random_vae
+from helpers import assert_close, bf16_check, by_hand, check_encode_decode, check_tiled, random_vae, TOLERANCE
 from round_trip import video_round_trip
 
 from torchax_vae import TorchaxVAE
@@ -83,9 +83,7 @@ def test_bf16():
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 9, 16, 16), "hunyuan15match-tiny 9f")
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
-@pytest.mark.by_hand
+@by_hand  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
 def test_official_fp32_and_bf16():
     """The released HunyuanVideo 1.5 VAE's architecture (the class defaults), seeded random weights, small sizes."""
     vae = random_vae("hunyuanvideo15")

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae, seeded, with_noise
+from helpers import assert_close, bf16_check, by_hand, check_encode_decode, randn, random_vae, seeded, TOLERANCE, with_noise
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models.ltx import LTXVideoVAE
@@ -146,9 +146,7 @@ def test_decoding_any_length_compiles_a_bounded_set_of_programs():
     assert len(ours.compile_stats()) == compiled
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
-@pytest.mark.by_hand
+@by_hand  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
 def test_official_fp32_and_bf16():
     """The released LTX-Video 0.9.0 and 0.9.1 VAEs' architectures, seeded random weights, 9 frames at 32x32."""
     for name, temb in (("ltx090", None), ("ltx091", torch.tensor([0.05]))):

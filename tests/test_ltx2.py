@@ -4,7 +4,7 @@ import diffusers
 import pytest
 from packaging.version import Version
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, randn, random_vae, seeded, with_noise
+from helpers import assert_close, bf16_check, by_hand, check_encode_decode, randn, random_vae, seeded, TOLERANCE, with_noise
 
 from torchax_vae import TorchaxVAE
 
@@ -144,9 +144,7 @@ def test_decoding_any_length_compiles_a_bounded_set_of_programs(noisy):
     assert len(ours.compile_stats()) == compiled
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
-@pytest.mark.by_hand
+@by_hand  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
 @pytest.mark.parametrize("name", ["ltx2", "ltx2.3"])
 def test_official_fp32_and_bf16(name):
     """The released LTX-2 and LTX-2.3 VAEs' architectures, seeded random weights, 9 frames at 64x64 (2x2

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, check_tiled, random_vae
+from helpers import assert_close, bf16_check, by_hand, check_encode_decode, check_tiled, random_vae, TOLERANCE
 from round_trip import video_round_trip
 
 from torchax_vae import TorchaxVAE
@@ -97,9 +97,7 @@ def test_bf16(name, size):
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 9, size, size), f"{name} 9f {size}x{size}")
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
-@pytest.mark.by_hand
+@by_hand  # the released architecture's whole parity row: minutes on 2 cores, out of CI's time; by hand
 def test_official_fp32_and_bf16():
     """The released EasyAnimate VAE's architecture (the class defaults), seeded random weights, small sizes."""
     vae = random_vae("magvit")

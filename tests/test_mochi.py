@@ -3,7 +3,7 @@ tests/diffusers/test_pipeline_outputs.py (diffusers' own fast test, in CI)."""
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, check_tiled, pair_fixture, random_vae
+from helpers import assert_close, bf16_check, by_hand, check_encode_decode, check_tiled, pair_fixture, random_vae, TOLERANCE
 from round_trip import video_round_trip
 
 from torchax_vae import TorchaxVAE
@@ -79,9 +79,7 @@ def test_tiling_equals_diffusers(tiles):
     assert set(compiled) >= {"encoder/tile", "decoder/tile+drop=5"}
 
 
-@pytest.mark.slow  # 15 s: a libtpu compile
-@pytest.mark.heavy  # 73 s on 2 cores (AMD): out of CI's time (the plan tests compile the other families for TPUs)
-@pytest.mark.by_hand
+@by_hand  # 73 s on 2 cores (AMD): out of CI's time (the plan tests compile the other families for TPUs)
 def test_plans_for_tpus(pair):
     """libtpu 0.0.42 failed to lay out the per-frame GroupNorm's reductions (torchax_vae/patches/group_norm.py
     `_dot_group_norm`): the encoder compiles for v6e-8, its work split evenly."""
@@ -103,9 +101,7 @@ def test_bf16():
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 7, 16, 16), "mochi-tiny 7f")
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 39 s: mochi-tiny has the same blocks (the released config: docs/results/parity.md)
-@pytest.mark.by_hand
+@by_hand  # 39 s: mochi-tiny has the same blocks (the released config: docs/results/parity.md)
 def test_official_fp32_and_bf16():
     """The released Mochi 1 VAE's architecture (the class defaults), seeded random weights, small sizes."""
     vae = random_vae("mochi")

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from helpers import (TOLERANCE, MODELS, assert_close, bf16_check, bf16_errors, check_encode_decode, fp32_reference,
+from helpers import (TOLERANCE, MODELS, assert_close, by_hand, bf16_check, bf16_errors, check_encode_decode, fp32_reference,
                      randn, random_vae)
 
 FP32 = TOLERANCE[torch.float32]
@@ -82,9 +82,7 @@ def test_official_fp32(official_vae, official_torchax, frames):
     check_encode_decode(official_vae, official_torchax, video(1, frames, 32), f"official {frames}f")
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 27 s: slicing of the tiny config is the default suite's
-@pytest.mark.by_hand
+@by_hand  # 27 s: slicing of the tiny config is the default suite's
 def test_official_fp32_batch2_sliced(official_vae, official_torchax):
     x = video(2, 9, 32, seed=1)
     check_encode_decode(official_vae, official_torchax, x, "official batch 2")
@@ -97,9 +95,7 @@ def test_official_fp32_batch2_sliced(official_vae, official_torchax):
         official_torchax.disable_slicing()
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 64 s on 2 cores: CI runs the official fp32 case and every family's tiny bf16 check
-@pytest.mark.by_hand
+@by_hand  # 64 s on 2 cores: CI runs the official fp32 case and every family's tiny bf16 check
 def test_official_bf16(official_vae):
     from torchax_vae import TorchaxVAE
 

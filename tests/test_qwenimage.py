@@ -3,7 +3,7 @@ tests/diffusers/test_pipeline_outputs.py (diffusers' own fast test, in CI)."""
 
 import pytest
 import torch
-from helpers import TOLERANCE, bf16_check, check_encode_decode, check_tiled, pair_fixture, random_vae
+from helpers import bf16_check, by_hand, check_encode_decode, check_tiled, pair_fixture, random_vae, TOLERANCE
 
 from torchax_vae import TorchaxVAE
 from torchax_vae.models.qwenimage import QwenImageVAE
@@ -68,9 +68,7 @@ def test_latent_normalization_is_the_pipelines(pair):
     assert torch.equal(ours.unscale_latents(z), z / inv_std + mean)  # QwenImagePipeline before decoding
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 26 s: qwenimage-tiny has the same blocks
-@pytest.mark.by_hand
+@by_hand  # 26 s: qwenimage-tiny has the same blocks
 def test_official_fp32_and_bf16():
     """The released Qwen-Image VAE's architecture (the class defaults), seeded random weights, an image and 5 frames."""
     vae = random_vae("qwenimage")

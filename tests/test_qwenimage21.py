@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, bf16_check, check_encode_decode, check_tiled, needs, pair_fixture, random_vae
+from helpers import assert_close, bf16_check, by_hand, check_encode_decode, check_tiled, needs, pair_fixture, random_vae, TOLERANCE
 
 from torchax_vae import TorchaxVAE
 
@@ -89,9 +89,7 @@ def test_packed_pipeline_latents_unpack_as_the_pipeline_does(pair):
         ours.unpack_latents(packed, 32, 32)
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 21 s: qwenimage21-tiny has the same blocks
-@pytest.mark.by_hand
+@by_hand  # 21 s: qwenimage21-tiny has the same blocks
 def test_official_fp32_and_bf16():
     """The released Qwen-Image 2.1 VAE's architecture (the class defaults: 16x, patch-free), random weights."""
     vae = random_vae("qwenimage21")

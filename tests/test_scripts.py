@@ -11,7 +11,7 @@ import pytest
 
 from torchax_vae.engine import staging
 from torchax_vae.models.cogvideox import STAGES
-from helpers import random_vae
+from helpers import by_hand, random_vae
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
@@ -44,9 +44,7 @@ def test_parity_script_prints_table(capsys):
     assert re.search(r"fp32 worst max \|Δ\|: \d\.\d\de-\d\d", out)
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 45-67 s on 2 cores: out of CI's time
-@pytest.mark.by_hand
+@by_hand  # 45-67 s on 2 cores: out of CI's time
 def test_bench_script_compiles_tiny_tiling_cases(capsys, tmp_path):
     out_json = tmp_path / "bench.jsonl"
     # One scheduler (the other is an XLA flag in the worker's environment; README's tables come from both).
@@ -123,9 +121,7 @@ def test_train_tiny_trains_resumes_and_exports(tmp_path, capsys):
     assert (target / "training_log.jsonl").read_text() == (tmp_path / "run" / "log.jsonl").read_text()
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 77 s on 2 cores, each side in its own process: out of CI's time, as the GPU table row below
-@pytest.mark.by_hand
+@by_hand  # 77 s on 2 cores, each side in its own process: out of CI's time, as the GPU table row below
 def test_bench_speed_times_both_sides(capsys, tmp_path):  # runs the same path
     """--speed: both sides per case in their own processes, numerics checked first, a table and JSON lines."""
     out_json = tmp_path / "speed.jsonl"

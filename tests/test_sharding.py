@@ -19,7 +19,7 @@ import pytest
 import torch
 from jax.sharding import AxisType, Mesh, PartitionSpec
 
-from helpers import MODELS, TOLERANCE, assert_close, random_vae, xla_flags
+from helpers import assert_close, by_hand, MODELS, random_vae, TOLERANCE, xla_flags
 from torchax_vae import TorchaxVAE, make_mesh
 from torchax_vae.engine.lowering import jax_weights
 from torchax_vae.models.cogvideox import LoweredVAE
@@ -192,9 +192,7 @@ def test_images_on_8_devices_match_pytorch():
     assert next(row["count"] for row in rows if row["what"] == "split convolutions") > 0, rows
 
 
-@pytest.mark.slow  # 1-2 min on 2 cores
-@pytest.mark.heavy  # 2.2 min on 2 cores (AMD): out of CI's time; AutoencoderKL's images on the mesh are the slow set's
-@pytest.mark.by_hand
+@by_hand  # 2.2 min on 2 cores (AMD): out of CI's time; AutoencoderKL's images on the mesh are the slow set's
 def test_other_image_vaes_on_8_devices_match_pytorch():
     """Flux.2, Sana's DC-AE, HunyuanImage, TAESD and Stable Video Diffusion with the width over 8 devices, and traced
     as for GPUs; every result equal to PyTorch's within fp32 tolerance."""
@@ -234,9 +232,7 @@ def test_per_device_temp_memory_on_8_devices(request, what):
     assert ratio <= TEMP_RATIO, f"{what}: {row['sharded']} / {row['single']} = {ratio:.3f} > {TEMP_RATIO}"
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 1.9 min on 2 cores (2026-11-28): out of CI's time; the released architecture on the mesh, by hand
-@pytest.mark.by_hand
+@by_hand  # 1.9 min on 2 cores (2026-11-28): out of CI's time; the released architecture on the mesh, by hand
 def test_official_on_8_devices_matches_pytorch():
     rows = records(run_devices("_sharded_worker.py", "official", devices=8, timeout=900))
     assert {row["case"] for row in rows} == {"official 1x8"}

@@ -5,7 +5,7 @@ import logging
 import jax
 import pytest
 import torch
-from helpers import TOLERANCE, assert_close, batch_program, random_vae
+from helpers import assert_close, batch_program, by_hand, random_vae, TOLERANCE
 
 from torchax_vae import TorchaxVAE
 
@@ -220,9 +220,7 @@ def test_tiling_mode_and_budget_are_checked(tiny_vae):
 # ----- official config -----
 
 
-@pytest.mark.slow
-@pytest.mark.heavy  # 48 s on 2 cores: out of CI's time; the tiny model's tiling cases stay in CI
-@pytest.mark.by_hand
+@by_hand  # 48 s on 2 cores: out of CI's time; the tiny model's tiling cases stay in CI
 def test_official_tiled_matches_diffusers(official_vae):
     ours = TorchaxVAE(official_vae)
     tiles = dict(tile_sample_min_height=32, tile_sample_min_width=48)
