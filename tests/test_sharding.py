@@ -156,7 +156,7 @@ def test_at_least_two_elements_per_block(height, width, grid, expected):
 
 
 @pytest.mark.slow  # 2-3 min on 2 cores: the feat_cache, frame-window and 3-D tile schemes on 8 virtual devices
-@pytest.mark.heavy  # 3.5 min on 2 cores (AMD): out of CI's time; the default suite's tiny and Wan cases carry the schemes
+@pytest.mark.heavy(together="families_8_devices")  # 3.5 min on 2 cores (AMD), the fixture's: its nodes rotate as one
 def test_the_other_families_on_8_devices_match_pytorch(families_8_devices):
     rows, _ = families_8_devices
     cases = {row["case"] for row in rows}
@@ -168,8 +168,8 @@ def test_the_other_families_on_8_devices_match_pytorch(families_8_devices):
 
 
 @pytest.mark.slow
-@pytest.mark.heavy  # 3-4 min on 2 cores: five more families' programs (their schemes: the test above), and seven
-def test_the_remaining_families_on_8_devices_match_pytorch(families_more_8_devices):  # traced for GPUs
+@pytest.mark.heavy(together="families_more_8_devices")  # 3-4 min: five more families' programs (their schemes: the
+def test_the_remaining_families_on_8_devices_match_pytorch(families_more_8_devices):  # test above), 7 traced for GPUs
     rows, _ = families_more_8_devices
     cases = {row["case"] for row in rows}
     assert {"hunyuan15match-tiny 1x8", "mochi-tiny 1x8", "cosmos-tiny 1x8", "magvit-clipnorm-tiny 1x8"} <= cases
@@ -215,10 +215,11 @@ def test_width_that_does_not_divide_is_logged(tiny_8_devices):
                                   pytest.param("encode temp bytes", marks=pytest.mark.slow),
                                   pytest.param("wan decode temp bytes", marks=pytest.mark.slow),
                                   # (the other families' worker: -m heavy, with its parity test)
-                                  pytest.param("hunyuan decode temp bytes", marks=[pytest.mark.slow, pytest.mark.heavy]),
-                                  pytest.param("allegro decode temp bytes", marks=[pytest.mark.slow, pytest.mark.heavy]),
-                                  pytest.param("ltx decode temp bytes", marks=[pytest.mark.slow, pytest.mark.heavy]),
-                                  *(pytest.param(f"{label} decode temp bytes", marks=[pytest.mark.slow, pytest.mark.heavy])
+                                  *(pytest.param(f"{label} decode temp bytes",
+                                                 marks=[pytest.mark.slow, pytest.mark.heavy(together="families_8_devices")])
+                                    for label in ("hunyuan", "allegro", "ltx")),
+                                  *(pytest.param(f"{label} decode temp bytes",
+                                                 marks=[pytest.mark.slow, pytest.mark.heavy(together="families_more_8_devices")])
                                     for label in ("qwenimage", "hunyuan15", "mochi", "cosmos", "magvit", "ltx2"))])
 def test_per_device_temp_memory_on_8_devices(request, what):
     fixture = {"decode temp bytes": "tiny_more_8_devices", "encode temp bytes": "tiny_more_8_devices",
