@@ -70,7 +70,7 @@ class Streaming:
     def encode_sessions(self, chunks: dict, *, max_batch: int = 8, occupancy: list | None = None) -> dict:
         """Several encode sessions' next video chunks at once ({session: frames} -> {session: AutoencoderKLOutput}),
         batched as `decode_sessions`."""
-        from diffusers.models.modeling_outputs import AutoencoderKLOutput
+        from diffusers.models.modeling_outputs import AutoencoderKLOutput  # (as session.py: diffusers on use)
 
         moments = self._step_sessions(chunks, EncodeSession, max_batch, occupancy)
         return {session: AutoencoderKLOutput(latent_dist=self.posterior_class(out)) for session, out in moments.items()}

@@ -34,7 +34,7 @@ def session(url: str, model: str, *, kind: str = "decode", output: str = "uint8"
     """A live session with model `model` of the service at `url` (http://HOST:PORT or ws://...): `kind` "decode"
     (latents in, frames out: `output` "uint8" [B, f, H, W, C] or "float32" [B, C, f, H, W]) or "encode" (frames in
     [-1, 1] out, latents out: `output` "float32"). Use it in a `with` block, or call `close()`."""
-    from websockets.sync.client import connect
+    from websockets.sync.client import connect  # (on use: importing the client needs only numpy)
 
     parts = urllib.parse.urlsplit(url)
     scheme = {"http": "ws", "https": "wss"}.get(parts.scheme, parts.scheme)
@@ -80,7 +80,7 @@ class LiveSession:
         return out
 
     def close(self) -> None:
-        from websockets.exceptions import ConnectionClosed
+        from websockets.exceptions import ConnectionClosed  # (as in `session`)
 
         try:
             self._connection.close()
@@ -104,7 +104,7 @@ class LiveSession:
 
     def _send(self, message) -> None:
         """Sends, or raises SessionError with the server's reason where it has closed the session."""
-        from websockets.exceptions import ConnectionClosed
+        from websockets.exceptions import ConnectionClosed  # (as in `session`)
 
         try:
             self._connection.send(message)
@@ -127,7 +127,7 @@ class LiveSession:
 
 def _message(connection, timeout: float):
     """The next message: bytes as they are, text as JSON; None once the server has closed."""
-    from websockets.exceptions import ConnectionClosed
+    from websockets.exceptions import ConnectionClosed  # (as in `session`)
 
     try:
         message = connection.recv(timeout=timeout)
