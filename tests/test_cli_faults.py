@@ -12,7 +12,7 @@ import pytest
 import torch
 from test_cli import to_uint8
 
-from helpers import by_hand, random_vae
+from helpers import by_hand, needs, random_vae
 from torchax_vae.media import files
 from torchax_vae.cli import main as cli_main
 
@@ -484,14 +484,11 @@ def test_a_config_file_as_model_and_an_unmakeable_cache_folder_say_what_they_are
     assert code == 2 and "--cache-dir /proc/x: cannot create it" in lines[0], lines
 
 
+@needs("qwenimage21-tiny")  # a version gate (scripts/vaes.py), never an ImportError
 def test_decode_runs_the_familys_latent_checks_as_input_errors(tmp_path, capsys):
     """Qwen-Image 2.1 takes one frame: latents of several went through to an 'unexpected ValueError', exit 1."""
-    from vaes import requires
-
     from torchax_vae.models import input_shape
 
-    if requires("qwenimage21-tiny"):  # a version gate (scripts/vaes.py), never an ImportError
-        pytest.skip(requires("qwenimage21-tiny"))
     vae = random_vae("qwenimage21-tiny")
     vae.save_pretrained(tmp_path / "qwen" / "vae")
     path = tmp_path / "z.pt"

@@ -178,6 +178,7 @@ def test_vocoder_matches_pytorch():
 
 
 @torch.no_grad()
+@needs("ltx2.3-vocoder")  # by diffusers' version (0.38 added it)
 def test_vocoder_with_bandwidth_extension_matches_pytorch():
     """LTX-2.3's LTX2VocoderWithBWE: the vocoder, its output's log-mel spectrogram (a causal STFT inside), the
     bandwidth extension and the resampled skip, one program. A small config of the released one's proportions (48 kHz
@@ -185,8 +186,6 @@ def test_vocoder_with_bandwidth_extension_matches_pytorch():
     test_released_vocoders_match_pytorch."""
     from diffusers.pipelines.ltx2 import vocoder as module
 
-    if requires("ltx2.3-vocoder"):  # by diffusers' version (0.38 added it); loud where it should be there
-        pytest.skip(requires("ltx2.3-vocoder"))
     torch.manual_seed(0)
     voc = module.LTX2VocoderWithBWE(**BWE).eval()
     ours = TorchaxVAE(voc)

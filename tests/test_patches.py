@@ -20,7 +20,7 @@ from torch import nn
 from torchax_vae import patches
 from torchax_vae.placement import tiling
 from torchax_vae.engine.convert import to_jax
-from helpers import MODELS, TOLERANCE, assert_close, random_vae
+from helpers import MODELS, TOLERANCE, assert_close, needs, random_vae
 from torchax_vae.patches import (
     frame_conv,
     group_norm,
@@ -874,11 +874,8 @@ def test_gpu_traces_pad_wan_convolutions_inside(monkeypatch, frames, cache):
     assert all(p[:4] == (0, 0, 0, 0) for p in pads), pads  # time alone, if anything
 
 
+@needs("qwenimage21-tiny")  # a version gate (scripts/vaes.py): on a diffusers that has it, it imports
 def test_gpu_traces_pad_qwenimage21_convolutions_inside():
-    from vaes import requires
-
-    if requires("qwenimage21-tiny"):  # a version gate (scripts/vaes.py): on a diffusers that has it, it imports
-        pytest.skip(requires("qwenimage21-tiny"))
     import diffusers.models.autoencoders.autoencoder_kl_qwenimage21 as qwenimage21
     QwenImage21CausalConv3d = qwenimage21.QwenImage21CausalConv3d
 

@@ -509,13 +509,13 @@ def test_output_equals_plain_diffusers(module, name):
     judged(delta, tolerance, f"{name} (encodes: {encoded})")
 
 
+@pytest.mark.skipif(bool(MUTATION), reason="no TorchaxVAE result reaches this pipeline's video (it reads the VAE's "
+                                           "statistics only): outside the mutation check")
 def test_ltx2_diffusion_decode_reads_the_same_statistics():
     """LTX-2's diffusion-decode pipeline decodes with its own diffusion decoder and reads only the VAE's latent
     statistics (`latents_mean`, `latents_std`); its test file builds that pipeline in module functions, which this
     uses as they are. A wrapped VAE must give the same video. (No TorchaxVAE result reaches that video: outside the
     mutation check.)"""
-    if MUTATION:
-        pytest.skip("no TorchaxVAE result reaches this pipeline's video (it reads the VAE's statistics only)")
     module = importlib.import_module("tests.pipelines.ltx2.test_ltx2_diffusion_decode")
     frames = []
     with torch.no_grad():
