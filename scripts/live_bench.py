@@ -18,7 +18,6 @@ Random weights of the named architecture (scripts/vaes.py), XLA's default optimi
 """
 
 import argparse
-import contextlib
 import json
 import os
 import pathlib
@@ -103,34 +102,6 @@ def through_service(url: str, name: str, latents: list, block: int, fps: float) 
     return summary(latencies, frames[0], time.perf_counter() - start)
 
 
-@contextlib.contextmanager
-def serving(app):
-    """The app on uvicorn in a thread of this process, on a free local port, once ready: its base URL."""
-    import socket
-    import urllib.request
-
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health/ready", timeout=5):
-                break
-        except OSError:
-            time.sleep(0.2)
-    try:
-        yield url
-    finally:
-        server.should_exit = True
-        thread.join(30)
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="wan2.1", help="an architecture of scripts/vaes.py (default: wan2.1, random weights)")
@@ -164,6 +135,9 @@ def main() -> int:
     print(f"{args.model} {args.height}x{args.width}, blocks of {args.block} latent frames, {args.blocks} blocks a stream; "
           f"{jax.devices()[0].device_kind} x{jax.device_count()}", flush=True)
     if args.service:
+        sys.path.insert(0, str(HERE.parent / "tests"))
+        from serving import serving  # the app on uvicorn in this process (as scripts/stream_bench.py runs it)
+
         from torchax_vae.serve import Limits, create_app
 
         figures = {}

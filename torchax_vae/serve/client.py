@@ -23,7 +23,7 @@ import urllib.request
 
 import numpy as np
 
-from torchax_vae.serve.client_session import LiveSession, SessionError, session
+from torchax_vae.serve.client_session import LiveSession, SessionError, array_of as _array, session
 
 __all__ = ["decode_with_condition", "decode_with_sound", "LiveSession", "session", "SessionError", "stream_frames",
            "StreamError"]
@@ -31,14 +31,6 @@ __all__ = ["decode_with_condition", "decode_with_sound", "LiveSession", "session
 
 class StreamError(RuntimeError):
     """The server refused the request, or the stream failed or was cut short."""
-
-
-def _array(tensor, what: str) -> tuple[np.ndarray, str]:
-    array = np.ascontiguousarray(tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else tensor)
-    dtype = {np.dtype("<f4"): "float32", np.dtype("<f2"): "float16"}.get(array.dtype.newbyteorder("<"))
-    if dtype is None:
-        raise TypeError(f"{what} must be float32 or float16, got {array.dtype}")
-    return array, dtype
 
 
 def _query(params) -> list:

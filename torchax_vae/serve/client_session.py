@@ -29,6 +29,15 @@ class SessionError(RuntimeError):
         self.status, self.code = status, code
 
 
+def array_of(tensor, what: str) -> tuple[np.ndarray, str]:
+    """A float32 or float16 torch tensor or numpy array as a contiguous numpy array and its wire dtype name."""
+    array = np.ascontiguousarray(tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else tensor)
+    dtype = {np.dtype("<f4"): "float32", np.dtype("<f2"): "float16"}.get(array.dtype.newbyteorder("<"))
+    if dtype is None:
+        raise TypeError(f"{what} must be float32 or float16, got {array.dtype}")
+    return array, dtype
+
+
 def session(url: str, model: str, *, kind: str = "decode", output: str = "uint8", token: str | None = None,
             timeout: float = 600) -> "LiveSession":
     """A live session with model `model` of the service at `url` (http://HOST:PORT or ws://...): `kind` "decode"
@@ -94,10 +103,7 @@ class LiveSession:
         self.close()
 
     def _chunk(self, tensor) -> np.ndarray:
-        array = np.ascontiguousarray(tensor.detach().cpu().numpy() if hasattr(tensor, "detach") else tensor)
-        dtype = {np.dtype("<f4"): "float32", np.dtype("<f2"): "float16"}.get(array.dtype.newbyteorder("<"))
-        if dtype is None:
-            raise TypeError(f"a session chunk must be float32 or float16, got {array.dtype}")
+        array, dtype = array_of(tensor, "a session chunk")
         header = json.dumps({"shape": list(array.shape), "dtype": dtype}).encode()
         self._send(struct.pack("<I", len(header)) + header + array.tobytes())
         return self._answer()

@@ -32,17 +32,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from torchax_vae.facade.session import families_with_state
 from torchax_vae.serve import protocol
 from torchax_vae.serve.protocol import RequestError
-from torchax_vae.serve.streams import frames_of
+from torchax_vae.serve.streams import frames_of, record
 
 __all__ = ["session_endpoint"]
 
 OUTPUTS = ("uint8", "float32")
 HEADER_BYTES = 4096  # a chunk's JSON header is a few dozen bytes
-
-
-def record(header: dict, payload: bytes = b"") -> bytes:
-    data = json.dumps(header).encode()
-    return struct.pack("<I", len(data)) + data + payload
 
 
 def parse_record(message: bytes) -> tuple[dict, memoryview]:

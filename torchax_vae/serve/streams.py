@@ -70,7 +70,9 @@ def frames_of(piece, family=None) -> np.ndarray:
     return _uint8(_channels_last(pixels.to_unit(piece, family, 1).clamp(0, 1))).numpy()
 
 
-def _record(header: dict, payload: bytes = b"") -> bytes:
+def record(header: dict, payload: bytes = b"") -> bytes:
+    """A record of the frames framing (and of a live session's messages, serve/live.py): a little-endian uint32 n,
+    n bytes of JSON, the payload."""
     data = json.dumps(header).encode()
     return struct.pack("<I", len(data)) + data + payload
 
@@ -80,13 +82,13 @@ async def frames_body(feed: ChunkFeed, first):
     kind, value, total = *first, 0
     while kind == "chunk":
         total += value.shape[1]
-        yield _record({"shape": list(value.shape), "dtype": "uint8"}, np.ascontiguousarray(value).tobytes())
+        yield record({"shape": list(value.shape), "dtype": "uint8"}, np.ascontiguousarray(value).tobytes())
         kind, value = await feed.next()
     if value is not None:
         log.warning("a streamed decode failed mid-way: %s", value)
-        yield _record({"error": f"the decode failed mid-way: {type(value).__name__}: {value}"})
+        yield record({"error": f"the decode failed mid-way: {type(value).__name__}: {value}"})
         return
-    yield _record({"end": True, "frames": total})
+    yield record({"end": True, "frames": total})
 
 
 async def mp4_body(feed: ChunkFeed, first, fps: float, audio=None):
