@@ -38,13 +38,8 @@ def step_together(chunks: dict, max_batch: int = 8, occupancy: list | None = Non
         return {}
     if max_batch < 1:
         raise ValueError(f"max_batch must be at least 1, got {max_batch}")
-    sessions = list(chunks)
+    sessions = list(chunks)  # (one TorchaxVAE's sessions of one kind: `decode_sessions` checks it)
     first = sessions[0]
-    for session in sessions[1:]:
-        if session._vae is not first._vae or session.kind != first.kind:
-            raise ValueError(f"sessions stepped together must be {first.kind} sessions of one TorchaxVAE; got a "
-                             f"{session.kind} session of another" if session._vae is not first._vae else
-                             f"sessions stepped together must be of one kind; got {first.kind} and {session.kind}")
     locked = []
     try:
         for session in sessions:
