@@ -26,6 +26,8 @@ from diffusers import (
     AutoencoderTiny,
 )
 
+from torchax_vae.cli.tiny_models import LTX2 as TINY_LTX2
+
 # diffusers' own test config (tests/models/autoencoders/test_models_autoencoder_kl_cogvideox.py)
 # and the released CogVideoX VAE's architecture (the class defaults, 215 M parameters).
 CONFIGS = {
@@ -188,16 +190,7 @@ LTX_CONFIGS = {
 # (tests/models/autoencoders/test_models_autoencoder_ltx2_video.py); the same with a timestep-conditioned,
 # noise-injecting decoder and LTX-2's reflect padding; the released LTX-2 (2.0) and LTX-2.3 architectures
 # (scripts/convert_ltx2_to_diffusers.py, without the optional timestep conditioning), placeholder normalization.
-_LTX2_TINY = {
-    "latent_channels": 8, "block_out_channels": (8, 8, 8, 8), "decoder_block_out_channels": (16, 32, 64),
-    "layers_per_block": (1, 1, 1, 1, 1), "decoder_layers_per_block": (1, 1, 1, 1),
-    "spatio_temporal_scaling": (True, True, True, True), "decoder_spatio_temporal_scaling": (True, True, True),
-    "decoder_inject_noise": (False, False, False, False),
-    "downsample_type": ("spatial", "temporal", "spatiotemporal", "spatiotemporal"),
-    "upsample_residual": (True, True, True), "upsample_factor": (2, 2, 2), "timestep_conditioning": False,
-    "patch_size": 1, "patch_size_t": 1, "encoder_causal": True, "decoder_causal": False,
-    "encoder_spatial_padding_mode": "zeros", "decoder_spatial_padding_mode": "zeros",
-}
+_LTX2_TINY = TINY_LTX2["vae"][1]  # (the tiny LTX-2 folder's video VAE: torchax_vae/cli/tiny_models.py)
 _LTX2_RELEASED = {
     "downsample_type": ("spatial", "temporal", "spatiotemporal", "spatiotemporal"), "patch_size": 4,
     "encoder_causal": True, "decoder_causal": False, "spatial_compression_ratio": 32, "temporal_compression_ratio": 8,

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import torch
 
-__all__ = ["batch_sizes", "pad_rows", "padded_size"]
+__all__ = ["batch_sizes", "data_rows", "pad_rows", "padded_size"]
 
 
 def batch_sizes(max_batch: int, dp: int = 1) -> list[int]:
@@ -14,6 +14,11 @@ def batch_sizes(max_batch: int, dp: int = 1) -> list[int]:
     with dp rows, multiples of dp (so a batch always splits over 'dp')."""
     sizes = {1 << k for k in range(max_batch.bit_length()) if 1 << k <= max_batch} | {max_batch}
     return sorted({-(-s // dp) * dp for s in sizes})
+
+
+def data_rows(mesh) -> int:
+    """The rows a batch splits into on `mesh` (its 'dp' axis; 1 on one device): what `dp` above counts."""
+    return 1 if mesh is None else mesh.shape["dp"]
 
 
 def padded_size(rows: int, max_batch: int, dp: int = 1) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from torchax_vae.engine import convert
-from torchax_vae.engine.batching import batch_sizes, is_batched, pad_rows, padded_size
+from torchax_vae.engine.batching import batch_sizes, data_rows, is_batched, pad_rows, padded_size
 
 __all__ = ["step_together"]
 
@@ -51,7 +51,7 @@ def step_together(chunks: dict, max_batch: int = 8, occupancy: list | None = Non
             session.check(x)
         results = {}
         items = list(chunks.items())  # (one session is its own group: no key to read, no state value fetched)
-        for group in [items] if len(items) == 1 else _groups(items, max_batch, _dp(first._vae)):
+        for group in [items] if len(items) == 1 else _groups(items, max_batch, data_rows(first._vae.mesh)):
             if occupancy is not None:
                 occupancy.append(len(group))
             for (session, x), out, state in zip(group, *_run(group, max_batch)):
@@ -106,11 +106,11 @@ def _run(group: list, max_batch: int):
     """The family's session step on the group's chunks as one batch: ([each session's output], [its state])."""
     vae, kind = group[0][0]._vae, group[0][0].kind
     sizes = [x.shape[0] for _, x in group]
-    if len(group) == 1 and padded_size(sizes[0], max_batch, _dp(vae)) == sizes[0]:  # alone: as it is
+    if len(group) == 1 and padded_size(sizes[0], max_batch, data_rows(vae.mesh)) == sizes[0]:  # alone: as it is
         session, x = group[0]
         out, state = vae._family.session_step(vae._source(x), session._state, kind=kind)
         return [out], [state]
-    rows = padded_size(sum(sizes), max_batch, _dp(vae))
+    rows = padded_size(sum(sizes), max_batch, data_rows(vae.mesh))
     tensors = [x for _, x in group]
     if convert.is_torchax(tensors[0]):
         x = tensors[0]._env.j2t_iso(pad_rows(jnp.concatenate([t._elem for t in tensors]), rows))  # (on the device)
@@ -152,7 +152,3 @@ def _split_state(state, sizes: list, rows: int, k: int):
     start = sum(sizes[:k])
     return jax.tree_util.tree_map(lambda leaf: leaf[start:start + sizes[k]] if is_batched(leaf, rows) else leaf, state)
 
-
-def _dp(vae) -> int:
-    mesh = vae._engine.placement.mesh
-    return 1 if mesh is None else mesh.shape["dp"]

@@ -22,7 +22,7 @@ from typing import Callable
 
 import torch
 
-from torchax_vae.engine.batching import pad_rows, padded_size
+from torchax_vae.engine.batching import data_rows, pad_rows, padded_size
 from torchax_vae.serve import live_sessions
 from torchax_vae.serve.protocol import Parsed, RequestError, scaled_latents
 from torchax_vae.serve.sounds import waveform
@@ -288,7 +288,7 @@ class DeviceWorker:
         tensors = [job.parsed.tensor for job in batch]  # one alone is used as it is: torch.cat would copy its body
         x = (tensors[0] if len(tensors) == 1 else torch.cat(tensors)).to(vae.dtype)  # as pipelines cast to vae.dtype
         rows = x.shape[0]
-        padded = padded_size(rows, self.max_batch, _dp(vae))
+        padded = padded_size(rows, self.max_batch, data_rows(vae.mesh))
         first = batch[0].parsed
         args = first.decode_args  # (a job with them runs alone) per-video ones padded as its rows are
         if padded > rows and not vae.batch_is_frames:  # the last row again: the compiled sizes stay few, and
@@ -327,8 +327,3 @@ def _encode_steps(vae, x, batch: list[Job]):
         z = posterior.mode() if seed is None else posterior.sample(generator=torch.Generator().manual_seed(seed))
         outputs.append(scaled_latents(vae, z.float(), job.parsed))
     yield outputs
-
-
-def _dp(vae) -> int:
-    mesh = vae.mesh
-    return 1 if mesh is None else mesh.shape["dp"]
