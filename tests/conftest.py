@@ -120,9 +120,10 @@ def _rotated_out(item) -> bool:
     node, K modulo 6); a `heavy` one of the project's own of another twelfth (K modulo 12; the vendored heavy files
     stay by hand); the project's other own slow tests (tests/test_*.py: released architectures, 8-device and
     multi-process runs, offline TPU and GPU compiles, the program store, more sizes) of another third (K modulo 3);
-    and on plain diffusers (CI's step that checks the expectations there), the vendored files of another third (by
-    file). What runs every time: the default suite, the family contract, diffusers' vendored tests wrapped, and one
-    pipeline's output per VAE class and loop kind (tests/diffusers/test_pipeline_outputs.py)."""
+    diffusers' vendored pipeline files (wrapped, and on plain diffusers, CI's step that checks the expectations
+    there, its model files too) of another third (by file, so that both runs take the same files). What runs every
+    time: the default suite, the family contract, diffusers' vendored model test files wrapped, and one pipeline's
+    output per VAE class and loop kind (tests/diffusers/test_pipeline_outputs.py)."""
     k = int(ROTATION.split("/")[0])
     own = item.nodeid.startswith("tests/test_")
     heavy = item.get_closest_marker("heavy")
@@ -132,7 +133,9 @@ def _rotated_out(item) -> bool:
         return not rotation_slice(item.nodeid, f"{k % 6}/6")
     if own and item.get_closest_marker("slow") is not None:
         return not rotation_slice(item.nodeid, f"{k % 3}/3")
-    if os.environ.get("TORCHAX_VAE_PLAIN_DIFFUSERS") == "1" and item.nodeid.startswith("tests/diffusers/tests/"):
+    vendored = item.nodeid.startswith("tests/diffusers/tests/")
+    plain = os.environ.get("TORCHAX_VAE_PLAIN_DIFFUSERS") == "1"
+    if vendored and (plain or not item.nodeid.startswith("tests/diffusers/tests/models/")):
         return not rotation_slice(item.nodeid.split("::")[0], f"{k % 3}/3")
     return False
 

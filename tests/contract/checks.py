@@ -209,10 +209,10 @@ def sessions_batched(ours, videos: dict, sizes, occupancy: list | None = None) -
 
 def check_sessions_batched(name: str):
     """Sessions of several streams stepped together, joining and leaving at any chunk: each stream's frames are
-    diffusers' whole decode of its latents, and its session's alone within 1e-6 x max(1, peak), or PyTorch's own
-    rounding of another batch size where that is more (diffusers' decode of a batch of two against each alone: 2.7e-6
-    on the tiny CogVideoX); the streams that
-    agree run as one program call, and a second round with the same comings and goings compiles nothing."""
+    diffusers' whole decode of its latents, and each one-row stream's session alone within 1e-6 x max(1, peak), or
+    PyTorch's own rounding of another batch size where that is more (diffusers' decode of a batch of two against each
+    alone: 2.7e-6 on the tiny CogVideoX); the streams that agree run as one program call, and a second round with the
+    same comings and goings compiles nothing."""
     vae, ours = pair(name)
     sizes = CASES[name].session
     z = stream_latents(name, ours)
@@ -231,12 +231,14 @@ def check_sessions_batched(name: str):
         rounding = max((both[k:k + 1] - next(iter(decoded(vae, vae, videos[key][0], name).values()))).abs().max().item()
                        for k, key in enumerate(("a", "b")))
         for key, (latents_, _) in videos.items():
-            with ours.decode_session() as session:
-                alone = torch.cat([session.decode(chunk) for chunk in session_chunks(latents_, sizes)]
-                                  + [session.finish()], dim=2)
-            worst, bound = (together[key] - alone).abs().max().item(), max(1e-6 * max(1.0, alone.abs().max().item()), rounding)
-            assert worst <= bound, (f"{name} session {key} batched vs alone: max |Δ| {worst:.3g} > {bound:.3g} (PyTorch's "
-                                    f"batch of two against each alone: {rounding:.3g})")
+            if key != "pair":  # (alone, the two-row stream would compile batch-two programs for this comparison only)
+                with ours.decode_session() as session:
+                    alone = torch.cat([session.decode(chunk) for chunk in session_chunks(latents_, sizes)]
+                                      + [session.finish()], dim=2)
+                worst = (together[key] - alone).abs().max().item()
+                bound = max(1e-6 * max(1.0, alone.abs().max().item()), rounding)
+                assert worst <= bound, (f"{name} session {key} batched vs alone: max |Δ| {worst:.3g} > {bound:.3g} "
+                                        f"(PyTorch's batch of two against each alone: {rounding:.3g})")
             (expected,) = decoded(vae, vae, latents_, name).values()
             close(together[key], expected, f"{name} sessions batched: {key}")
     assert occupancy[0] == 3, f"{name}: the first step's three agreeing sessions ran in calls of {occupancy}"
