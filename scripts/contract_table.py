@@ -39,7 +39,7 @@ def run() -> dict:
     """The contract, recorded: {class: {check: [max |Δ|, peak, chunks or None]}} (the worst comparison of each)."""
     with tempfile.TemporaryDirectory() as folder:
         record = pathlib.Path(folder) / "record.jsonl"
-        env = {**os.environ, "TORCHAX_VAE_CONTRACT_RECORD": str(record)}
+        env = {**os.environ, "TORCHAX_VAE_CONTRACT_RECORD": str(record), "TORCHAX_VAE_ROTATION": ""}  # every row
         subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-q", "-p", "no:cacheprovider",
                         "-m", "not slow", "tests/contract"], cwd=ROOT, env=env, check=True)  # (not the 8-device rows)
         rows: dict = {}
