@@ -112,3 +112,13 @@ class MiniMaxMusic3VocoderModel(VocoderFacade, TorchaxVAE):
     def sampling_rate(self) -> int:
         """The waveform's samples per second (`config.sampling_rate`)."""
         return self._family.sampling_rate
+
+    def song(self, windows: list[torch.Tensor]) -> torch.Tensor:
+        """The song [B, 2, samples] of the pipeline's windows of latents (its `latent_chunks`): each window vocoded,
+        cropped and joined as MiniMaxMusic3VocoderDecodeStep does (`song`)."""
+        return song([self(w.contiguous().to(self.dtype)) for w in windows], self.spatial_compression_ratio)
+
+    def song_samples(self, lengths: list[int]) -> int:
+        """Samples per channel of the song of windows of `lengths` latent frames, from the config alone."""
+        cropped = (_CROP_LEFT_LATENT + _CROP_RIGHT_LATENT) * self.spatial_compression_ratio
+        return sum(self._family.decoded_samples(n) for n in lengths) - cropped * (len(lengths) - 1)

@@ -31,7 +31,6 @@ import torch
 
 from torchax_vae import registry
 from torchax_vae.media.files import InputError
-from torchax_vae.models.minimax_music3 import _CROP_LEFT_LATENT, _CROP_RIGHT_LATENT, song
 
 __all__ = ["AUDIO_ONLY", "DECODE_ONLY", "FAMILIES", "WITH_SOUND", "Kandinsky6Sound", "LTX2Sound", "MiniMaxH3Sound",
            "MusicSound", "Sound", "VAESound", "audio_only", "families"]
@@ -228,16 +227,10 @@ class MusicSound(VAESound):
         return (z[0] if isinstance(z, (list, tuple)) else z).shape[0]
 
     def waveform(self, z) -> torch.Tensor:
-
-        windows = z if isinstance(z, (list, tuple)) else [z]
-        return song([self.audio_vae(w.contiguous().to(self.audio_vae.dtype)) for w in windows],
-                    self.audio_vae.spatial_compression_ratio)
+        return self.audio_vae.song(z if isinstance(z, (list, tuple)) else [z])
 
     def samples(self, z) -> int:
-
-        windows = z if isinstance(z, (list, tuple)) else [z]
-        cropped = (_CROP_LEFT_LATENT + _CROP_RIGHT_LATENT) * self.audio_vae.spatial_compression_ratio
-        return sum(self.audio_vae._family.decoded_samples(w.shape[2]) for w in windows) - cropped * (len(windows) - 1)
+        return self.audio_vae.song_samples([w.shape[2] for w in (z if isinstance(z, (list, tuple)) else [z])])
 
 
 # The audio VAEs (and MiniMax Music 3's vocoder) that decode a pipeline's sound alone (the pipeline folder's vae/;
