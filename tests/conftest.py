@@ -119,7 +119,7 @@ def _rotated_out(item) -> bool:
     on 8 devices, the pipelines' outputs past one per VAE class and loop kind, the modular ones) of another sixth (by
     node, K modulo 6); a `heavy` one of the project's own of another twelfth (K modulo 12; the vendored heavy files
     stay by hand); the project's other own slow tests (tests/test_*.py: released architectures, 8-device and
-    multi-process runs, offline TPU and GPU compiles, the program store, more sizes) of another third (K modulo 3);
+    multi-process runs, offline TPU and GPU compiles, the program store, more sizes) of another sixth (K modulo 6);
     diffusers' vendored pipeline files (wrapped, and on plain diffusers, CI's step that checks the expectations
     there, its model files too) of another third (by file, so that both runs take the same files). What runs every
     time: the default suite, the family contract, diffusers' vendored model test files wrapped, and one pipeline's
@@ -132,7 +132,7 @@ def _rotated_out(item) -> bool:
     if item.get_closest_marker("rotate") is not None:
         return not rotation_slice(item.nodeid, f"{k % 6}/6")
     if own and item.get_closest_marker("slow") is not None:
-        return not rotation_slice(item.nodeid, f"{k % 3}/3")
+        return not rotation_slice(item.nodeid, f"{k % 6}/6")
     vendored = item.nodeid.startswith("tests/diffusers/tests/")
     plain = os.environ.get("TORCHAX_VAE_PLAIN_DIFFUSERS") == "1"
     if vendored and (plain or not item.nodeid.startswith("tests/diffusers/tests/models/")):

@@ -286,7 +286,7 @@ def test_npy_output_is_the_pipelines_frames(model_dir, tmp_path, capsys):
 # ----- 8. importing from the repository folder -----
 
 
-@pytest.mark.slow  # 14 s: a process (CI: every third run)
+@pytest.mark.slow  # 14 s: a process (CI: every sixth run)
 def test_import_from_the_repository_folder_finds_the_patches():
     code = "import torchax_vae.patches, torchax_vae.models; print(torchax_vae.patches.apply.__module__)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)

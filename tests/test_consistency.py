@@ -123,7 +123,7 @@ def test_threads_draw_from_their_own_generators(pair):
         assert_close(out[i], expected[i], ATOL, f"thread {i}")
 
 
-@pytest.mark.slow  # 15 s: three front ends of one image family (CI: every third run)
+@pytest.mark.slow  # 15 s: three front ends of one image family (CI: every sixth run)
 def test_plan_command_and_service(pair, tmp_path, capsys):
     """`plan` compiles the one decode program (its noise as inputs) for a GPU target offline; `torchax-vae decode
     --seed` draws the decode's noise from a generator of that seed (diffusers' images within one uint8 step); the

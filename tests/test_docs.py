@@ -78,7 +78,7 @@ def _blocks(page: Path) -> list[tuple[str, str]]:
     return re.findall(r"^```(bash|python)\n(.*?)^```", page.read_text(), flags=re.S | re.M)
 
 
-@pytest.mark.slow  # 78 s: docs/plan.md's blocks, compiled for TPUs and GPUs (CI: every third run)
+@pytest.mark.slow  # 78 s: docs/plan.md's blocks, compiled for TPUs and GPUs (CI: every sixth run)
 def test_the_offline_page_runs_as_written(tmp_path):
     """docs/guide/offline.md's blocks, in order, in an empty folder: the command from this environment's scripts."""
     import os
@@ -133,7 +133,7 @@ def test_the_api_pages_own_vae_example_runs(tmp_path):
     assert "torch.Size([1, 3, 2, 16, 16])" in done.stdout, done.stdout
 
 
-@pytest.mark.slow  # 22 s: 8 fake devices in a process (CI: every third run)
+@pytest.mark.slow  # 22 s: 8 fake devices in a process (CI: every sixth run)
 def test_the_accelerator_pages_mesh_example_runs(tmp_path):
     """docs/guide/accelerators.md's mesh block, as written, in a fresh process (its 8 virtual devices need one)."""
     import subprocess
@@ -171,7 +171,7 @@ def test_the_documented_rejection_reasons_are_the_services():
     assert documented - {"torchax_vae_rejected_requests_total"} <= counted | {"reason"}, sorted(documented - counted)
 
 
-@pytest.mark.slow  # 23 s: collects the whole suite (CI: every third run)
+@pytest.mark.slow  # 23 s: collects the whole suite (CI: every sixth run)
 def test_the_heavy_list_is_the_suites():
     """parity.md's "By hand only" table names every file of the project's own by-hand tests (never in CI), with
     their count."""

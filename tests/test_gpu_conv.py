@@ -178,7 +178,7 @@ def _pointwise_convolutions(text: str) -> list[str]:
 
 
 
-@pytest.mark.slow  # 15 s a size: released sizes lowered for CUDA (CI: every third run)
+@pytest.mark.slow  # 15 s a size: released sizes lowered for CUDA (CI: every sixth run)
 @pytest.mark.parametrize("config,frames,height,width", RELEASED)
 def test_released_sizes_lowered_for_cuda_keep_the_rule(config, frames, height, width):
     """bf16, untiled, the programs a GPU runs: no pointwise convolution, no operand of 2^31 bytes or more."""

@@ -42,7 +42,7 @@ print(os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"), os.environ.get("XLA_PYTHO
 """
 
 
-@pytest.mark.slow  # 15 s: a process (CI: every third run)
+@pytest.mark.slow  # 15 s: a process (CI: every sixth run)
 def test_torchax_vae_turns_off_preallocation_before_jax_starts_when_torch_uses_cuda():
     env = {k: v for k, v in os.environ.items() if k not in gpu_memory.VARIABLES}
     result = subprocess.run(

@@ -125,7 +125,7 @@ def test_a_torchax_input_that_requires_grad_is_refused_not_detached():
     # Haar wavelets and the identity posterior (its mode() is the latents)
     pytest.param("cosmos-tiny", (1, 3, 9, 32, 32), None, marks=pytest.mark.slow),
 ])
-@pytest.mark.slow  # 13 s (CI: every third run)
+@pytest.mark.slow  # 13 s (CI: every sixth run)
 def test_gradients_of_the_newer_families_equal_pytorchs(name, video, latents):
     vae = random_vae(name)
     ours = TorchaxVAE(vae)

@@ -85,7 +85,7 @@ def test_headless_attention_in_query_blocks(pair, monkeypatch):
     assert "stablehlo.while" in "".join(ours.lower("decode", (1, 4, 16, 16)).values())
 
 
-@pytest.mark.slow  # 12 s (CI: every third run)
+@pytest.mark.slow  # 12 s (CI: every sixth run)
 def test_bf16_scaling_and_state_dict(pair, tmp_path):
     vae, ours = pair
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), randn(1, 3, 32, 32, seed=5), "hunyuanimage-tiny")

@@ -110,7 +110,7 @@ def _pipeline(vae):
     return pipe
 
 
-@pytest.mark.slow  # 10 s: the command's processes (CI: every third run)
+@pytest.mark.slow  # 10 s: the command's processes (CI: every sixth run)
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """HunyuanVideo15Pipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor."""
     vae = random_vae("hunyuan15-tiny")  # HunyuanVideo15Pipeline: latents / scaling_factor, then decode

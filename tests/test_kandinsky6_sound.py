@@ -149,7 +149,7 @@ def kandinsky6(tmp_path_factory, pair):
     return root, video, audio, waveform
 
 
-@pytest.mark.slow  # 13 s: the command's and the service's processes (CI: every third run)
+@pytest.mark.slow  # 13 s: the command's and the service's processes (CI: every sixth run)
 def test_command_and_service_write_the_pipelines_sound(kandinsky6, tmp_path, capsys):
     """The MP4's sound and the WAV are the pipeline's waveform (mono, written as stereo) within one int16 step;
     served, the same; audio latents of another channel count are one line (a JSON 400)."""

@@ -96,7 +96,7 @@ def test_bad_input_and_what_diffusers_lacks(pair):
     assert isinstance(ours, type(vae)) and ours.temporal_compression_ratio == 4
 
 
-@pytest.mark.slow  # 13 s (CI: every third run)
+@pytest.mark.slow  # 13 s (CI: every sixth run)
 def test_bf16_and_saving(pair, tmp_path):
     vae, ours = pair
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), randn(1, 3, 5, 16, 16, seed=6), "Kandinsky 6 SR")
@@ -130,7 +130,7 @@ def test_the_sr_pipeline_with_it_equals_plain_diffusers(pair):
     assert_close(wrapped, plain, FP32, "Kandinsky6SRPipeline")
 
 
-@pytest.mark.slow  # 15 s: the command's processes (CI: every third run)
+@pytest.mark.slow  # 15 s: the command's processes (CI: every sixth run)
 def test_command_and_uint8_stream_give_the_pipelines_pixels(pair, tmp_path, capsys):
     """`torchax-vae decode` writes the frames the pipeline's decode_latents and postprocess give (its pixels / 128
     convention), `decode_stream(frames="uint8")` rounds them on the device, and `encode` reads a video file back

@@ -253,7 +253,7 @@ def test_ltx2_pipeline_with_the_vae_swapped():
     assert_close(actual, expected, FP32, "LTX2Pipeline frames")
 
 
-@pytest.mark.slow  # 13 s: the command's processes (CI: every third run)
+@pytest.mark.slow  # 13 s: the command's processes (CI: every sixth run)
 def test_command_round_trip_of_the_pipelines_latents(tmp_path, capsys):
     """LTX2Pipeline(output_type="latent") returns the VAE's own (denormalized) 5-D latents: the command decodes
     them as they are, mixing in the decode noise in the normalized space and decoding at the timestep, as the

@@ -256,7 +256,7 @@ def test_the_plan_command_takes_spectrograms(tmp_path, capsys):
         assert code == 2 and len(err.strip().splitlines()) == 1 and re.search(message, err), err
 
 
-@pytest.mark.slow  # 60 s: released sizes (the contract's rows: every run) (CI: every third run)
+@pytest.mark.slow  # 60 s: released sizes (the contract's rows: every run) (CI: every sixth run)
 def test_released_audio_vae_and_vocoders_match_pytorch():
     """The released architectures (the classes' defaults: 53 M, 56 M and 129 M parameters) on a short clip: 5
     latent frames, 17 spectrogram frames, 4080 samples (LTX-2) and 8160 (LTX-2.3)."""

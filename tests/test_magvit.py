@@ -134,7 +134,7 @@ def test_easyanimate_pipeline_with_the_vae_swapped():
     assert_close(actual, expected, FP32, "EasyAnimatePipeline frames")
 
 
-@pytest.mark.slow  # 12 s: the command's processes (CI: every third run)
+@pytest.mark.slow  # 12 s: the command's processes (CI: every sixth run)
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """EasyAnimatePipeline(output_type="latent") returns [B, C, F, H, W], scaled by scaling_factor."""
     vae = random_vae("magvit-tiny")  # EasyAnimatePipeline: latents / scaling_factor, then decode

@@ -42,7 +42,7 @@ def pipeline(tmp_path_factory):
     return root, z, a, out["videos"], out["audio"]
 
 
-@pytest.mark.slow  # 11 s: the command's processes (CI: every third run)
+@pytest.mark.slow  # 11 s: the command's processes (CI: every sixth run)
 def test_the_mp4_holds_the_pipelines_video_and_sound(pipeline, tmp_path, capsys):
     root, _, _, video, waveform = pipeline
     code, lines = run(capsys, "decode", root / "state.pt", "-o", tmp_path / "clip.mp4", "--model", root,

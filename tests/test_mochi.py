@@ -110,7 +110,7 @@ def test_official_fp32_and_bf16():
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), video(1, 7, 32, 32), "mochi 7f")
 
 
-@pytest.mark.slow  # 14 s: the command's processes (CI: every third run)
+@pytest.mark.slow  # 14 s: the command's processes (CI: every sixth run)
 def test_command_round_trip_in_the_pipelines_layout(tmp_path, capsys):
     """MochiPipeline(output_type="latent") returns [B, C, F, H, W], normalized by latents_mean and latents_std."""
     vae = random_vae("mochi-pipe-tiny")

@@ -123,7 +123,7 @@ def test_a_meta_wrapper_gets_real_weights_from_load_state_dict():
 @pytest.mark.parametrize("name", ["qwenimage-tiny", "hunyuan-tiny", "hunyuan15-tiny", "allegro-tiny",
                                   "mochi-tiny", "cosmos-tiny", "magvit-tiny", "ltx091-tiny",
                                   pytest.param("ltx2ts-tiny", marks=pytest.mark.slow)])
-@pytest.mark.slow  # 41 s, eight families (CogVideoX's, Wan's: every run) (CI: every third run)
+@pytest.mark.slow  # 41 s, eight families (CogVideoX's, Wan's: every run) (CI: every sixth run)
 def test_state_dict_round_trips_in_the_other_families(name):
     vae, other = random_vae(name), random_vae(name, seed=1)
     ours = TorchaxVAE(vae)

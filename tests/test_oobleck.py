@@ -224,7 +224,7 @@ def test_service_answers_the_pipelines_sound(stable_audio):
     assert 'torchax_vae_device_seconds_count{kind="sound",model="stable-audio"} 3.0' in metrics, metrics[:2000]
 
 
-@pytest.mark.slow  # 32 s: offline TPU and GPU compiles (CI: every third run)
+@pytest.mark.slow  # 32 s: offline TPU and GPU compiles (CI: every sixth run)
 def test_plan_takes_the_sound_input_as_it_is(tmp_path, capsys):
     """`torchax-vae plan` of an audio VAE: --shape is its input B,C,T (compiled offline for an H100, not run on a
     GPU); a video's FRAMES,HEIGHT,WIDTH for it, and `warmup` (videos), are one line, exit 2; the user sees no torch

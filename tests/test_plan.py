@@ -56,7 +56,7 @@ def test_a_plans_stablehlo_is_what_lower_gives_for_that_platform_and_mesh(meta_t
         assert text == tpu_plan.texts[name], name
 
 
-@pytest.mark.slow  # 15 s: compiled offline for H100s (CI: every third run)
+@pytest.mark.slow  # 15 s: compiled offline for H100s (CI: every sixth run)
 @pytest.mark.parametrize("target, gpus", [("h100", 1), pytest.param("h100x2", 2, marks=[pytest.mark.slow, pytest.mark.heavy])])  # 28 s
 def test_gpu_plan_of_the_tiny_config(meta_tiny, target, gpus):
     p = meta_tiny.plan("decode", SHAPE, target)
@@ -219,7 +219,7 @@ def test_two_gpus_each_need_at_most_0_6_of_one_gpus_temp_memory(meta_tiny):
     assert two <= 0.6 * one, f"max temp per GPU {two} B on two H100s, {one} B on one: {two / one:.3f}x"
 
 
-@pytest.mark.slow  # 18 s: a mesh in a process (CI: every third run)
+@pytest.mark.slow  # 18 s: a mesh in a process (CI: every sixth run)
 def test_a_carried_cache_keeps_one_steady_program_on_a_mesh():
     """Wan's feat_cache is marked like an activation: the first program's and the steady one's hand-over have one
     sharding, so the steady program compiles once (it compiled twice on meshes: 44 s more for v6e-8 at 480p)."""

@@ -28,7 +28,7 @@ def _python(code: str, cwd=HERE) -> subprocess.CompletedProcess:
 
 
 # (CUDA comes first: torch's accelerator is never "jax" there, which torchax never claims; said, not passed)
-@pytest.mark.slow  # 14 s: a process (CI: every third run)
+@pytest.mark.slow  # 14 s: a process (CI: every sixth run)
 @pytest.mark.skipif(torch.cuda.is_available(), reason="torch's accelerator here is CUDA, which torchax never claims")
 def test_torchax_still_makes_jax_a_torch_accelerator():
     """The tripwire of torchax_vae/patches/torch_accelerator.py: torchax's device module still says "available"."""
@@ -74,7 +74,7 @@ def test_accelerator_patch_is_idempotent_and_keeps_torchax_working():
     assert not torch.accelerator.is_available() or torch.cuda.is_available()
 
 
-@pytest.mark.slow  # 31 s: a process with libtpu and JAX's CUDA plugin (CI: every third run)
+@pytest.mark.slow  # 31 s: a process with libtpu and JAX's CUDA plugin (CI: every sixth run)
 def test_a_bad_input_decode_prints_one_line_with_the_accelerator_extras_installed(tmp_path):
     model = tmp_path / "vae"
     code = (f"from helpers import random_vae\nrandom_vae('tiny').save_pretrained({str(model)!r})\n"

@@ -78,7 +78,7 @@ def test_official_fp32_and_bf16():
     bf16_check(vae, TorchaxVAE(vae, dtype=torch.bfloat16), image(1, 1, 24, 40), "qwenimage 1f")
 
 
-@pytest.mark.slow  # 12 s: the command's processes (CI: every third run)
+@pytest.mark.slow  # 12 s: the command's processes (CI: every sixth run)
 def test_command_decodes_packed_pipeline_latents_and_encodes_an_image(tmp_path, capsys):
     """Stage 3 for Qwen-Image: output_type="latent" gives packed latents [B, tokens, C x 4]; --size unpacks them."""
     import numpy as np

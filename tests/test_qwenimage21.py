@@ -135,7 +135,7 @@ def test_qwenimage21_pipeline_with_the_vae_swapped():
     assert_close(actual, expected, FP32, "QwenImage21Pipeline images")
 
 
-@pytest.mark.slow  # 12 s: the command's processes (CI: every third run)
+@pytest.mark.slow  # 12 s: the command's processes (CI: every sixth run)
 def test_command_decodes_packed_latents_to_rgba_and_encodes_an_image(tmp_path, capsys):
     """Stage 3 for Qwen-Image 2.1: packed latents [B, tokens, C] with --size, 4-channel (RGBA) frames in .npy."""
     import numpy as np

@@ -41,7 +41,7 @@ def test_encode_decode_and_forward_match_pytorch(pair, size):
         ours.disable_slicing()
 
 
-@pytest.mark.slow  # 11 s (CI: every third run)
+@pytest.mark.slow  # 11 s (CI: every sixth run)
 def test_interface_bf16_and_saving(pair, tmp_path):
     from diffusers import AutoencoderRAE
 

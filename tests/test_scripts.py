@@ -213,7 +213,7 @@ def test_every_gpu_table_case_has_a_small_version_its_tiny_model_takes():
         assert len(shape) == rank and min(shape) > 0, (name, shape)
 
 
-@pytest.mark.slow  # 14 s (CI: every third run)
+@pytest.mark.slow  # 14 s (CI: every sixth run)
 def test_every_gpu_table_case_checks_bf16_at_a_size_its_family_takes():
     """The bf16 reference (PyTorch bf16 against fp32, at most 9x480x720) is cut to whole latents: HunyuanImage's
     and the DC-AE's encoders (32x) refuse a width of 720, which failed hunyuanimage-encode on the H200."""

@@ -46,7 +46,7 @@ def server(tmp_path_factory):
         process.communicate()
 
 
-@pytest.mark.slow  # 45 s: two processes (the contract's served rows: every run) (CI: every third run)
+@pytest.mark.slow  # 45 s: two processes (the contract's served rows: every run) (CI: every sixth run)
 def test_same_frames_as_the_decode_command(server, tmp_path):
     _, base, wan_folder = server
     z = randn(1, 16, 2, 8, 8, seed=2)
@@ -90,7 +90,7 @@ def _until(condition, what: str, within: float = 60) -> None:
         time.sleep(0.02)
 
 
-@pytest.mark.slow  # 34 s: a service process under SIGTERM (CI: every third run)
+@pytest.mark.slow  # 34 s: a service process under SIGTERM (CI: every sixth run)
 def test_sigterm_finishes_accepted_requests_then_exits(server):
     process, base, _ = server
     z = randn(1, 5, 16, 12, 16, seed=1)  # CogVideoX's pipeline layout [B, F, C, H, W]
@@ -126,7 +126,7 @@ def test_sigterm_finishes_accepted_requests_then_exits(server):
     assert "Traceback" not in stderr, stderr[-3000:]
 
 
-@pytest.mark.slow  # 17 s: a service process (CI: every third run)
+@pytest.mark.slow  # 17 s: a service process (CI: every sixth run)
 def test_a_model_that_cannot_load_ends_the_command(tmp_path):
     from diffusers import AutoencoderKL
 

@@ -192,7 +192,7 @@ def _serve(*args, devices: int = 1):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.slow  # 12 s: a service process (CI: every third run)
+@pytest.mark.slow  # 12 s: a service process (CI: every sixth run)
 def test_dp_that_does_not_divide_exits_2_in_one_line():
     process = _serve("--model", f"demo={DEMO_MODEL}", "--dp", "3", "--port", str(free_port()), devices=8)
     _, stderr = process.communicate(timeout=300)
@@ -201,7 +201,7 @@ def test_dp_that_does_not_divide_exits_2_in_one_line():
         "torchax-vae serve: error: --dp 3 does not divide the 8 devices here; use one of [1, 2, 4, 8]"], stderr
 
 
-@pytest.mark.slow  # 14 s: a service process (CI: every third run)
+@pytest.mark.slow  # 14 s: a service process (CI: every sixth run)
 def test_a_second_ctrl_c_exits_at_once_naming_what_it_cut_off():
     port = free_port()
     process = _serve("--model", f"demo={DEMO_MODEL}", "--port", str(port), "--log-level", "warning")

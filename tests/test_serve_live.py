@@ -191,7 +191,7 @@ def test_a_session_needs_the_token(models):
             assert s.decode(latents(5)[:, :, :1]).shape == (1, 1, 128, 128, 3)
 
 
-@pytest.mark.slow  # 23 s: a 60-chunk video beside a session (CI: every third run)
+@pytest.mark.slow  # 23 s: a 60-chunk video beside a session (CI: every sixth run)
 def test_a_session_beside_a_long_video_is_not_starved(base, models):
     """The worker's turn: every session's waiting block, then one chunk of a request. A session whose blocks come
     while a long video streams (a chunk per latent frame: 24) ends before that video does."""

@@ -33,7 +33,7 @@ def served(tmp_path_factory):
         yield url, root, video, audio, waveform
 
 
-@pytest.mark.slow  # 11 s: the command's and the service's MP4s (CI: every third run)
+@pytest.mark.slow  # 11 s: the command's and the service's MP4s (CI: every sixth run)
 def test_an_mp4_with_sound_is_the_commands(served, tmp_path):
     from torchax_vae.cli import main as cli_main
 

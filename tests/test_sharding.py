@@ -297,7 +297,7 @@ def test_bad_meshes_are_rejected_before_anything_compiles(tiny_vae):
         TorchaxVAE(tiny_vae, mesh=explicit)
 
 
-@pytest.mark.slow  # 10 s (CI: every third run)
+@pytest.mark.slow  # 10 s (CI: every sixth run)
 def test_one_device_mesh_equals_no_mesh(tiny_vae, tiny_torchax):
     z = torch.randn(1, 4, 3, 4, 6, generator=torch.Generator().manual_seed(1))
     on_mesh = TorchaxVAE(tiny_vae, mesh=make_mesh()).decode(z).sample

@@ -132,7 +132,7 @@ def test_an_unwritable_store_only_warns(tmp_path, monkeypatch, caplog):
     assert_close(out, vae.decode(z).sample, TOLERANCE[torch.float32], "decode without a writable store")
 
 
-@pytest.mark.slow  # 10 s (CI: every third run)
+@pytest.mark.slow  # 10 s (CI: every sixth run)
 def test_a_program_that_cannot_be_serialized_still_runs(store_dir, monkeypatch, caplog):
     def no_flatbuffers(self):
         raise ImportError("Please install 'flatbuffers' in order to use Exported serialization")

@@ -76,7 +76,7 @@ def check_family(name):
         assert reports == serial_reports > 0, f"{name} {kind}: progress reports {reports} vs {serial_reports} alone"
 
 
-@pytest.mark.slow  # 14 s (CI: every third run)
+@pytest.mark.slow  # 14 s (CI: every sixth run)
 @pytest.mark.parametrize("name", DEFAULT)
 def test_four_threads_match_serial_calls(name):
     check_family(name)

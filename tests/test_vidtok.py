@@ -121,7 +121,7 @@ def test_tiling_matches_pytorch(which, request):
             model.num_sample_frames_batch_size, model.num_latent_frames_batch_size = 16, 4
 
 
-@pytest.mark.slow  # 20 s (the contract's VidTok rows: every run) (CI: every third run)
+@pytest.mark.slow  # 20 s (the contract's VidTok rows: every run) (CI: every sixth run)
 def test_interface_bf16_saving_and_checks(causal, tmp_path):
     from diffusers import AutoencoderVidTok
 

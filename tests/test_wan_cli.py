@@ -52,7 +52,7 @@ def test_decode_undoes_the_wan_normalization_as_the_pipeline_does(wan_dir, tmp_p
     assert error <= codec + 2, f"max |Δ| {error} of 255 against PyTorch's frames; the codec's own {codec}"
 
 
-@pytest.mark.slow  # 13 s: the command's processes (its decode twin: every run) (CI: every third run)
+@pytest.mark.slow  # 13 s: the command's processes (its decode twin: every run) (CI: every sixth run)
 def test_encode_applies_the_wan_normalization(wan_dir, tmp_path, capsys, monkeypatch):
     from torchax_vae.facade.session import EncodeSession
 

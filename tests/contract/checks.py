@@ -349,8 +349,8 @@ def contract_tests(kind: str) -> dict:
     def test_served(name):
         check_served(name)
 
-    # a process of 8 virtual devices per row (20-60 s each on 2 cores): in the slow set, a third of the rows in each
-    # CI run (`rotate`: conftest.py picks them from the commit), every row within three runs
+    # a process of 8 virtual devices per row (20-60 s each on 2 cores): in the slow set, a sixth of the rows in each
+    # CI run (`rotate`: conftest.py picks them from the commit), every row within six runs
     @pytest.mark.slow
     @pytest.mark.rotate
     @names
