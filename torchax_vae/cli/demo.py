@@ -13,6 +13,7 @@ from diffusers import AutoencoderKLCogVideoX
 from torchax_vae.cli.commands import LONG_RUN_SECONDS, psnr
 from torchax_vae.cli.frame_progress import batches_finished, progress_mode
 from torchax_vae.cli.frame_progress import precompile_counting as _precompile
+from torchax_vae.cli.tiny_models import DEMO_MODEL
 from torchax_vae.facade.vae import TorchaxVAE
 from torchax_vae.media import files
 from torchax_vae.media.files import InputError
@@ -21,7 +22,6 @@ from torchax_vae.media.synthetic import moving_shapes
 
 __all__ = ["DEMO_MODEL", "DEMO_CLIP", "demo"]
 
-DEMO_MODEL = pathlib.Path(__file__).resolve().parent.parent / "assets" / "tiny_vae"  # (torchax_vae/assets)
 # A seed scripts/train_tiny.py never draws (training: seed * 10**6 + step, below 10**9 for its seeds
 # under 1000; validation 10**9 + seed; scaling 2 * 10**9 + seed), so a clip the training never saw.
 DEMO_CLIP = {"seed": 3 * 10**9, "frames": 17, "height": 96, "width": 128}

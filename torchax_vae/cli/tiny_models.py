@@ -14,9 +14,11 @@ import shutil
 import diffusers
 import torch
 
-from torchax_vae.cli.demo import DEMO_MODEL
+__all__ = ["DEMO_MODEL", "LTX2", "TINY", "save_models"]
 
-__all__ = ["LTX2", "TINY", "save_models"]
+# The CogVideoX VAE the demo runs: shipped with the package, trained (scripts/train_tiny.py), not random. Here, with
+# the other tiny models' data, so that taking a config (scripts/vaes.py) imports diffusers and torch, not the command.
+DEMO_MODEL = pathlib.Path(__file__).resolve().parent.parent / "assets" / "tiny_vae"  # (torchax_vae/assets)
 
 # name -> (diffusers class, config): what each folder holds
 TINY = {

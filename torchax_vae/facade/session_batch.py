@@ -106,11 +106,11 @@ def _run(group: list, max_batch: int):
     """The family's session step on the group's chunks as one batch: ([each session's output], [its state])."""
     vae, kind = group[0][0]._vae, group[0][0].kind
     sizes = [x.shape[0] for _, x in group]
-    if len(group) == 1 and padded_size(sizes[0], max_batch, data_rows(vae.mesh)) == sizes[0]:  # alone: as it is
+    rows = padded_size(sum(sizes), max_batch, data_rows(vae.mesh))
+    if len(group) == 1 and rows == sizes[0]:  # alone: as it is
         session, x = group[0]
         out, state = vae._family.session_step(vae._source(x), session._state, kind=kind)
         return [out], [state]
-    rows = padded_size(sum(sizes), max_batch, data_rows(vae.mesh))
     tensors = [x for _, x in group]
     if convert.is_torchax(tensors[0]):
         x = tensors[0]._env.j2t_iso(pad_rows(jnp.concatenate([t._elem for t in tensors]), rows))  # (on the device)

@@ -214,7 +214,7 @@ class MusicSound(VAESound):
     give its song, each window vocoded, cropped and joined as its decode step does (models/minimax_music3.py)."""
 
     def check(self, z, where: str, batch: int | None = None) -> None:
-        windows = z if isinstance(z, (list, tuple)) else [z]
+        windows = _windows(z)
         if not windows:
             raise InputError(f"{where}: no windows of latents (the pipeline's latent_chunks hold one or more)")
         for window in windows:
@@ -224,13 +224,18 @@ class MusicSound(VAESound):
                                  "window of latent_chunks holds the same batch")
 
     def clips(self, z) -> int:
-        return (z[0] if isinstance(z, (list, tuple)) else z).shape[0]
+        return _windows(z)[0].shape[0]
 
     def waveform(self, z) -> torch.Tensor:
-        return self.audio_vae.song(z if isinstance(z, (list, tuple)) else [z])
+        return self.audio_vae.song(_windows(z))
 
     def samples(self, z) -> int:
-        return self.audio_vae.song_samples([w.shape[2] for w in (z if isinstance(z, (list, tuple)) else [z])])
+        return self.audio_vae.song_samples([w.shape[2] for w in _windows(z)])
+
+
+def _windows(z) -> list:
+    """MiniMax Music 3's latents as windows: the pipeline's `latent_chunks` (a list), or one window alone."""
+    return list(z) if isinstance(z, (list, tuple)) else [z]
 
 
 # The audio VAEs (and MiniMax Music 3's vocoder) that decode a pipeline's sound alone (the pipeline folder's vae/;
