@@ -680,6 +680,46 @@ def test_hann_window():
         torch.hann_window(8, device="jax")
 
 
+def test_weight_norm():
+    """Weight-normalized layers inside a trace (the sound VAEs' convolutions) get torch's weights: in bf16 bit for
+    bit as ATen's fused float32 kernel rounds them, in float32 within 1e-6, both forms (nn.utils.weight_norm's hook
+    and the parametrization), over dim 0 and the last; a torchax environment without the patch computes the
+    composite form in bf16 and is steps off, so the patch is needed."""
+    import jax
+
+    from torchax_vae.patches import weight_norm
+
+    weight_norm.patch()
+    torchax = patches.import_torchax()
+    env = torchax.default_env()
+    torch.manual_seed(0)
+    v, g0, g_last = torch.randn(16, 12, 7) * 0.3, torch.rand(16, 1, 1) + 0.5, torch.rand(1, 1, 7) + 0.5
+    off = []
+    for dtype in (torch.float32, torch.bfloat16):
+        for dim, g in ((0, g0), (2, g_last)):
+            want = torch._weight_norm(v.to(dtype), g.to(dtype), dim)
+            jv, jg = (jax.numpy.asarray(t.float().numpy()).astype(str(dtype).removeprefix("torch.")) for t in (v, g))
+            with env:
+                got = jax.jit(lambda a, b: env.t2j_iso(torch._weight_norm(env.j2t_iso(a), env.j2t_iso(b), dim)))(jv, jg)
+            got = torch.tensor(np.asarray(got, np.float32))
+            delta = (got - want.float()).abs().max().item()
+            assert delta <= (1e-6 if dtype == torch.float32 else 0), (dtype, dim, delta)
+            with torchax.tensor.Environment():  # the composite form, unpatched
+                bare = torch._weight_norm(v.to(dtype).to("jax"), g.to(dtype).to("jax"), dim)
+            off.append((torch.tensor(np.asarray(bare._elem, np.float32)) - want.float()).abs().max().item())
+    assert max(off[2:]) > 0, f"torchax's own bf16 weight norm equals torch's: {off} (the patch may go)"
+    for wrap in (nn.utils.weight_norm, nn.utils.parametrizations.weight_norm):
+        conv = wrap(nn.Conv1d(12, 16, 7)).to(torch.bfloat16)
+        with torch.no_grad():
+            conv(torch.zeros(1, 12, 7, dtype=torch.bfloat16))  # (the hook's form computes the weight in forward)
+            want = conv.weight.float().clone()
+            with env:
+                conv.to("jax")
+                conv(torch.zeros(1, 12, 7, dtype=torch.bfloat16, device="jax"))
+                got = torch.tensor(np.asarray(conv.weight._elem, np.float32))
+        assert torch.equal(got, want), (wrap.__module__, (got - want).abs().max().item())
+
+
 # ----- antialias_resize -----
 
 

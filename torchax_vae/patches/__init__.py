@@ -19,6 +19,8 @@ applied; importing this package changes nothing.
   XLA cannot partition: on a mesh it all-gathered every upsampler's input); every trace.
 - `hann_window`: `torch.hann_window` from `arange` and `cos` (torchax 0.0.13 has no lowering for it; Cosmos 3's
   sound tokenizer makes its STFT window with it).
+- `weight_norm`: `torch._weight_norm` in float32, rounded once, as ATen's fused kernel (torchax traces the
+  composite form, in bf16 three roundings; the sound VAEs' weight-normalized convolutions).
 - `keyword_linear`: `F.linear(input=..., weight=..., bias=...)` by torch's keyword names (torchax 0.0.13's lowering
   names them otherwise; MiniMax H3's audio VAE calls it so).
 - `antialias_resize`: `F.interpolate(..., antialias=True)`, bilinear and bicubic, as ATen's separable kernel
@@ -75,6 +77,7 @@ from torchax_vae.patches import (
     tile_mask,
     time_pool,
     wan_upsample,
+    weight_norm,
     zero_history,
 )
 from torchax_vae.patches.torchax_torch213 import import_torchax
@@ -96,6 +99,7 @@ def apply(model: nn.Module, marked: tuple = ()) -> dict[str, int]:
     attention_split.patch()
     keyword_linear.patch()
     hann_window.patch()
+    weight_norm.patch()
     antialias_resize.patch()
     return {
         "group_norm": group_norm.patch(model),
