@@ -100,7 +100,8 @@ def pytest_ignore_collect(collection_path, config):
 # The rotation (pyproject's `rotate` and `heavy` markers; `_rotated_out` has the periods): CI sets
 # TORCHAX_VAE_ROTATION=K/12, K from the commit, and of the nodes
 # marked `rotate` runs only those whose id hashes (crc32, the same on every machine) to K modulo N: each CI run a
-# slice, every node within N runs. A failure names its node, and `TORCHAX_VAE_ROTATION= pytest NODE` runs it again.
+# slice. K follows the commit's hash, so a node runs in about one CI run of N (a chance, not a strict turn). A
+# failure names its node, and `TORCHAX_VAE_ROTATION= pytest NODE` runs it again.
 ROTATION = os.environ.get("TORCHAX_VAE_ROTATION", "").strip()
 
 

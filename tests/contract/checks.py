@@ -350,7 +350,7 @@ def contract_tests(kind: str) -> dict:
         check_served(name)
 
     # a process of 8 virtual devices per row (20-60 s each on 2 cores): in the slow set, a sixth of the rows in each
-    # CI run (`rotate`: conftest.py picks them from the commit), every row within six runs
+    # CI run (`rotate`: conftest.py picks them from the commit), each row about one run in six
     @pytest.mark.slow
     @pytest.mark.rotate
     @names
