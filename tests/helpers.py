@@ -94,21 +94,23 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, atol: float, what
     return worst
 
 
-def fp32_tolerance(reference: torch.Tensor) -> float:
+def fp32_tolerance(reference: torch.Tensor, rel: float = 5e-5) -> float:
     """The fp32 tolerance of a comparison with PyTorch, sized to the output: min(1e-4, 5e-5 x the reference's peak),
-    so that a result 0.02 % off fails at any scale (tests/contract/checks.py)."""
-    return min(TOLERANCE[torch.float32], 5e-5 * reference.detach().float().abs().max().item())
+    so that a result 0.02 % off fails at any scale (tests/contract/checks.py). `rel` up to 1e-4 (half of 0.02 %)
+    where a measured error needs it; its caller says which."""
+    assert rel <= 1e-4, f"rel {rel} would let a result 0.02 % off pass"
+    return min(TOLERANCE[torch.float32], rel * reference.detach().float().abs().max().item())
 
 
-def assert_parity(actual: torch.Tensor, expected: torch.Tensor, what: str = "") -> float:
-    """assert_close at fp32_tolerance(expected): TorchaxVAE's result against diffusers' in PyTorch."""
-    return assert_close(actual, expected, fp32_tolerance(expected), what)
+def assert_parity(actual: torch.Tensor, expected: torch.Tensor, what: str = "", rel: float = 5e-5) -> float:
+    """assert_close at fp32_tolerance(expected, rel): TorchaxVAE's result against diffusers' in PyTorch."""
+    return assert_close(actual, expected, fp32_tolerance(expected, rel), what)
 
 
-def check_tiled(vae, ours, x, tiles: dict, slicing: bool = False, what: str = "") -> list[str]:
+def check_tiled(vae, ours, x, tiles: dict, slicing: bool = False, what: str = "", rel: float = 5e-5) -> list[str]:
     """diffusers' tiling (its own `enable_tiling` arguments) and, with `slicing`, its slicing, switched on both
     sides: the encode's mean and the decode of diffusers' latents equal diffusers' in PyTorch within
-    `fp32_tolerance`; both switched off after. Returns the names of the programs `ours` compiled."""
+    `fp32_tolerance` (`rel`); both switched off after. Returns the names of the programs `ours` compiled."""
     what = f"{what or type(vae).__name__}: {'sliced, ' if slicing else ''}tiled {tiles}"
     try:
         for model in (vae, ours):
@@ -117,8 +119,8 @@ def check_tiled(vae, ours, x, tiles: dict, slicing: bool = False, what: str = ""
             model.enable_tiling(**tiles)
         with torch.no_grad():
             expected = vae.encode(x).latent_dist.mean
-            assert_parity(ours.encode(x).latent_dist.mean, expected, f"{what}, encode")
-            assert_parity(ours.decode(expected).sample, vae.decode(expected).sample, f"{what}, decode")
+            assert_parity(ours.encode(x).latent_dist.mean, expected, f"{what}, encode", rel)
+            assert_parity(ours.decode(expected).sample, vae.decode(expected).sample, f"{what}, decode", rel)
     finally:
         for model in (vae, ours):
             model.disable_slicing()
@@ -200,8 +202,13 @@ def bf16_errors(vae, x, reference: dict, decode_args=(), fp32_sums: bool = True,
     return {"encode": max_abs_diff(encoded, reference["encode"]), "decode": max_abs_diff(frames, reference["decode"])}
 
 
-def bf16_check(vae, ours_bf16, x, what, decode_args=(), latents=posterior_mode, decoded=decoded_sample):
+def bf16_check(vae, ours_bf16, x, what, decode_args=(), latents=posterior_mode, decoded=decoded_sample,
+               own_kernels: bool = False):
     """Our bf16 error against fp32 PyTorch is at most BF16_ERROR_RATIO x PyTorch bf16's own (bf16_errors).
+
+    own_kernels: PyTorch bf16's error is the larger of its fp32-sums run and its own bf16 kernels' (tiny configs
+    only: those kernels are slow); for a class where the fp32-sums yardstick is the stricter by more than the
+    ratio's margin (its caller gives the numbers).
 
     decode_args: the decoder's further arguments (LTX's timestep); latents: what the class's `encode` gives as
     latents (AutoencoderDC: `.latent`, no posterior); decoded: what its `decode` gives as frames (AutoencoderVidTok:
@@ -209,6 +216,9 @@ def bf16_check(vae, ours_bf16, x, what, decode_args=(), latents=posterior_mode, 
     """
     reference = fp32_reference(vae, x, decode_args, latents, decoded)
     theirs = bf16_errors(vae, x, reference, decode_args, latents=latents, decoded=decoded)
+    if own_kernels:
+        kernels = bf16_errors(vae, x, reference, decode_args, False, latents=latents, decoded=decoded)
+        theirs = {stage: max(theirs[stage], kernels[stage]) for stage in theirs}
     # inputs in bf16, as PyTorch bf16's (and as diffusers' pipelines cast them to vae.dtype)
     ours = {"encode": max_abs_diff(latents(ours_bf16, x.bfloat16()), reference["encode"]),
             "decode": max_abs_diff(decoded(ours_bf16, reference["encode"].bfloat16(), *decode_args),

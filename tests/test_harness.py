@@ -23,9 +23,12 @@ NODES = {  # node -> what its failure must say
     # under diffusers' own xfail mark ("Latest transformers changes the slices"), which pytest alone would accept
     "tests/diffusers/tests/pipelines/kandinsky/test_kandinsky.py::KandinskyPipelineFastTests::test_kandinsky":
         "not the expected failure",
-    # failing in a mixin of test_pipelines_common.py at 1.1e-4 both ways: its outputs are compared there
+    # failing in a mixin of test_pipelines_common.py at about 1.1e-4 both ways: its outputs are compared there, or,
+    # where plain diffusers' failure is the one the float64 referee judges (1.03e-4 on an AMX Xeon, 2026-12-08),
+    # the referee's verdict
     "tests/diffusers/tests/pipelines/kandinsky/test_kandinsky.py::KandinskyPipelineFastTests::"
-    "test_inference_batch_single_identical": "_test_inference_batch_single_identical: output.images: max |Δ|",
+    "test_inference_batch_single_identical": ("_test_inference_batch_single_identical: output.images: max |Δ|",
+                                             "not the expected failure (a batch of two and single calls differ"),
 }
 
 
@@ -38,7 +41,8 @@ def test_a_decode_off_by_a_thousandth_fails_the_harness():
     out = proc.stdout + proc.stderr
     assert f"{len(NODES)} failed" in out, out[-4000:]
     for node, says in NODES.items():
-        assert f"FAILED {node}" in out and says in out, (node, says, out[-4000:])
+        says = (says,) if isinstance(says, str) else says
+        assert f"FAILED {node}" in out and any(words in out for words in says), (node, says, out[-4000:])
 
 
 def _failures():

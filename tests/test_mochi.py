@@ -75,7 +75,9 @@ def test_a_batch_sliced_or_not_and_one_program_per_clip():
 def test_tiling_equals_diffusers(tiles):
     """diffusers' own tiling arguments for this class: tile sizes and strides, blended over their difference."""
     vae = random_vae("mochi-tiny")
-    compiled = check_tiled(vae, TorchaxVAE(vae), video(1, 7, 40, 48, seed=3), tiles)
+    # rel 1e-4: the blended decode is 4.1e-5 from diffusers' (peak 0.71) on a 2-core AMX Xeon (2026-12-08), over
+    # 5e-5 x peak; 1e-4 x peak (7.1e-5) still fails a result 0.02 % off (1.4e-4)
+    compiled = check_tiled(vae, TorchaxVAE(vae), video(1, 7, 40, 48, seed=3), tiles, rel=1e-4)
     assert set(compiled) >= {"encoder/tile", "decoder/tile+drop=5"}
 
 
