@@ -1,6 +1,4 @@
-import json
 import os
-import pathlib
 import zlib
 
 import pytest
@@ -25,6 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from torchax_vae import TorchaxVAE
 from helpers import random_vae
+from rotation import HEAVY_TWELFTHS
 
 # JAX's persistent compilation cache for the suite (TORCHAX_VAE_CACHE_DIR stays off above: the program store, which
 # traces once per process, is what tests/test_stored.py tests by itself). The tests build many wrappers of the same
@@ -114,24 +113,6 @@ def rotation_slice(nodeid: str, rotation: str = ROTATION) -> bool:
         return True
     k, n = (int(part) for part in rotation.split("/"))
     return zlib.crc32(nodeid.encode()) % n == k % n
-
-
-# The heavy twelfths are packed by measured seconds, not by hash: by hash one twelfth held 13.9 test-minutes and
-# another 1.5 (2026-12-08, 123 groups, 62.9 in all). tests/heavy_seconds.json holds each heavy group's seconds (a
-# node's id, or its `together` name) from `TORCHAX_VAE_ROTATION= pytest -n 2 --dist loadfile -m "heavy and not
-# by_hand" --durations=0 tests/test_*.py`, setup and call summed. The slices come from the table alone, so any
-# subset of the tests sees the same ones; a group the table lacks falls to its hash's twelfth until measured.
-def heavy_twelfths(seconds: dict, n: int = 12) -> dict:
-    """{group: its slice}: the groups longest first (ties by name), each into the lightest slice so far (ties: the
-    lowest)."""
-    loads, slices = [0.0] * n, {}
-    for group in sorted(seconds, key=lambda g: (-seconds[g], g)):
-        slices[group] = min(range(n), key=lambda i: (loads[i], i))
-        loads[slices[group]] += seconds[group]
-    return slices
-
-
-HEAVY_TWELFTHS = heavy_twelfths(json.loads(pathlib.Path(__file__).with_name("heavy_seconds.json").read_text()))
 
 
 def _rotated_out(item) -> bool:

@@ -1,8 +1,8 @@
-"""CI's rotation of the slow tests (tests/conftest.py): the heavy twelfths packed by measured seconds."""
+"""CI's rotation (tests/conftest.py, tests/rotation.py): the heavy twelfths packed by measured seconds."""
 
 import pathlib
 
-from conftest import HEAVY_TWELFTHS, heavy_twelfths
+from rotation import HEAVY_TWELFTHS, heavy_twelfths
 
 TESTS = pathlib.Path(__file__).resolve().parent
 
