@@ -84,6 +84,9 @@ ENCODED_MAXIMA = {
     "KandinskyV22InpaintPipelineFastTests": 2.93e-4,
     "KandinskyV22ControlnetImg2ImgPipelineFastTests": 5.79e-4,
     "KandinskyV22Img2ImgPipelineFastTests": 6.12e-5,  # 5.39e-5 on 2026-11-28, 6.12e-5 on 2026-12-07 (CI's rotation)
+    # Kandinsky 2.1: 4.82e-5 on 2026-11-29, 5.78e-5 on 2026-12-08's AMX Xeon (its decode step 1.48e-5, at the
+    # decode-only tolerance)
+    "KandinskyInpaintPipelineFastTests": 5.78e-5,
 }
 # Pipelines of the files vendored second (SOURCE.md): heavy (run by hand before each stop, as those files are), except
 # SD inpainting, which branches on `isinstance(self.vae, AsymmetricAutoencoderKL)` and so stays in CI.
